@@ -1,0 +1,40 @@
+# docfeed_add_library / docfeed_add_test / docfeed_add_benchmark: one place for warnings,
+# sanitizers and include paths, so targets never touch global flags.
+
+set(docfeed_warnings -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wnon-virtual-dtor)
+if(DOCFEED_WERROR)
+  list(APPEND docfeed_warnings -Werror)
+endif()
+
+add_library(docfeed_options INTERFACE)
+target_compile_options(docfeed_options INTERFACE ${docfeed_warnings})
+target_include_directories(docfeed_options INTERFACE
+  ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+if(DOCFEED_SANITIZE)
+  target_compile_options(docfeed_options INTERFACE
+    -fsanitize=${DOCFEED_SANITIZE} -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  target_link_options(docfeed_options INTERFACE -fsanitize=${DOCFEED_SANITIZE})
+endif()
+
+function(docfeed_add_library name)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SRCS})
+  target_link_libraries(${name} PUBLIC docfeed_options ${ARG_DEPS})
+endfunction()
+
+function(docfeed_add_test name)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SRCS})
+  target_link_libraries(${name} PRIVATE docfeed_options ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE
+    DOCFEED_TEST_DATA_DIR="${PROJECT_SOURCE_DIR}/tests/data")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+endfunction()
+
+function(docfeed_add_benchmark name)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SRCS})
+  target_link_libraries(${name} PRIVATE docfeed_options ${ARG_DEPS} benchmark::benchmark)
+  target_compile_definitions(${name} PRIVATE
+    DOCFEED_TEST_DATA_DIR="${PROJECT_SOURCE_DIR}/tests/data")
+endfunction()
