@@ -103,10 +103,10 @@ class [[nodiscard]] Result {
 #define DOCFEED_STATUS_CONCAT(a, b) DOCFEED_STATUS_CONCAT_INNER(a, b)
 
 // Returns from the current function if `expr` (a Status) is not OK.
-#define DOCFEED_RETURN_IF_ERROR(expr)                         \
-  do {                                                        \
-    ::docfeed::Status docfeed_status_tmp = (expr);            \
-    if (!docfeed_status_tmp.ok()) return docfeed_status_tmp;  \
+#define DOCFEED_RETURN_IF_ERROR(expr)                        \
+  do {                                                       \
+    ::docfeed::Status docfeed_status_tmp = (expr);           \
+    if (!docfeed_status_tmp.ok()) return docfeed_status_tmp; \
   } while (false)
 
 // `DOCFEED_ASSIGN_OR_RETURN(auto x, F());` declares x from F()'s value or returns its error.

@@ -6,12 +6,12 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define DOCFEED_CHECK(cond)                                                              \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
+#define DOCFEED_CHECK(cond)                                                                 \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
       std::fprintf(stderr, "%s:%d: DOCFEED_CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                      \
-    }                                                                                    \
+      std::abort();                                                                         \
+    }                                                                                       \
   } while (false)
 
 #ifdef NDEBUG

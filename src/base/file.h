@@ -79,6 +79,11 @@ Status Rename(const std::string& from, const std::string& to);
 // `root` with '/' separators, sorted bytewise.
 Result<std::vector<std::string>> ListFilesRecursive(const std::string& root);
 Result<uint64_t> FileSize(const std::string& path);
+// Names of the entries of `dir` (no "." or ".."), unsorted.
+Result<std::vector<std::string>> ListDirectory(const std::string& dir);
+// True if a process with this id exists (used to recognise leftovers of a killed run).
+bool ProcessExists(int pid);
+int CurrentProcessId();
 
 std::string JoinPath(std::string_view a, std::string_view b);
 std::string BaseName(std::string_view path);

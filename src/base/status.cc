@@ -4,16 +4,26 @@ namespace docfeed {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "Invalid argument";
-    case StatusCode::kNotFound: return "Not found";
-    case StatusCode::kCorruption: return "Corruption";
-    case StatusCode::kIOError: return "IO error";
-    case StatusCode::kUnsupported: return "Unsupported";
-    case StatusCode::kResourceExhausted: return "Resource exhausted";
-    case StatusCode::kCancelled: return "Cancelled";
-    case StatusCode::kInternal: return "Internal";
-    case StatusCode::kAlreadyExists: return "Already exists";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "Invalid argument";
+    case StatusCode::kNotFound:
+      return "Not found";
+    case StatusCode::kCorruption:
+      return "Corruption";
+    case StatusCode::kIOError:
+      return "IO error";
+    case StatusCode::kUnsupported:
+      return "Unsupported";
+    case StatusCode::kResourceExhausted:
+      return "Resource exhausted";
+    case StatusCode::kCancelled:
+      return "Cancelled";
+    case StatusCode::kInternal:
+      return "Internal";
+    case StatusCode::kAlreadyExists:
+      return "Already exists";
   }
   return "Unknown";
 }

@@ -13,9 +13,7 @@ std::span<const uint8_t> Bytes(const std::string& s) {
 }
 
 // XXH3-64 of the empty input with seed 0, as published with xxHash (XXH3_64bits("", 0)).
-TEST(Hash64, MatchesPublishedEmptyInputValue) {
-  EXPECT_EQ(Hash64({}), 0x2D06800538D394C2ULL);
-}
+TEST(Hash64, MatchesPublishedEmptyInputValue) { EXPECT_EQ(Hash64({}), 0x2D06800538D394C2ULL); }
 
 TEST(Hasher64, IncrementalEqualsOneShot) {
   std::string text = "docfeed shards are checksummed with XXH3-64";

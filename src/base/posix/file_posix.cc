@@ -1,6 +1,7 @@
 // POSIX implementation of base/file.h. The only place docfeed calls open/mmap/rename.
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -213,7 +214,8 @@ Status RemoveAll(const std::string& path) {
       if (name != "." && name != "..") children.emplace_back(name);
     }
     ::closedir(dir);
-    for (const std::string& child : children) DOCFEED_RETURN_IF_ERROR(RemoveAll(JoinPath(path, child)));
+    for (const std::string& child : children)
+      DOCFEED_RETURN_IF_ERROR(RemoveAll(JoinPath(path, child)));
     if (::rmdir(path.c_str()) != 0) return ErrnoError("cannot remove directory", path, errno);
     return Status::Ok();
   }
@@ -248,8 +250,8 @@ Status ListInto(const std::string& root, const std::string& relative,
     if (::lstat(full.c_str(), &st) != 0) return ErrnoError("cannot stat", full, errno);
     if (S_ISDIR(st.st_mode)) {
       DOCFEED_RETURN_IF_ERROR(ListInto(root, child, out));
-    } else if (S_ISREG(st.st_mode) || (S_ISLNK(st.st_mode) && ::stat(full.c_str(), &st) == 0 &&
-                                       S_ISREG(st.st_mode))) {
+    } else if (S_ISREG(st.st_mode) ||
+               (S_ISLNK(st.st_mode) && ::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode))) {
       out->push_back(std::move(child));
     }
   }
@@ -264,6 +266,22 @@ Result<std::vector<std::string>> ListFilesRecursive(const std::string& root) {
   std::sort(out.begin(), out.end());
   return out;
 }
+
+Result<std::vector<std::string>> ListDirectory(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return ErrnoError("cannot open directory", dir, errno);
+  std::vector<std::string> names;
+  while (dirent* entry = ::readdir(d)) {
+    std::string_view name = entry->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(d);
+  return names;
+}
+
+bool ProcessExists(int pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+
+int CurrentProcessId() { return static_cast<int>(::getpid()); }
 
 Result<uint64_t> FileSize(const std::string& path) {
   struct stat st {};

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages docfeed builds and tests with, only those missing.
+# Uses sudo when not root. Every package is named, with its reason, in README.md.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git   # toolchain
+  clang libclang-rt-14-dev xxd                       # libFuzzer targets (xxd sorts seeds)
+  libjpeg62-turbo-dev                                # JPEG decode/encode (libjpeg-turbo)
+  libspng-dev                                        # PNG decode/encode
+  libwebp-dev                                        # WebP decode/encode
+  libzstd-dev liblz4-dev                             # Arrow IPC buffer compression
+  libxxhash-dev                                      # XXH3-64 checksums
+  nlohmann-json3-dev                                 # JSON (metadata.jsonl, manifests)
+  libhwy-dev                                         # Google Highway SIMD kernels
+  libgtest-dev libgmock-dev libbenchmark-dev         # tests and benchmarks
+  python3 python3-venv python3-dev                   # .venv for the interop tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+echo "docfeed: installing Debian packages: ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,148 @@
+// Format sniffing, the ProbeImage/DecodeImage dispatch and the checks shared by all formats.
+#include "codec/codec.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string>
+
+#include "codec/internal/formats.h"
+
+namespace docfeed::internal {
+namespace {
+
+bool HasPrefix(std::span<const uint8_t> bytes, std::string_view magic, size_t offset = 0) {
+  return bytes.size() >= offset + magic.size() &&
+         std::memcmp(bytes.data() + offset, magic.data(), magic.size()) == 0;
+}
+
+}  // namespace
+
+std::string_view ImageCodecName(ImageCodec codec) {
+  switch (codec) {
+    case ImageCodec::kJpeg:
+      return "jpeg";
+    case ImageCodec::kPng:
+      return "png";
+    case ImageCodec::kWebp:
+      return "webp";
+    case ImageCodec::kGif:
+      return "gif";
+    case ImageCodec::kBmp:
+      return "bmp";
+    case ImageCodec::kTiff:
+      return "tiff";
+    case ImageCodec::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+// Signatures: JPEG SOI + first marker prefix (ITU-T T.81 B.1.1.3), PNG spec section 5.2,
+// WebP RFC 9649 section 2.4, GIF89a spec section 17, BMP "BM", TIFF 6.0 section 2 (and BigTIFF).
+ImageCodec SniffCodec(std::span<const uint8_t> bytes) {
+  using std::string_view_literals::operator""sv;
+  if (HasPrefix(bytes, "\xFF\xD8\xFF"sv)) return ImageCodec::kJpeg;
+  if (HasPrefix(bytes, "\x89PNG\r\n\x1A\n"sv)) return ImageCodec::kPng;
+  if (HasPrefix(bytes, "RIFF"sv) && HasPrefix(bytes, "WEBP"sv, 8)) return ImageCodec::kWebp;
+  if (HasPrefix(bytes, "GIF87a"sv) || HasPrefix(bytes, "GIF89a"sv)) return ImageCodec::kGif;
+  if (HasPrefix(bytes, "BM"sv)) return ImageCodec::kBmp;
+  for (std::string_view magic : {"II*\0"sv, "MM\0*"sv, "II+\0"sv, "MM\0+"sv}) {
+    if (HasPrefix(bytes, magic)) return ImageCodec::kTiff;
+  }
+  return ImageCodec::kUnknown;
+}
+
+std::string_view PillowModeName(const ImageInfo& info) {
+  if (info.cmyk) return "CMYK";
+  if (info.palette) return "P";
+  if (info.codec == ImageCodec::kPng && info.channels == 1) {
+    if (info.bit_depth == 1) return "1";
+    if (info.bit_depth == 16) return "I;16";
+  }
+  constexpr std::array<std::string_view, 4> kModes = {"L", "LA", "RGB", "RGBA"};
+  if (info.channels < 1 || info.channels > 4) return "";
+  return kModes[static_cast<size_t>(info.channels - 1)];
+}
+
+Status CheckGeometry(uint64_t width, uint64_t height, const DecodeLimits& limits) {
+  if (width == 0 || height == 0) {
+    return CorruptionError("image has zero size (" + std::to_string(width) + "x" +
+                           std::to_string(height) + ")");
+  }
+  // Both sides come from 32-bit header fields, so the product cannot overflow 64 bits.
+  if (width * height > limits.max_pixels) {
+    return ResourceExhaustedError("image of " + std::to_string(width) + "x" +
+                                  std::to_string(height) + " pixels exceeds the limit of " +
+                                  std::to_string(limits.max_pixels) +
+                                  " pixels (possible decompression bomb)");
+  }
+  return Status::Ok();
+}
+
+Status CheckEncoderInput(const Image& image) {
+  if (image.channels < 1 || image.channels > 4) {
+    return InvalidArgumentError("image must have 1..4 channels, has " +
+                                std::to_string(image.channels));
+  }
+  if (image.width <= 0 || image.height <= 0) {
+    return InvalidArgumentError("image has no pixels (" + std::to_string(image.width) + "x" +
+                                std::to_string(image.height) + ")");
+  }
+  if (image.pixels.size() != image.stride_bytes() * static_cast<size_t>(image.height)) {
+    return InvalidArgumentError("image buffer holds " + std::to_string(image.pixels.size()) +
+                                " bytes, expected width * height * channels");
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Rejects empty, oversized and non-decodable input before any format library sees it.
+Result<ImageCodec> DecodableCodec(std::span<const uint8_t> bytes, uint64_t max_input_bytes) {
+  if (bytes.empty()) return InvalidArgumentError("empty image data");
+  if (bytes.size() > max_input_bytes) {
+    return ResourceExhaustedError("encoded image of " + std::to_string(bytes.size()) +
+                                  " bytes exceeds the limit of " + std::to_string(max_input_bytes) +
+                                  " bytes");
+  }
+  const ImageCodec codec = SniffCodec(bytes);
+  switch (codec) {
+    case ImageCodec::kJpeg:
+    case ImageCodec::kPng:
+    case ImageCodec::kWebp:
+      return codec;
+    case ImageCodec::kUnknown:
+      return UnsupportedError("unrecognised image format (no JPEG, PNG or WebP signature)");
+    default:
+      return UnsupportedError(std::string(ImageCodecName(codec)) +
+                              " images are not supported (only JPEG, PNG and WebP)");
+  }
+}
+
+}  // namespace
+
+Result<ImageInfo> ProbeImage(std::span<const uint8_t> bytes) {
+  DOCFEED_ASSIGN_OR_RETURN(ImageCodec codec, DecodableCodec(bytes, DecodeLimits{}.max_input_bytes));
+  Result<ImageInfo> info = codec == ImageCodec::kJpeg  ? ProbeJpeg(bytes)
+                           : codec == ImageCodec::kPng ? ProbePng(bytes)
+                                                       : ProbeWebp(bytes);
+  if (info.ok() && (info->width <= 0 || info->height <= 0)) {
+    return CorruptionError("image has zero size");
+  }
+  return info;
+}
+
+Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
+  DOCFEED_ASSIGN_OR_RETURN(ImageCodec codec, DecodableCodec(bytes, limits.max_input_bytes));
+  switch (codec) {
+    case ImageCodec::kJpeg:
+      return DecodeJpeg(bytes, limits);
+    case ImageCodec::kPng:
+      return DecodePng(bytes, limits);
+    default:
+      return DecodeWebp(bytes, limits);
+  }
+}
+
+}  // namespace docfeed::internal

@@ -1,0 +1,118 @@
+// docfeed's image codec: sniffs, probes, decodes and encodes the document images that go into
+// shards (JPEG via libjpeg-turbo, PNG via libspng, WebP via libwebp).
+//
+// The decoders are a C++ mirror of what Hugging Face `datasets` does with an Image column:
+// `PIL.Image.open(...).load()`, i.e. Pillow's natural 8-bit mode, pixel for pixel. EXIF
+// orientation is reported by ProbeImage and applied separately by ApplyOrientation, exactly like
+// `PIL.ImageOps.exif_transpose`. See src/codec/README.md for the parity rules and the variants
+// that are refused.
+//
+// Thread safety: every function here is reentrant and keeps no global state; images and byte
+// buffers are plain values owned by the caller.
+#ifndef DOCFEED_CODEC_CODEC_H_
+#define DOCFEED_CODEC_CODEC_H_
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "docfeed/status.h"
+
+namespace docfeed::internal {
+
+// Container formats docfeed can recognise. Only JPEG, PNG and WebP are decoded; GIF, BMP and TIFF
+// are recognised so the error can say which format was refused.
+enum class ImageCodec { kUnknown, kJpeg, kPng, kWebp, kGif, kBmp, kTiff };
+
+// "jpeg", "png", "webp", "gif", "bmp", "tiff" or "unknown".
+std::string_view ImageCodecName(ImageCodec codec);
+
+// Identifies the format from its magic bytes (never from a file name). Returns kUnknown when no
+// signature matches, including for empty or too-short input.
+ImageCodec SniffCodec(std::span<const uint8_t> bytes);
+
+// What the headers say about an image, without decoding pixels.
+struct ImageInfo {
+  int32_t width = 0;
+  int32_t height = 0;
+  // Channels DecodeImage returns: 1 L, 2 LA, 3 RGB, 4 RGBA. For palette PNGs that is 3, or 4 when
+  // a tRNS chunk is present; for a CMYK/YCCK JPEG it is 4 (and `cmyk` is set; decode refuses it).
+  int32_t channels = 0;
+  ImageCodec codec = ImageCodec::kUnknown;
+  int32_t bit_depth = 8;  // Bits per stored sample: JPEG 8/12, PNG 1/2/4/8/16, WebP 8.
+  bool palette = false;   // PNG colour type 3.
+  bool progressive_or_interlaced = false;  // Progressive JPEG or Adam7-interlaced PNG.
+  bool cmyk = false;                       // 4-component (CMYK or YCCK) JPEG.
+  bool has_alpha = false;
+  // The EXIF Orientation tag (1..8) as PIL.ImageOps.exif_transpose reads it (IFD0 of the EXIF
+  // block, else `tiff:Orientation` in XMP); 1 when absent or out of range.
+  int32_t exif_orientation = 1;
+};
+
+// The mode name Pillow gives this image after Image.open(): "L", "LA", "RGB", "RGBA", "P",
+// "CMYK", "1" (1-bit grayscale PNG) or "I;16" (16-bit grayscale PNG).
+std::string_view PillowModeName(const ImageInfo& info);
+
+// Reads only the headers (plus, for PNG and WebP, a walk over chunk headers to find EXIF), so it
+// costs microseconds even for a 600 dpi scan.
+// Errors: Unsupported for GIF/BMP/TIFF/unknown data and 12-bit or lossless JPEG; Corruption for
+// malformed or truncated headers and zero dimensions.
+Result<ImageInfo> ProbeImage(std::span<const uint8_t> bytes);
+
+// Resource limits checked from the headers before any pixel buffer is allocated.
+struct DecodeLimits {
+  // Pillow raises DecompressionBombError above 2 * Image.MAX_IMAGE_PIXELS (2 * 89,478,485).
+  static constexpr uint64_t kPillowBombPixels = 2 * uint64_t{89'478'485};
+  uint64_t max_pixels = kPillowBombPixels;         // width * height must be <= this.
+  uint64_t max_input_bytes = uint64_t{256} << 20;  // Encoded size must be <= this.
+};
+
+// An 8-bit image: interleaved channels, rows top to bottom, no padding
+// (stride_bytes == width * channels). A plain value; copying copies the pixels.
+struct Image {
+  int32_t width = 0;
+  int32_t height = 0;
+  int32_t channels = 0;  // 1 L, 2 LA, 3 RGB, 4 RGBA.
+  std::vector<uint8_t> pixels;
+
+  size_t stride_bytes() const { return static_cast<size_t>(width) * static_cast<size_t>(channels); }
+};
+
+// Decodes to the image's natural 8-bit mode, pixel-identical to Pillow's Image.open().load():
+//   JPEG: L or RGB (libjpeg-turbo defaults: ISLOW IDCT, fancy upsampling).
+//   PNG:  L, LA, RGB, RGBA; palette through the palette to RGB (RGBA with tRNS); 1/2/4-bit gray
+//         scaled to L; 16-bit RGB/RGBA/LA reduced to their high byte (LA to RGBA), as Pillow does.
+//   WebP: RGB, or RGBA when the bitstream has alpha.
+// EXIF orientation is NOT applied; see ApplyOrientation.
+// Errors: ResourceExhausted when bytes or pixels exceed `limits`; Corruption for corrupt or
+// truncated data (libjpeg warnings, e.g. premature end of data, are errors, not gray fill);
+// Unsupported for GIF/BMP/TIFF, CMYK/YCCK/12-bit/lossless JPEG, 16-bit grayscale PNG and
+// animated WebP.
+Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& limits = {});
+
+// Lossless PNG, 8-bit, colour type from `image.channels` (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA),
+// zlib `compression_level` 0..9 (Pillow's default is 6).
+// Errors: InvalidArgument for an empty/inconsistent image or a level outside 0..9.
+Result<std::vector<uint8_t>> EncodePng(const Image& image, int compression_level = 6);
+
+// Lossless WebP with `exact` set, so RGB under alpha 0 survives. 1- and 2-channel input is
+// expanded to RGB/RGBA. A fully opaque image decodes back as RGB (WebP stores no alpha then).
+// Errors: InvalidArgument for an empty/inconsistent image or a side above 16383 (WebP's limit).
+Result<std::vector<uint8_t>> EncodeWebpLossless(const Image& image);
+
+// Baseline JPEG at `quality` 1..100 with Pillow's default settings (4:2:0 chroma subsampling for
+// RGB, no optimisation). 1 channel stays grayscale, 3 channels is YCbCr.
+// Errors: InvalidArgument for 2 or 4 channels (JPEG has no alpha; like Pillow, which refuses to
+// write RGBA as JPEG, the caller must drop or flatten alpha explicitly), a bad quality, or a side
+// above 65500 (JPEG's limit).
+Result<std::vector<uint8_t>> EncodeJpeg(const Image& image, int quality);
+
+// Returns `image` transposed the way PIL.ImageOps.exif_transpose does for EXIF orientation
+// 2..8 (mirror and/or 90/180/270 degree turn); any other value returns an unchanged copy.
+// REQUIRES: image.pixels.size() == image.stride_bytes() * image.height.
+Image ApplyOrientation(const Image& image, int32_t exif_orientation);
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_CODEC_CODEC_H_

@@ -1,0 +1,32 @@
+// Per-format entry points behind codec.h's ProbeImage/DecodeImage dispatch. Each takes bytes whose
+// magic already matched its format; the dispatcher has checked `limits.max_input_bytes`.
+#ifndef DOCFEED_CODEC_INTERNAL_FORMATS_H_
+#define DOCFEED_CODEC_INTERNAL_FORMATS_H_
+
+#include <cstdint>
+#include <span>
+
+#include "codec/codec.h"
+#include "docfeed/status.h"
+
+namespace docfeed::internal {
+
+Result<ImageInfo> ProbeJpeg(std::span<const uint8_t> bytes);
+Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits);
+
+Result<ImageInfo> ProbePng(std::span<const uint8_t> bytes);
+Result<Image> DecodePng(std::span<const uint8_t> bytes, const DecodeLimits& limits);
+
+Result<ImageInfo> ProbeWebp(std::span<const uint8_t> bytes);
+Result<Image> DecodeWebp(std::span<const uint8_t> bytes, const DecodeLimits& limits);
+
+// The checks every decoder runs on header geometry before allocating: both sides positive
+// (Corruption otherwise) and width * height <= limits.max_pixels (ResourceExhausted otherwise).
+Status CheckGeometry(uint64_t width, uint64_t height, const DecodeLimits& limits);
+
+// Validates an image handed to an encoder: 1..4 channels, positive sides, pixel count matching.
+Status CheckEncoderInput(const Image& image);
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_CODEC_INTERNAL_FORMATS_H_

@@ -1,0 +1,102 @@
+// RAII owners for libjpeg-turbo's (de)compression objects, and the single function in docfeed
+// that calls setjmp.
+//
+// libjpeg reports errors by calling error_exit(), which must not return; the standard remedy is
+// setjmp/longjmp (libjpeg.txt, "Error handling"). A longjmp that skips C++ destructors is
+// undefined behaviour, so the jump target is confined to RunJpegStep(), whose only locals are its
+// arguments, and every step it runs is a plain function over trivially destructible data
+// (pointers, integers). C++ objects (vectors, Status) are created only outside RunJpegStep.
+#ifndef DOCFEED_CODEC_INTERNAL_JPEG_GUARD_H_
+#define DOCFEED_CODEC_INTERNAL_JPEG_GUARD_H_
+
+// clang-format off
+#include <csetjmp>
+#include <cstddef>
+#include <cstdio>  // jpeglib.h needs FILE and size_t declared first.
+#include <jpeglib.h>
+// clang-format on
+
+#include <cstdint>
+#include <span>
+
+#include "docfeed/status.h"
+
+namespace docfeed::internal {
+
+// libjpeg's error manager extended with the jump buffer and the first fatal message.
+struct JpegErrorManager {
+  jpeg_error_mgr pub;  // Must stay first: libjpeg only knows the jpeg_error_mgr* prefix.
+  std::jmp_buf jump;
+  int msg_code;                   // libjpeg J_MESSAGE_CODE of the failure.
+  char message[JMSG_LENGTH_MAX];  // libjpeg's formatted message for it.
+};
+
+// One unit of libjpeg work run under RunJpegStep.
+// REQUIRES: the function and everything it calls hold only trivially destructible locals.
+using JpegStep = void (*)(void* args);
+
+// Installs docfeed's handlers into `err` and returns the jpeg_error_mgr to put in cinfo->err.
+// Errors longjmp to RunJpegStep. Warnings that mean the entropy-coded data is corrupt or cut
+// short (premature end of file, bad Huffman code, unexpected marker) are fatal too: libjpeg
+// would otherwise fill the rest of the image with gray, where Pillow reports "image file is
+// truncated". Other warnings (unknown JFIF revision, extraneous bytes between markers, odd
+// progression) are ignored, as Pillow ignores them.
+jpeg_error_mgr* InstallJpegErrorManager(JpegErrorManager* err);
+
+// Runs step(args). Returns false if libjpeg raised an error; `err` then holds its message.
+[[nodiscard]] bool RunJpegStep(JpegErrorManager* err, JpegStep step, void* args);
+
+// Maps a failed step to a Status: Unsupported for features docfeed's libjpeg lacks (12-bit,
+// lossless, arithmetic), ResourceExhausted for out-of-memory, Corruption otherwise (truncation
+// is reported as "image file is truncated").
+Status JpegFailure(const JpegErrorManager& err);
+
+// Owns a jpeg_decompress_struct. Not movable (libjpeg keeps pointers into it).
+class JpegDecompressor {
+ public:
+  JpegDecompressor();
+  ~JpegDecompressor();
+  JpegDecompressor(const JpegDecompressor&) = delete;
+  JpegDecompressor& operator=(const JpegDecompressor&) = delete;
+
+  // Creates the libjpeg object reading from `bytes`, which must outlive this object, and saves
+  // APP1 markers (EXIF, XMP) for Markers(). REQUIRES: called once.
+  Status Open(const uint8_t* bytes, size_t size_bytes);
+  // Runs `step` with libjpeg errors mapped through JpegFailure.
+  Status Run(JpegStep step, void* args);
+
+  jpeg_decompress_struct* cinfo() { return &cinfo_; }
+
+ private:
+  jpeg_decompress_struct cinfo_{};
+  JpegErrorManager err_{};
+  bool created_ = false;
+};
+
+// Owns a jpeg_compress_struct writing to a malloc'd memory buffer (jpeg_mem_dest).
+class JpegCompressor {
+ public:
+  JpegCompressor();
+  ~JpegCompressor();
+  JpegCompressor(const JpegCompressor&) = delete;
+  JpegCompressor& operator=(const JpegCompressor&) = delete;
+
+  // REQUIRES: called once.
+  Status Open();
+  Status Run(JpegStep step, void* args);
+
+  jpeg_compress_struct* cinfo() { return &cinfo_; }
+  // The encoded bytes; valid after jpeg_finish_compress ran.
+  std::span<const uint8_t> output() const { return {buffer_, buffer_size_}; }
+
+ private:
+  jpeg_compress_struct cinfo_{};
+  JpegErrorManager err_{};
+  bool created_ = false;
+  unsigned char* buffer_ = nullptr;
+  unsigned long buffer_size_ = 0;  // NOLINT(google-runtime-int): jpeg_mem_dest's type.
+};
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_CODEC_INTERNAL_JPEG_GUARD_H_

@@ -1,0 +1,195 @@
+// JPEG probe, decode and encode over libjpeg-turbo. Every libjpeg call runs inside a JpegStep
+// (see internal/jpeg_guard.h); the steps below are captureless lambdas over trivial Args structs.
+#include <jerror.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "codec/codec.h"
+#include "codec/internal/exif.h"
+#include "codec/internal/formats.h"
+#include "codec/internal/jpeg_guard.h"
+
+namespace docfeed::internal {
+namespace {
+
+constexpr char kExifPrefix[] = "Exif\0";                       // "Exif\0\0", 6 bytes.
+constexpr char kXmpPrefix[] = "http://ns.adobe.com/xap/1.0/";  // followed by '\0', 29 bytes.
+
+Status ReadHeader(JpegDecompressor& decoder) {
+  return decoder.Run([](void* p) { jpeg_read_header(static_cast<j_decompress_ptr>(p), TRUE); },
+                     decoder.cinfo());
+}
+
+bool StartsWith(const jpeg_marker_struct& marker, const char* prefix, size_t size) {
+  return marker.data_length >= size && std::memcmp(marker.data, prefix, size) == 0;
+}
+
+// Pillow keeps the first APP1 "Exif" segment and the last APP1 XMP packet
+// (JpegImagePlugin.APP); orientation then comes from ResolveOrientation.
+int32_t OrientationFromMarkers(const jpeg_decompress_struct& cinfo) {
+  std::optional<int32_t> exif;
+  bool seen_exif = false;
+  std::optional<int32_t> xmp;
+  for (jpeg_saved_marker_ptr m = cinfo.marker_list; m != nullptr; m = m->next) {
+    if (m->marker != JPEG_APP0 + 1) continue;
+    if (!seen_exif && StartsWith(*m, kExifPrefix, 6)) {
+      seen_exif = true;
+      exif = ExifOrientation({m->data + 6, m->data_length - 6});
+    } else if (StartsWith(*m, kXmpPrefix, sizeof(kXmpPrefix))) {
+      xmp = XmpOrientation({m->data + sizeof(kXmpPrefix), m->data_length - sizeof(kXmpPrefix)});
+    }
+  }
+  return ResolveOrientation(exif, xmp);
+}
+
+ImageInfo InfoFromHeader(const jpeg_decompress_struct& cinfo) {
+  ImageInfo info;
+  info.codec = ImageCodec::kJpeg;
+  info.width = static_cast<int32_t>(cinfo.image_width);
+  info.height = static_cast<int32_t>(cinfo.image_height);
+  info.channels = cinfo.num_components;
+  info.bit_depth = cinfo.data_precision;
+  info.progressive_or_interlaced = cinfo.progressive_mode != 0;
+  info.cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
+  info.exif_orientation = OrientationFromMarkers(cinfo);
+  return info;
+}
+
+// Decodes every scanline into `out`. Progressive files are fully buffered by
+// jpeg_start_decompress. jpeg_finish_decompress then reads up to the EOI marker, so a file cut
+// anywhere, even just its final EOI, is "truncated" as in Pillow (checked with Pillow 13).
+struct DecodeArgs {
+  j_decompress_ptr cinfo;
+  J_COLOR_SPACE out_color_space;
+  uint8_t* out;
+  size_t stride_bytes;
+};
+
+void DecodeStep(void* p) {
+  auto* a = static_cast<DecodeArgs*>(p);
+  // libjpeg-turbo's defaults are what Pillow uses: JDCT_ISLOW and do_fancy_upsampling = TRUE.
+  a->cinfo->out_color_space = a->out_color_space;
+  jpeg_start_decompress(a->cinfo);
+  while (a->cinfo->output_scanline < a->cinfo->output_height) {
+    JSAMPROW row = a->out + a->cinfo->output_scanline * a->stride_bytes;
+    jpeg_read_scanlines(a->cinfo, &row, 1);
+  }
+  jpeg_finish_decompress(a->cinfo);
+}
+
+Status CheckDecodable(const ImageInfo& info) {
+  if (info.cmyk) {
+    return UnsupportedError("CMYK/YCCK JPEG (4 components) is not supported; convert to RGB");
+  }
+  if (info.channels != 1 && info.channels != 3) {
+    return UnsupportedError("JPEG with " + std::to_string(info.channels) +
+                            " components is not supported (only grayscale and 3-component)");
+  }
+  return Status::Ok();
+}
+
+// In sequential Huffman-coded JPEG every 8x8 block costs at least 2 bits (a DC code and an EOB
+// code, ITU-T T.81 F.1.2), so input shorter than blocks / 4 bytes cannot hold the image: refuse
+// it before allocating. Progressive (EOB runs) and arithmetic coding have no such floor.
+Status CheckDataCanHoldImage(const jpeg_decompress_struct& cinfo, size_t size_bytes) {
+  if (cinfo.progressive_mode || cinfo.arith_code) return Status::Ok();
+  uint64_t blocks = 0;
+  for (int i = 0; i < cinfo.num_components; ++i) {
+    blocks += uint64_t{cinfo.comp_info[i].width_in_blocks} * cinfo.comp_info[i].height_in_blocks;
+  }
+  if (uint64_t{size_bytes} * 4 < blocks) {
+    return CorruptionError("JPEG image file is truncated: " + std::to_string(size_bytes) +
+                           " bytes cannot hold " + std::to_string(blocks) + " blocks");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ImageInfo> ProbeJpeg(std::span<const uint8_t> bytes) {
+  JpegDecompressor decoder;
+  DOCFEED_RETURN_IF_ERROR(decoder.Open(bytes.data(), bytes.size()));
+  DOCFEED_RETURN_IF_ERROR(ReadHeader(decoder));
+  return InfoFromHeader(*decoder.cinfo());
+}
+
+Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
+  JpegDecompressor decoder;
+  DOCFEED_RETURN_IF_ERROR(decoder.Open(bytes.data(), bytes.size()));
+  DOCFEED_RETURN_IF_ERROR(ReadHeader(decoder));
+  const ImageInfo info = InfoFromHeader(*decoder.cinfo());
+  DOCFEED_RETURN_IF_ERROR(CheckDecodable(info));
+  DOCFEED_RETURN_IF_ERROR(
+      CheckGeometry(static_cast<uint64_t>(info.width), static_cast<uint64_t>(info.height), limits));
+  DOCFEED_RETURN_IF_ERROR(CheckDataCanHoldImage(*decoder.cinfo(), bytes.size()));
+  Image image{.width = info.width, .height = info.height, .channels = info.channels, .pixels = {}};
+  image.pixels.resize(image.stride_bytes() * static_cast<size_t>(image.height));
+  DecodeArgs args{decoder.cinfo(), info.channels == 1 ? JCS_GRAYSCALE : JCS_RGB,
+                  image.pixels.data(), image.stride_bytes()};
+  DOCFEED_RETURN_IF_ERROR(decoder.Run(DecodeStep, &args));
+  return image;
+}
+
+namespace {
+
+struct EncodeArgs {
+  j_compress_ptr cinfo;
+  const uint8_t* pixels;
+  size_t stride_bytes;
+  JDIMENSION width;
+  JDIMENSION height;
+  int channels;
+  int quality;
+};
+
+void EncodeStep(void* p) {
+  auto* a = static_cast<EncodeArgs*>(p);
+  a->cinfo->image_width = a->width;
+  a->cinfo->image_height = a->height;
+  a->cinfo->input_components = a->channels;
+  a->cinfo->in_color_space = a->channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  // jpeg_set_defaults gives YCbCr 4:2:0 for RGB and ISLOW DCT, as Pillow's encoder leaves them;
+  // force_baseline = TRUE keeps quantisers <= 255 like Pillow (JpegEncode.c).
+  jpeg_set_defaults(a->cinfo);
+  jpeg_set_quality(a->cinfo, a->quality, TRUE);
+  jpeg_start_compress(a->cinfo, TRUE);
+  while (a->cinfo->next_scanline < a->cinfo->image_height) {
+    // libjpeg's API is not const-correct; it only reads input rows.
+    auto* row = const_cast<JSAMPLE*>(a->pixels + a->cinfo->next_scanline * a->stride_bytes);
+    jpeg_write_scanlines(a->cinfo, &row, 1);
+  }
+  jpeg_finish_compress(a->cinfo);
+}
+
+}  // namespace
+
+Result<std::vector<uint8_t>> EncodeJpeg(const Image& image, int quality) {
+  DOCFEED_RETURN_IF_ERROR(CheckEncoderInput(image));
+  if (image.channels != 1 && image.channels != 3) {
+    return InvalidArgumentError("JPEG cannot store " + std::to_string(image.channels) +
+                                "-channel images (no alpha); drop or flatten alpha first");
+  }
+  if (quality < 1 || quality > 100) {
+    return InvalidArgumentError("JPEG quality must be 1..100, got " + std::to_string(quality));
+  }
+  if (image.width > JPEG_MAX_DIMENSION || image.height > JPEG_MAX_DIMENSION) {
+    return InvalidArgumentError("JPEG sides are limited to " + std::to_string(JPEG_MAX_DIMENSION) +
+                                " pixels");
+  }
+  JpegCompressor encoder;
+  DOCFEED_RETURN_IF_ERROR(encoder.Open());
+  EncodeArgs args{encoder.cinfo(),
+                  image.pixels.data(),
+                  image.stride_bytes(),
+                  static_cast<JDIMENSION>(image.width),
+                  static_cast<JDIMENSION>(image.height),
+                  image.channels,
+                  quality};
+  DOCFEED_RETURN_IF_ERROR(encoder.Run(EncodeStep, &args));
+  const std::span<const uint8_t> out = encoder.output();
+  return std::vector<uint8_t>(out.begin(), out.end());
+}
+
+}  // namespace docfeed::internal

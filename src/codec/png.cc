@@ -1,0 +1,286 @@
+// PNG probe, decode and encode over libspng. Mode rules follow Pillow's PngImagePlugin (the
+// `_MODES` table): PNG spec section 11.2.2 (IHDR) defines the colour types and bit depths.
+#include <spng.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "codec/codec.h"
+#include "codec/internal/exif.h"
+#include "codec/internal/formats.h"
+#include "codec/internal/spng_ctx.h"
+
+namespace docfeed::internal {
+namespace {
+
+constexpr uint8_t kGray = 0, kRgb = 2, kPalette = 3, kGrayAlpha = 4, kRgba = 6;
+// Caps on ancillary chunk sizes so a hostile file cannot make libspng buffer gigabytes of text.
+constexpr size_t kChunkSizeLimitBytes = size_t{64} << 20;
+constexpr size_t kChunkCacheLimitBytes = size_t{64} << 20;
+
+// What a walk over the chunk headers finds (PNG spec section 5.3: length, type, data, CRC).
+// Pillow reads EXIF from eXIf (anywhere before IEND, as exif_transpose loads the image first)
+// and XMP from an iTXt chunk keyed "XML:com.adobe.xmp". Compressed iTXt is not inflated here.
+struct ChunkScan {
+  bool ihdr_crc_ok = false;  // libspng reports IHDR before checking its CRC; we check first.
+  uint64_t idat_bytes = 0;
+  bool has_trns = false;
+  std::optional<int32_t> exif_orientation;
+  std::optional<int32_t> xmp_orientation;
+};
+
+uint32_t ReadU32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+
+// CRC-32 of PNG spec section 5.5 (ISO 3309), bitwise: it only ever covers the 17-byte IHDR.
+uint32_t Crc32(std::span<const uint8_t> bytes) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (uint8_t b : bytes) {
+    crc ^= b;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+void ScanXmp(std::span<const uint8_t> data, ChunkScan& scan) {
+  // iTXt: keyword \0 compression-flag compression-method language \0 translated \0 text.
+  constexpr std::string_view kKey("XML:com.adobe.xmp\0", 18);
+  if (data.size() < kKey.size() + 2 || std::memcmp(data.data(), kKey.data(), kKey.size()) != 0 ||
+      data[kKey.size()] != 0) {
+    return;
+  }
+  std::span<const uint8_t> rest = data.subspan(kKey.size() + 2);
+  for (int nul = 0; nul < 2; ++nul) {
+    const auto* end = static_cast<const uint8_t*>(std::memchr(rest.data(), 0, rest.size()));
+    if (end == nullptr) return;
+    rest = rest.subspan(static_cast<size_t>(end - rest.data()) + 1);
+  }
+  scan.xmp_orientation = XmpOrientation(rest);
+}
+
+ChunkScan ScanChunks(std::span<const uint8_t> bytes) {
+  ChunkScan scan;
+  size_t pos = 8;  // After the signature.
+  while (bytes.size() - pos >= 12) {
+    const uint32_t length = ReadU32(&bytes[pos]);
+    if (length > bytes.size() - pos - 12) break;  // Truncated; the decoder will say so.
+    const uint8_t* type = &bytes[pos + 4];
+    const std::span<const uint8_t> data = bytes.subspan(pos + 8, length);
+    if (pos == 8 && std::memcmp(type, "IHDR", 4) == 0) {
+      scan.ihdr_crc_ok =
+          Crc32(bytes.subspan(pos + 4, size_t{length} + 4)) == ReadU32(&bytes[pos + 8 + length]);
+    }
+    if (std::memcmp(type, "IDAT", 4) == 0) scan.idat_bytes += length;
+    // tRNS counts only before the image data (PNG spec 5.6), where libspng applies it.
+    if (std::memcmp(type, "tRNS", 4) == 0 && scan.idat_bytes == 0) scan.has_trns = true;
+    if (std::memcmp(type, "eXIf", 4) == 0 && !scan.exif_orientation) {
+      scan.exif_orientation = ExifOrientation(data);
+    }
+    if (std::memcmp(type, "iTXt", 4) == 0) ScanXmp(data, scan);
+    if (std::memcmp(type, "IEND", 4) == 0) break;
+    pos += size_t{length} + 12;
+  }
+  return scan;
+}
+
+Status SpngError(int error, std::string_view what) {
+  std::string message = "PNG " + std::string(what) + ": " + spng_strerror(error);
+  if (error == SPNG_IO_EOF || error == SPNG_EOF || error == SPNG_EIDAT_TOO_SHORT) {
+    return CorruptionError("PNG image file is truncated (" + message + ")");
+  }
+  if (error == SPNG_EMEM) return ResourceExhaustedError(std::move(message));
+  return CorruptionError(std::move(message));
+}
+
+struct PngHeader {
+  SpngCtx ctx;
+  spng_ihdr ihdr{};
+  ChunkScan chunks;
+};
+
+Result<PngHeader> ReadHeader(std::span<const uint8_t> bytes) {
+  PngHeader header{SpngCtx(spng_ctx_new(0)), {}, ScanChunks(bytes)};
+  spng_ctx* ctx = header.ctx.get();
+  if (ctx == nullptr) return ResourceExhaustedError("PNG: cannot allocate decoder");
+  spng_set_chunk_limits(ctx, kChunkSizeLimitBytes, kChunkCacheLimitBytes);
+  if (int e = spng_set_png_buffer(ctx, bytes.data(), bytes.size()); e != 0) {
+    return SpngError(e, "buffer");
+  }
+  if (int e = spng_get_ihdr(ctx, &header.ihdr); e != 0) return SpngError(e, "header");
+  if (!header.chunks.ihdr_crc_ok) return CorruptionError("PNG header (IHDR) checksum mismatch");
+  return header;
+}
+
+// Channels DecodePng produces; Pillow turns 16-bit LA into RGBA ("LA;16B" unpacks to RGBA).
+int32_t DecodedChannels(const spng_ihdr& ihdr, bool has_trns) {
+  switch (ihdr.color_type) {
+    case kGray:
+      return 1;
+    case kGrayAlpha:
+      return ihdr.bit_depth == 16 ? 4 : 2;
+    case kRgb:
+      return 3;
+    case kPalette:
+      return has_trns ? 4 : 3;
+    default:
+      return 4;
+  }
+}
+
+ImageInfo InfoFromHeader(const PngHeader& header) {
+  const spng_ihdr& ihdr = header.ihdr;
+  ImageInfo info;
+  info.codec = ImageCodec::kPng;
+  info.width = static_cast<int32_t>(ihdr.width);
+  info.height = static_cast<int32_t>(ihdr.height);
+  info.palette = ihdr.color_type == kPalette;
+  info.channels = DecodedChannels(ihdr, info.palette && header.chunks.has_trns);
+  info.bit_depth = ihdr.bit_depth;
+  info.has_alpha = info.channels == 2 || info.channels == 4;
+  info.progressive_or_interlaced = ihdr.interlace_method != 0;
+  info.exif_orientation =
+      ResolveOrientation(header.chunks.exif_orientation, header.chunks.xmp_orientation);
+  return info;
+}
+
+// Converts one row of libspng's SPNG_FMT_RAW output (the PNG's own packing, big-endian) to the
+// 8-bit samples Pillow gives: low-bit gray scaled to 0..255 (Pillow's "L;2"/"L;4" unpackers;
+// "1" becomes 0/255), 16-bit samples reduced to their high byte ("RGB;16B" etc.).
+void ConvertRawRow(const uint8_t* raw, const spng_ihdr& ihdr, int32_t width, uint8_t* out) {
+  const int bits = ihdr.bit_depth;
+  if (ihdr.color_type == kGray && bits < 8) {
+    const int scale = 255 / ((1 << bits) - 1);
+    const int per_byte = 8 / bits;
+    for (int32_t x = 0; x < width; ++x) {
+      const int shift = 8 - bits * (x % per_byte + 1);
+      const int value = (raw[x / per_byte] >> shift) & ((1 << bits) - 1);
+      out[x] = static_cast<uint8_t>(value * scale);
+    }
+    return;
+  }
+  if (ihdr.color_type == kGrayAlpha && bits == 16) {
+    for (int32_t x = 0; x < width; ++x) {
+      const uint8_t gray = raw[4 * x], alpha = raw[4 * x + 2];
+      uint8_t* px = out + 4 * x;
+      px[0] = px[1] = px[2] = gray;
+      px[3] = alpha;
+    }
+    return;
+  }
+  // 16-bit gray is refused earlier, so only RGB(A) is left at 16 bits.
+  const size_t samples = static_cast<size_t>(width) * (ihdr.color_type == kRgb ? 3 : 4);
+  for (size_t i = 0; i < samples; ++i) out[i] = raw[2 * i];
+}
+
+bool NeedsConversion(const spng_ihdr& ihdr) {
+  return ihdr.color_type != kPalette && ihdr.bit_depth != 8;
+}
+
+// Deflate cannot compress better than 1032:1 (zlib technical details, zlib.net/zlib_tech.html),
+// so IDAT data that short cannot hold the image: refuse before allocating the pixel buffer.
+Status CheckIdatCanHoldImage(const PngHeader& header) {
+  const spng_ihdr& ihdr = header.ihdr;
+  constexpr uint8_t kSamplesPerPixel[] = {1, 0, 3, 1, 2, 0, 4};
+  const uint64_t bits_per_row =
+      uint64_t{ihdr.width} * kSamplesPerPixel[ihdr.color_type] * ihdr.bit_depth;
+  const uint64_t image_bytes = uint64_t{ihdr.height} * ((bits_per_row + 7) / 8);
+  if (image_bytes > header.chunks.idat_bytes * 1032 + 4096) {
+    return CorruptionError(
+        "PNG image file is truncated: " + std::to_string(header.chunks.idat_bytes) +
+        " bytes of image data cannot hold " + std::to_string(ihdr.width) + "x" +
+        std::to_string(ihdr.height) + " pixels");
+  }
+  return Status::Ok();
+}
+
+Status DecodeInto(PngHeader& header, const ImageInfo& info, Image& image) {
+  const spng_ihdr& ihdr = header.ihdr;
+  int fmt = SPNG_FMT_RAW;
+  int flags = 0;
+  if (info.palette) {
+    fmt = info.channels == 4 ? SPNG_FMT_RGBA8 : SPNG_FMT_RGB8;
+    flags = SPNG_DECODE_TRNS;  // Only tRNS; never gamma, which Pillow ignores too.
+  }
+  size_t size_bytes = 0;
+  if (int e = spng_decoded_image_size(header.ctx.get(), fmt, &size_bytes); e != 0) {
+    return SpngError(e, "size");
+  }
+  image.pixels.resize(image.stride_bytes() * static_cast<size_t>(image.height));
+  if (!NeedsConversion(ihdr)) {
+    if (size_bytes != image.pixels.size()) return InternalError("PNG: unexpected decoded size");
+    int e = spng_decode_image(header.ctx.get(), image.pixels.data(), size_bytes, fmt, flags);
+    return e == 0 ? Status::Ok() : SpngError(e, "data");
+  }
+  std::vector<uint8_t> raw(size_bytes);
+  if (int e = spng_decode_image(header.ctx.get(), raw.data(), raw.size(), fmt, flags); e != 0) {
+    return SpngError(e, "data");
+  }
+  const size_t raw_stride = size_bytes / static_cast<size_t>(image.height);
+  for (int32_t y = 0; y < image.height; ++y) {
+    ConvertRawRow(raw.data() + static_cast<size_t>(y) * raw_stride, ihdr, image.width,
+                  image.pixels.data() + static_cast<size_t>(y) * image.stride_bytes());
+  }
+  return Status::Ok();
+}
+
+int ColorTypeFor(int32_t channels) {
+  constexpr int kTypes[] = {kGray, kGrayAlpha, kRgb, kRgba};
+  return kTypes[channels - 1];
+}
+
+}  // namespace
+
+Result<ImageInfo> ProbePng(std::span<const uint8_t> bytes) {
+  DOCFEED_ASSIGN_OR_RETURN(PngHeader header, ReadHeader(bytes));
+  return InfoFromHeader(header);
+}
+
+Result<Image> DecodePng(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
+  DOCFEED_ASSIGN_OR_RETURN(PngHeader header, ReadHeader(bytes));
+  const ImageInfo info = InfoFromHeader(header);
+  if (header.ihdr.color_type == kGray && header.ihdr.bit_depth == 16) {
+    return UnsupportedError(
+        "16-bit grayscale PNG is not supported (Pillow decodes it to 16-bit mode I;16; docfeed "
+        "stores 8-bit images)");
+  }
+  DOCFEED_RETURN_IF_ERROR(CheckGeometry(header.ihdr.width, header.ihdr.height, limits));
+  DOCFEED_RETURN_IF_ERROR(CheckIdatCanHoldImage(header));
+  Image image{.width = info.width, .height = info.height, .channels = info.channels, .pixels = {}};
+  DOCFEED_RETURN_IF_ERROR(DecodeInto(header, info, image));
+  return image;
+}
+
+Result<std::vector<uint8_t>> EncodePng(const Image& image, int compression_level) {
+  DOCFEED_RETURN_IF_ERROR(CheckEncoderInput(image));
+  if (compression_level < 0 || compression_level > 9) {
+    return InvalidArgumentError("PNG compression level must be 0..9, got " +
+                                std::to_string(compression_level));
+  }
+  SpngCtx ctx(spng_ctx_new(SPNG_CTX_ENCODER));
+  if (ctx == nullptr) return ResourceExhaustedError("PNG: cannot allocate encoder");
+  spng_set_option(ctx.get(), SPNG_ENCODE_TO_BUFFER, 1);
+  spng_set_option(ctx.get(), SPNG_IMG_COMPRESSION_LEVEL, compression_level);
+  spng_ihdr ihdr{};
+  ihdr.width = static_cast<uint32_t>(image.width);
+  ihdr.height = static_cast<uint32_t>(image.height);
+  ihdr.bit_depth = 8;
+  ihdr.color_type = static_cast<uint8_t>(ColorTypeFor(image.channels));
+  if (int e = spng_set_ihdr(ctx.get(), &ihdr); e != 0) return SpngError(e, "encode header");
+  // libspng's API takes a non-const pointer but only reads the pixels.
+  void* pixels = const_cast<uint8_t*>(image.pixels.data());
+  if (int e = spng_encode_image(ctx.get(), pixels, image.pixels.size(), SPNG_FMT_PNG,
+                                SPNG_ENCODE_FINALIZE);
+      e != 0) {
+    return SpngError(e, "encode");
+  }
+  size_t size_bytes = 0;
+  int error = 0;
+  SpngBuffer buffer(spng_get_png_buffer(ctx.get(), &size_bytes, &error));
+  if (buffer == nullptr) return SpngError(error, "encode buffer");
+  const auto* data = static_cast<const uint8_t*>(buffer.get());
+  return std::vector<uint8_t>(data, data + size_bytes);
+}
+
+}  // namespace docfeed::internal

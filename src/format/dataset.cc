@@ -1,0 +1,175 @@
+#include "format/dataset.h"
+
+#include <nlohmann/json.hpp>
+
+#include "base/hash.h"
+#include "format/arrow/reader.h"
+#include "format/row_values.h"
+
+namespace docfeed::internal {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json ValueFeature(const char* dtype) { return {{"dtype", dtype}, {"_type", "Value"}}; }
+
+Json ColumnFeature(ColumnType type) {
+  switch (type) {
+    case ColumnType::kString:
+      return ValueFeature("string");
+    case ColumnType::kInt64:
+      return ValueFeature("int64");
+    case ColumnType::kFloat64:
+      return ValueFeature("float64");
+    case ColumnType::kBool:
+      return ValueFeature("bool");
+    case ColumnType::kInt64List:
+      return {{"feature", ValueFeature("int64")}, {"_type", "List"}};
+    case ColumnType::kFloat64List:
+      return {{"feature", ValueFeature("float64")}, {"_type", "List"}};
+    case ColumnType::kStringList:
+      return {{"feature", ValueFeature("string")}, {"_type", "List"}};
+  }
+  return nullptr;
+}
+
+Json Features(const std::vector<ColumnSpec>& columns) {
+  Json features;
+  features[kImageColumn] = {{"_type", "Image"}};
+  for (const ColumnSpec& c : columns) features[c.name] = ColumnFeature(c.type);
+  return features;
+}
+
+// The schema the data files must have: same names and types as DatasetSchema().
+Status CheckSchema(const arrow::Schema& actual, const arrow::Schema& expected,
+                   const std::string& file) {
+  if (actual.fields.size() != expected.fields.size()) {
+    return CorruptionError(file + ": schema has " + std::to_string(actual.fields.size()) +
+                           " columns, the manifest implies " +
+                           std::to_string(expected.fields.size()));
+  }
+  for (size_t i = 0; i < actual.fields.size(); ++i) {
+    const arrow::Field& a = actual.fields[i];
+    const arrow::Field& e = expected.fields[i];
+    if (a.name != e.name || !arrow::SameType(a, e)) {
+      return CorruptionError(file + ": column " + std::to_string(i) + " is " + a.name + ": " +
+                             arrow::TypeToString(a) + ", expected " + e.name + ": " +
+                             arrow::TypeToString(e));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+arrow::Schema DatasetSchema(const std::vector<ColumnSpec>& columns) {
+  arrow::Schema schema;
+  schema.fields.push_back(
+      arrow::MakeStruct(kImageColumn, {arrow::MakeField("bytes", arrow::TypeId::kBinary),
+                                       arrow::MakeField("path", arrow::TypeId::kString)}));
+  for (const ColumnSpec& c : columns) schema.fields.push_back(ColumnField(c));
+  Json hf = {{"info", {{"features", Features(columns)}}}};
+  schema.metadata.emplace_back("huggingface", hf.dump());
+  return schema;
+}
+
+std::string FeaturesJson(const std::vector<ColumnSpec>& columns) {
+  return Features(columns).dump();
+}
+
+Dataset::~Dataset() = default;
+
+Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
+  std::unique_ptr<Dataset> ds(new Dataset());
+  ds->dir_ = dir;
+  std::string manifest_path = JoinPath(dir, kManifestFileName);
+  if (!PathExists(manifest_path)) {
+    return NotFoundError(dir + " is not a docfeed dataset (no " + kManifestFileName + ")");
+  }
+  DOCFEED_ASSIGN_OR_RETURN(std::string text, ReadTextFile(manifest_path));
+  DOCFEED_ASSIGN_OR_RETURN(ds->manifest_, DecodeManifest(text, manifest_path));
+  std::string index_path = JoinPath(dir, kIndexFileName);
+  DOCFEED_ASSIGN_OR_RETURN(ds->index_file_, MappedFile::Open(index_path));
+  DOCFEED_ASSIGN_OR_RETURN(ds->index_, IndexView::Open(ds->index_file_.bytes(), index_path));
+  if (ds->index_.size() != ds->manifest_.num_samples) {
+    return CorruptionError(index_path + ": holds " + std::to_string(ds->index_.size()) +
+                           " samples, the manifest says " +
+                           std::to_string(ds->manifest_.num_samples));
+  }
+  ds->schema_ = DatasetSchema(ds->manifest_.columns);
+  for (const FileEntry& f : ds->manifest_.data_files) {
+    std::string path = JoinPath(dir, f.name);
+    DOCFEED_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
+    if (file.bytes().size() != f.size_bytes) {
+      return CorruptionError(path + ": " + std::to_string(file.bytes().size()) +
+                             " bytes, the manifest says " + std::to_string(f.size_bytes));
+    }
+    DOCFEED_ASSIGN_OR_RETURN(arrow::StreamReader reader,
+                             arrow::StreamReader::Open(file.bytes(), path));
+    DOCFEED_RETURN_IF_ERROR(CheckSchema(reader.schema(), ds->schema_, path));
+    // The reader views the mapping, which stays put when the MappedFile moves.
+    ds->data_files_.push_back(std::move(file));
+    ds->readers_.push_back(std::move(reader));
+  }
+  return ds;
+}
+
+Status Dataset::CheckRecord(uint64_t id, const IndexRecord& r) const {
+  auto bad = [&](const std::string& what) {
+    return CorruptionError(JoinPath(dir_, kIndexFileName) + ": sample " + std::to_string(id) +
+                           ": " + what);
+  };
+  if (r.file_index >= data_files_.size())
+    return bad("names data file " + std::to_string(r.file_index));
+  uint64_t size = data_files_[r.file_index].bytes().size();
+  if (r.batch_offset >= size) return bad("record batch offset past the end of the file");
+  if (manifest_.compression == "none" &&
+      (r.image_offset > size || r.image_length > size - r.image_offset)) {
+    return bad("image byte range past the end of the file");
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<uint8_t>> Dataset::ReadImage(uint64_t id) const {
+  if (id >= size()) return InvalidArgumentError("sample " + std::to_string(id) + " out of range");
+  IndexRecord r = index_.Get(id);
+  DOCFEED_RETURN_IF_ERROR(CheckRecord(id, r));
+  const MappedFile& file = data_files_[r.file_index];
+  std::span<const uint8_t> bytes;
+  arrow::RecordBatch batch;
+  if (manifest_.compression == "none") {
+    bytes = file.bytes().subspan(r.image_offset, r.image_length);
+  } else {
+    DOCFEED_ASSIGN_OR_RETURN(batch, readers_[r.file_index].ReadBatchAt(r.batch_offset));
+    if (r.row >= static_cast<uint64_t>(batch.num_rows)) {
+      return CorruptionError(file.path() + ": sample " + std::to_string(id) + ": row past batch");
+    }
+    DOCFEED_ASSIGN_OR_RETURN(bytes, RowImage(batch, r.row));
+  }
+  if (bytes.size() != r.image_length || Hash64(bytes) != r.image_hash) {
+    return CorruptionError(file.path() + ": sample " + std::to_string(id) +
+                           ": image bytes do not match their checksum");
+  }
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
+}
+
+Result<std::vector<Value>> Dataset::ReadLabels(uint64_t id) const {
+  if (id >= size()) return InvalidArgumentError("sample " + std::to_string(id) + " out of range");
+  IndexRecord r = index_.Get(id);
+  DOCFEED_RETURN_IF_ERROR(CheckRecord(id, r));
+  const MappedFile& file = data_files_[r.file_index];
+  DOCFEED_ASSIGN_OR_RETURN(arrow::RecordBatch batch,
+                           readers_[r.file_index].ReadBatchAt(r.batch_offset));
+  if (r.row >= static_cast<uint64_t>(batch.num_rows)) {
+    return CorruptionError(file.path() + ": sample " + std::to_string(id) + ": row past batch");
+  }
+  Result<std::vector<Value>> values = RowValues(batch, r.row, manifest_.columns);
+  if (!values.ok()) return values.status().WithContext(file.path());
+  if (HashLabels(manifest_.columns, *values) != r.label_hash) {
+    return CorruptionError(file.path() + ": sample " + std::to_string(id) +
+                           ": labels do not match their checksum");
+  }
+  return values;
+}
+
+}  // namespace docfeed::internal

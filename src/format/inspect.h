@@ -1,0 +1,43 @@
+// `docfeed inspect`: what a packed dataset holds, computed from the manifest and the index
+// alone (no image is decoded and no Arrow body is read), so it is instant at any size.
+#ifndef DOCFEED_FORMAT_INSPECT_H_
+#define DOCFEED_FORMAT_INSPECT_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "docfeed/status.h"
+#include "format/manifest.h"
+
+namespace docfeed::internal {
+
+struct Distribution {
+  uint64_t count = 0;
+  double min = 0, p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
+};
+
+// Nearest-rank percentiles of `values` (sorted in place).
+Distribution Summarize(std::vector<double>& values);
+
+struct DatasetStats {
+  std::string dir;
+  Manifest manifest;
+  std::vector<std::pair<std::string, std::string>> arrow_columns;  // name, pyarrow type string
+  uint64_t total_bytes = 0;                  // every file listed by the manifest
+  std::map<std::string, uint64_t> channels;  // "L", "LA", "RGB", "RGBA" -> samples
+  Distribution width, height, megapixels, image_bytes;
+  std::vector<std::pair<std::string, uint64_t>> common_sizes;  // "WxH" -> samples, top 5
+  Distribution label_length;  // over samples with a non-empty label
+  uint64_t longest_label_sample = 0;
+  uint64_t samples_without_label = 0;
+};
+
+Result<DatasetStats> InspectDataset(const std::string& dir);
+std::string StatsToJson(const DatasetStats& stats);
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_FORMAT_INSPECT_H_

@@ -1,0 +1,206 @@
+#include "format/manifest.h"
+
+#include <charconv>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "base/hash.h"
+
+namespace docfeed::internal {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// The checksum field is last; it is computed over the text with its value set to 16 zeros.
+constexpr char kChecksumKey[] = "\"manifest_xxh3\": \"";
+constexpr char kZeroHex[] = "0000000000000000";
+
+const char* RegionKindName(Region::Kind kind) {
+  switch (kind) {
+    case Region::Kind::kSchema:
+      return "schema";
+    case Region::Kind::kBatch:
+      return "batch";
+    case Region::Kind::kEndOfStream:
+      return "eos";
+  }
+  return "?";
+}
+
+Json FileToJson(const FileEntry& f) {
+  Json j;
+  j["name"] = f.name;
+  j["size_bytes"] = f.size_bytes;
+  j["xxh3"] = Hex64(f.xxh3);
+  if (!f.regions.empty()) {
+    j["num_rows"] = f.num_rows;
+    Json regions = Json::array();
+    for (const Region& r : f.regions) {
+      Json jr;
+      jr["kind"] = RegionKindName(r.kind);
+      jr["offset"] = r.offset;
+      jr["length"] = r.length;
+      jr["xxh3"] = Hex64(r.xxh3);
+      if (r.kind == Region::Kind::kBatch) {
+        jr["first_sample"] = r.first_sample;
+        jr["num_rows"] = r.num_rows;
+      }
+      regions.push_back(std::move(jr));
+    }
+    j["regions"] = std::move(regions);
+  }
+  return j;
+}
+
+Result<uint64_t> ParseHex64(const Json& j, const std::string& field) {
+  if (!j.is_string() || j.get_ref<const std::string&>().size() != 16) {
+    return CorruptionError("field " + field + " is not a 16-digit hex checksum");
+  }
+  const std::string& s = j.get_ref<const std::string&>();
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
+  if (ec != std::errc() || ptr != s.data() + s.size()) {
+    return CorruptionError("field " + field + " is not hex: " + s);
+  }
+  return v;
+}
+
+Result<Region::Kind> ParseRegionKind(const std::string& s) {
+  if (s == "schema") return Region::Kind::kSchema;
+  if (s == "batch") return Region::Kind::kBatch;
+  if (s == "eos") return Region::Kind::kEndOfStream;
+  return CorruptionError("unknown region kind " + s);
+}
+
+Result<FileEntry> FileFromJson(const Json& j, const std::string& where) {
+  FileEntry f;
+  f.name = j.at("name").get<std::string>();
+  f.size_bytes = j.at("size_bytes").get<uint64_t>();
+  DOCFEED_ASSIGN_OR_RETURN(f.xxh3, ParseHex64(j.at("xxh3"), where + ".xxh3"));
+  if (j.contains("regions")) {
+    f.num_rows = j.at("num_rows").get<uint64_t>();
+    for (const Json& jr : j.at("regions")) {
+      Region r;
+      DOCFEED_ASSIGN_OR_RETURN(r.kind, ParseRegionKind(jr.at("kind").get<std::string>()));
+      r.offset = jr.at("offset").get<uint64_t>();
+      r.length = jr.at("length").get<uint64_t>();
+      DOCFEED_ASSIGN_OR_RETURN(r.xxh3, ParseHex64(jr.at("xxh3"), where + ".regions.xxh3"));
+      if (r.kind == Region::Kind::kBatch) {
+        r.first_sample = jr.at("first_sample").get<uint64_t>();
+        r.num_rows = jr.at("num_rows").get<uint64_t>();
+      }
+      f.regions.push_back(r);
+    }
+  }
+  return f;
+}
+
+Result<ColumnType> ParseColumnType(const std::string& s) {
+  for (ColumnType t :
+       {ColumnType::kString, ColumnType::kInt64, ColumnType::kFloat64, ColumnType::kBool,
+        ColumnType::kInt64List, ColumnType::kFloat64List, ColumnType::kStringList}) {
+    if (ColumnTypeName(t) == s) return t;
+  }
+  return CorruptionError("unknown column type " + s);
+}
+
+Result<Manifest> ManifestFromJson(const Json& j) {
+  Manifest m;
+  m.format_version = j.at("format_version").get<int>();
+  if (m.format_version != kFormatVersion) {
+    return UnsupportedError("format_version " + std::to_string(m.format_version) +
+                            ", this docfeed reads " + std::to_string(kFormatVersion));
+  }
+  m.created_by = j.at("created_by").get<std::string>();
+  m.num_samples = j.at("num_samples").get<uint64_t>();
+  for (const Json& c : j.at("columns")) {
+    ColumnSpec spec;
+    spec.name = c.at("name").get<std::string>();
+    DOCFEED_ASSIGN_OR_RETURN(spec.type, ParseColumnType(c.at("type").get<std::string>()));
+    m.columns.push_back(std::move(spec));
+  }
+  m.label_column = j.at("label_column").get<std::string>();
+  m.codec = j.at("codec").get<std::string>();
+  m.jpeg_quality = j.at("jpeg_quality").get<int>();
+  m.compression = j.at("compression").get<std::string>();
+  m.stored_codecs = j.at("stored_codecs").get<std::map<std::string, uint64_t>>();
+  m.source_bytes = j.at("source_bytes").get<uint64_t>();
+  m.stored_image_bytes = j.at("stored_image_bytes").get<uint64_t>();
+  m.rejected = j.at("rejected").get<uint64_t>();
+  for (const Json& f : j.at("data_files")) {
+    DOCFEED_ASSIGN_OR_RETURN(FileEntry e, FileFromJson(f, "data_files"));
+    m.data_files.push_back(std::move(e));
+  }
+  for (const Json& f : j.at("other_files")) {
+    DOCFEED_ASSIGN_OR_RETURN(FileEntry e, FileFromJson(f, "other_files"));
+    m.other_files.push_back(std::move(e));
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string Hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string EncodeManifest(const Manifest& m) {
+  Json j;
+  j["format"] = "docfeed";
+  j["format_version"] = m.format_version;
+  j["created_by"] = m.created_by;
+  j["num_samples"] = m.num_samples;
+  j["image_column"] = kImageColumn;
+  Json columns = Json::array();
+  for (const ColumnSpec& c : m.columns) {
+    columns.push_back(Json{{"name", c.name}, {"type", std::string(ColumnTypeName(c.type))}});
+  }
+  j["columns"] = std::move(columns);
+  j["label_column"] = m.label_column;
+  j["codec"] = m.codec;
+  j["jpeg_quality"] = m.jpeg_quality;
+  j["compression"] = m.compression;
+  j["stored_codecs"] = m.stored_codecs;
+  j["source_bytes"] = m.source_bytes;
+  j["stored_image_bytes"] = m.stored_image_bytes;
+  j["rejected"] = m.rejected;
+  Json data = Json::array();
+  for (const FileEntry& f : m.data_files) data.push_back(FileToJson(f));
+  j["data_files"] = std::move(data);
+  Json other = Json::array();
+  for (const FileEntry& f : m.other_files) other.push_back(FileToJson(f));
+  j["other_files"] = std::move(other);
+  j["manifest_xxh3"] = kZeroHex;
+  std::string text = j.dump(1) + "\n";
+  size_t at = text.rfind(kChecksumKey);
+  std::string digest = Hex64(Hash64({reinterpret_cast<const uint8_t*>(text.data()), text.size()}));
+  text.replace(at + sizeof(kChecksumKey) - 1, 16, digest);
+  return text;
+}
+
+Result<Manifest> DecodeManifest(const std::string& text, const std::string& name) {
+  size_t at = text.rfind(kChecksumKey);
+  if (at == std::string::npos || at + sizeof(kChecksumKey) - 1 + 16 > text.size()) {
+    return CorruptionError(name + ": no manifest_xxh3 field");
+  }
+  size_t value_at = at + sizeof(kChecksumKey) - 1;
+  std::string zeroed = text;
+  zeroed.replace(value_at, 16, kZeroHex);
+  uint64_t actual = Hash64({reinterpret_cast<const uint8_t*>(zeroed.data()), zeroed.size()});
+  if (text.compare(value_at, 16, Hex64(actual)) != 0) {
+    return CorruptionError(name + ": manifest checksum mismatch (the manifest was modified)");
+  }
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return CorruptionError(name + ": not valid JSON");
+  try {
+    Result<Manifest> m = ManifestFromJson(j);
+    if (!m.ok()) return m.status().WithContext(name);
+    return m;
+  } catch (const Json::exception& e) {
+    return CorruptionError(name + ": " + e.what());
+  }
+}
+
+}  // namespace docfeed::internal

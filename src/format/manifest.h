@@ -1,0 +1,69 @@
+// The docfeed manifest (`docfeed.json`): format version, totals, columns, and a checksum for
+// every file of a packed dataset and for every region (schema, record batch, end of stream) of
+// every Arrow file, so `verify` can say which file, batch and sample a bad byte lives in.
+// The manifest checksums itself (field "manifest_xxh3"). Specified in docs/format.md.
+#ifndef DOCFEED_FORMAT_MANIFEST_H_
+#define DOCFEED_FORMAT_MANIFEST_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "docfeed/status.h"
+#include "format/value.h"
+
+namespace docfeed::internal {
+
+inline constexpr int kFormatVersion = 1;
+inline constexpr char kManifestFileName[] = "docfeed.json";
+inline constexpr char kIndexFileName[] = "docfeed.index";
+inline constexpr char kRejectsFileName[] = "rejects.jsonl";
+inline constexpr char kImageColumn[] = "image";
+
+// A byte range of an Arrow file with its XXH3-64.
+struct Region {
+  enum class Kind { kSchema, kBatch, kEndOfStream };
+  Kind kind = Kind::kBatch;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint64_t xxh3 = 0;
+  uint64_t first_sample = 0;  // batches: id of the batch's first row
+  uint64_t num_rows = 0;      // batches only
+};
+
+struct FileEntry {
+  std::string name;  // relative to the dataset directory
+  uint64_t size_bytes = 0;
+  uint64_t xxh3 = 0;            // of the whole file
+  uint64_t num_rows = 0;        // Arrow data files only
+  std::vector<Region> regions;  // Arrow data files only, in file order, covering the whole file
+};
+
+struct Manifest {
+  int format_version = kFormatVersion;
+  std::string created_by;
+  uint64_t num_samples = 0;
+  std::vector<ColumnSpec> columns;  // non-image columns, in Arrow schema order after "image"
+  std::string label_column;         // column whose length the index records; "" if none
+  std::string codec;                // pack option: keep | png | webp | jpeg
+  int jpeg_quality = 0;             // when codec == jpeg
+  std::string compression;          // Arrow IPC body compression: none | zstd | lz4_frame
+  std::map<std::string, uint64_t> stored_codecs;  // e.g. {"jpeg": 12, "png": 3}
+  uint64_t source_bytes = 0;                      // bytes of the source images
+  uint64_t stored_image_bytes = 0;                // bytes of the stored images
+  uint64_t rejected = 0;                          // samples written to rejects.jsonl (--skip-bad)
+  std::vector<FileEntry> data_files;              // data-NNNNN-of-NNNNN.arrow, in order
+  std::vector<FileEntry> other_files;  // docfeed.index, dataset_info.json, state.json, ...
+};
+
+// JSON text with a trailing "manifest_xxh3" over the text (see docs/format.md).
+std::string EncodeManifest(const Manifest& manifest);
+// Parses and checks the self-checksum; errors name `name` and the field.
+Result<Manifest> DecodeManifest(const std::string& text, const std::string& name);
+
+std::string Hex64(uint64_t v);
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_FORMAT_MANIFEST_H_

@@ -1,0 +1,29 @@
+// Converts the non-image columns of one row of a record batch back into docfeed Values,
+// checking that each Arrow column has the type its ColumnSpec says.
+#ifndef DOCFEED_FORMAT_ROW_VALUES_H_
+#define DOCFEED_FORMAT_ROW_VALUES_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "docfeed/status.h"
+#include "format/arrow/reader.h"
+#include "format/value.h"
+
+namespace docfeed::internal {
+
+// `batch.columns[0]` is the image; columns[1 + i] holds `columns[i]`.
+// REQUIRES: row < batch.num_rows.
+Result<std::vector<Value>> RowValues(const arrow::RecordBatch& batch, int64_t row,
+                                     const std::vector<ColumnSpec>& columns);
+
+// The stored image bytes of `row`: the `bytes` child of the image struct column.
+// Corruption if the image is null or the column is not struct<bytes: binary, ...>.
+Result<std::span<const uint8_t>> RowImage(const arrow::RecordBatch& batch, int64_t row);
+
+// The Arrow field docfeed writes for a column type.
+arrow::Field ColumnField(const ColumnSpec& column);
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_FORMAT_ROW_VALUES_H_

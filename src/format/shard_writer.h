@@ -1,0 +1,65 @@
+// Writes a docfeed dataset directory: Arrow IPC stream files in the layout
+// `datasets.save_to_disk` produces (data-NNNNN-of-NNNNN.arrow, dataset_info.json, state.json),
+// plus docfeed's sidecars (docfeed.index, docfeed.json). See docs/format.md.
+//
+// Usage: Create(), Add() every sample in id order, Finish(). The writer writes into the
+// directory it is given (the packer hands it a temporary one and renames it into place only
+// after `verify` passed). Not thread-safe: one producer.
+#ifndef DOCFEED_FORMAT_SHARD_WRITER_H_
+#define DOCFEED_FORMAT_SHARD_WRITER_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "docfeed/status.h"
+#include "format/index.h"
+#include "format/manifest.h"
+#include "format/value.h"
+
+namespace docfeed::internal {
+
+struct ShardWriterOptions {
+  std::string directory;             // must exist and be empty
+  std::vector<ColumnSpec> columns;   // non-image columns
+  std::string label_column;          // "" for none; must name one of `columns`
+  std::string compression = "none";  // Arrow IPC body compression: none | zstd | lz4_frame
+  // A new data file starts once the current one holds this many bytes (datasets' default
+  // max_shard_size is 500 MB).
+  uint64_t max_file_bytes = 500'000'000;
+  // A record batch is cut at this many rows or image bytes, whichever comes first. Binary
+  // offsets are int32 in Arrow's `binary`, so a batch must stay below 2 GiB; small batches keep
+  // random access cheap when bodies are compressed.
+  uint32_t max_batch_rows = 64;
+  uint64_t max_batch_bytes = 64ull << 20;
+};
+
+struct SampleToWrite {
+  std::span<const uint8_t> image;  // stored image bytes
+  std::string path;                // the Image feature's `path` (source-relative file name)
+  StoredCodec codec = StoredCodec::kJpeg;
+  uint32_t width = 0;
+  uint32_t height = 0;
+  uint8_t channels = 0;
+  uint8_t orientation = 1;
+  std::vector<Value> values;  // one per ShardWriterOptions::columns
+};
+
+class ShardWriter {
+ public:
+  static Result<std::unique_ptr<ShardWriter>> Create(ShardWriterOptions options);
+  virtual ~ShardWriter() = default;
+
+  // Appends the next sample (its id is the number of samples added before it).
+  virtual Status Add(const SampleToWrite& sample) = 0;
+
+  // Flushes the last batch, names the data files -of-N, writes the index, the Hugging Face
+  // metadata files and the manifest (filled from `manifest` plus what was written).
+  virtual Result<Manifest> Finish(Manifest manifest) = 0;
+};
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_FORMAT_SHARD_WRITER_H_

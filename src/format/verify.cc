@@ -1,0 +1,234 @@
+#include "format/verify.h"
+
+#include <string>
+
+#include "base/file.h"
+#include "base/hash.h"
+#include "codec/codec.h"
+#include "format/arrow/reader.h"
+#include "format/dataset.h"
+#include "format/index.h"
+#include "format/manifest.h"
+#include "format/row_values.h"
+
+namespace docfeed::internal {
+namespace {
+
+std::string RegionName(const Region& r, size_t batch) {
+  std::string range =
+      " (bytes " + std::to_string(r.offset) + "-" + std::to_string(r.offset + r.length) + ")";
+  switch (r.kind) {
+    case Region::Kind::kSchema:
+      return "schema message" + range;
+    case Region::Kind::kEndOfStream:
+      return "end-of-stream marker" + range;
+    case Region::Kind::kBatch:
+      return "record batch " + std::to_string(batch) + range + ", samples " +
+             std::to_string(r.first_sample) + "-" + std::to_string(r.first_sample + r.num_rows - 1);
+  }
+  return "?";
+}
+
+class Verifier {
+ public:
+  Verifier(std::string dir, size_t max_problems) : dir_(std::move(dir)), max_(max_problems) {}
+
+  Result<VerifyReport> Run() {
+    std::string manifest_path = JoinPath(dir_, kManifestFileName);
+    if (!IsDirectory(dir_)) return NotFoundError(dir_ + " is not a directory");
+    DOCFEED_ASSIGN_OR_RETURN(std::string text, ReadTextFile(manifest_path));
+    Result<Manifest> manifest = DecodeManifest(text, manifest_path);
+    if (!manifest.ok()) {
+      Problem(manifest.status().ToString());
+      return report_;
+    }
+    manifest_ = std::move(manifest).value();
+    for (const FileEntry& f : manifest_.other_files) CheckWholeFile(f, nullptr);
+    std::vector<MappedFile> data(manifest_.data_files.size());
+    for (size_t i = 0; i < data.size(); ++i) CheckWholeFile(manifest_.data_files[i], &data[i]);
+    std::string index_path = JoinPath(dir_, kIndexFileName);
+    Result<MappedFile> index_file = MappedFile::Open(index_path);
+    if (!index_file.ok()) {
+      Problem(index_file.status().ToString());
+      return report_;
+    }
+    Result<IndexView> index = IndexView::Open(index_file->bytes(), index_path);
+    if (!index.ok()) {
+      Problem(index.status().ToString());
+      return report_;
+    }
+    if (index->size() != manifest_.num_samples) {
+      Problem(index_path + ": " + std::to_string(index->size()) + " samples, manifest says " +
+              std::to_string(manifest_.num_samples));
+      return report_;
+    }
+    seen_.assign(index->size(), 0);
+    for (size_t i = 0; i < data.size() && !Full(); ++i) {
+      if (!data[i].bytes().empty()) CheckDataFile(i, data[i], *index);
+    }
+    for (uint64_t id = 0; id < seen_.size() && !Full(); ++id) {
+      if (seen_[id] != 1) {
+        Problem("sample " + std::to_string(id) + " appears " + std::to_string(seen_[id]) +
+                " times in the data files (expected once)");
+      }
+    }
+    return report_;
+  }
+
+ private:
+  void Problem(std::string what) {
+    if (report_.problems.size() >= max_) {
+      report_.truncated = true;
+      return;
+    }
+    report_.problems.push_back(std::move(what));
+  }
+  bool Full() const { return report_.truncated; }
+
+  // Size and whole-file checksum; for an Arrow file that fails, names the damaged regions.
+  // Leaves *mapped empty when the file cannot be structurally checked.
+  void CheckWholeFile(const FileEntry& f, MappedFile* mapped) {
+    std::string path = JoinPath(dir_, f.name);
+    Result<MappedFile> file = MappedFile::Open(path);
+    if (!file.ok()) {
+      Problem(file.status().ToString());
+      return;
+    }
+    std::span<const uint8_t> bytes = file->bytes();
+    report_.bytes_checked += bytes.size();
+    if (bytes.size() != f.size_bytes) {
+      Problem(path + ": " + std::to_string(bytes.size()) + " bytes, the manifest says " +
+              std::to_string(f.size_bytes) + " (truncated or extended)");
+      return;
+    }
+    if (Hash64(bytes) != f.xxh3) {
+      if (f.regions.empty()) Problem(path + ": checksum mismatch (file modified)");
+      size_t batch = 0;
+      for (const Region& r : f.regions) {
+        bool inside = r.offset <= bytes.size() && r.length <= bytes.size() - r.offset;
+        if (!inside || Hash64(bytes.subspan(r.offset, r.length)) != r.xxh3) {
+          Problem(path + ": checksum mismatch in " + RegionName(r, batch));
+        }
+        if (r.kind == Region::Kind::kBatch) ++batch;
+      }
+    }
+    if (mapped != nullptr) *mapped = std::move(file).value();
+  }
+
+  void CheckDataFile(size_t file_index, const MappedFile& file, const IndexView& index) {
+    Result<arrow::StreamReader> reader = arrow::StreamReader::Open(file.bytes(), file.path());
+    if (!reader.ok()) {
+      Problem(reader.status().ToString());
+      return;
+    }
+    const FileEntry& entry = manifest_.data_files[file_index];
+    uint64_t rows = 0;
+    for (uint32_t b = 0; !Full(); ++b) {
+      arrow::RecordBatch batch;
+      Result<bool> more = reader->Next(&batch);
+      if (!more.ok()) {
+        Problem(more.status().ToString());
+        return;
+      }
+      if (!*more) break;
+      CheckBatch(file.bytes().data(), file_index, b, batch, index);
+      rows += static_cast<uint64_t>(batch.num_rows);
+    }
+    if (rows != entry.num_rows) {
+      Problem(file.path() + ": " + std::to_string(rows) + " rows, the manifest says " +
+              std::to_string(entry.num_rows));
+    }
+  }
+
+  const Region* BatchRegion(size_t file_index, uint32_t batch_index) const {
+    uint32_t b = 0;
+    for (const Region& r : manifest_.data_files[file_index].regions) {
+      if (r.kind != Region::Kind::kBatch) continue;
+      if (b++ == batch_index) return &r;
+    }
+    return nullptr;
+  }
+
+  void CheckBatch(const uint8_t* file_base, size_t file_index, uint32_t b,
+                  const arrow::RecordBatch& batch, const IndexView& index) {
+    const std::string& name = manifest_.data_files[file_index].name;
+    const Region* region = BatchRegion(file_index, b);
+    std::string where = JoinPath(dir_, name) + ": record batch " + std::to_string(b);
+    if (region == nullptr || region->offset != batch.message_offset ||
+        region->num_rows != static_cast<uint64_t>(batch.num_rows)) {
+      Problem(where + ": does not match the manifest's batch list");
+      return;
+    }
+    for (int64_t row = 0; row < batch.num_rows && !Full(); ++row) {
+      uint64_t id = region->first_sample + static_cast<uint64_t>(row);
+      if (id >= index.size()) {
+        Problem(where + ": row " + std::to_string(row) + " maps to sample " + std::to_string(id) +
+                ", past the index");
+        return;
+      }
+      ++seen_[id];
+      Status s = CheckSample(file_base, file_index, b, batch, row, index.Get(id));
+      if (!s.ok())
+        Problem(where + ", sample " + std::to_string(id) + ": " + std::string(s.message()));
+    }
+    report_.samples_checked += static_cast<uint64_t>(batch.num_rows);
+  }
+
+  Status CheckSample(const uint8_t* file_base, size_t file_index, uint32_t b,
+                     const arrow::RecordBatch& batch, int64_t row, const IndexRecord& r) {
+    if (r.file_index != file_index || r.batch_index != b || r.row != static_cast<uint64_t>(row) ||
+        r.batch_offset != batch.message_offset) {
+      return CorruptionError("index entry points elsewhere (file " + std::to_string(r.file_index) +
+                             ", batch " + std::to_string(r.batch_index) + ", row " +
+                             std::to_string(r.row) + ")");
+    }
+    DOCFEED_ASSIGN_OR_RETURN(std::span<const uint8_t> image, RowImage(batch, row));
+    if (image.size() != r.image_length || Hash64(image) != r.image_hash) {
+      return CorruptionError("image bytes do not match their checksum");
+    }
+    // With uncompressed bodies the views point into the mapped file, so the index's byte
+    // range must be exactly where the Arrow value lies.
+    if (!batch.compressed) {
+      auto offset = static_cast<uint64_t>(image.data() - file_base);
+      if (r.image_offset != offset) {
+        return CorruptionError("index image offset " + std::to_string(r.image_offset) +
+                               " does not point at the image bytes (at " + std::to_string(offset) +
+                               ")");
+      }
+    }
+    Result<ImageInfo> info = ProbeImage(image);
+    if (!info.ok()) return info.status();
+    if (static_cast<uint32_t>(info->width) != r.width ||
+        static_cast<uint32_t>(info->height) != r.height) {
+      return CorruptionError("index geometry " + std::to_string(r.width) + "x" +
+                             std::to_string(r.height) + " differs from the image's");
+    }
+    DOCFEED_ASSIGN_OR_RETURN(std::vector<Value> values, RowValues(batch, row, manifest_.columns));
+    if (HashLabels(manifest_.columns, values) != r.label_hash) {
+      return CorruptionError("labels do not match their checksum");
+    }
+    return Status::Ok();
+  }
+
+  std::string dir_;
+  size_t max_;
+  VerifyReport report_;
+  Manifest manifest_;
+  std::vector<uint32_t> seen_;
+};
+
+}  // namespace
+
+Result<VerifyReport> VerifyDatasetReport(const std::string& dir, size_t max_problems) {
+  return Verifier(dir, max_problems).Run();
+}
+
+Status VerifyDataset(const std::string& dir) {
+  DOCFEED_ASSIGN_OR_RETURN(VerifyReport report, VerifyDatasetReport(dir, 5));
+  if (report.ok()) return Status::Ok();
+  std::string message = dir + " failed verification:";
+  for (const std::string& p : report.problems) message += "\n  " + p;
+  return CorruptionError(message);
+}
+
+}  // namespace docfeed::internal

@@ -1,0 +1,35 @@
+// `docfeed verify`: re-checks a packed dataset against its manifest and index. Every file's
+// size and XXH3; for an Arrow file that fails, which region (schema, record batch N covering
+// samples a..b, end of stream) holds the bad bytes; every record batch parses; every index
+// record points at the row and byte range it claims; every sample's image and label checksums.
+#ifndef DOCFEED_FORMAT_VERIFY_H_
+#define DOCFEED_FORMAT_VERIFY_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "docfeed/status.h"
+
+namespace docfeed::internal {
+
+struct VerifyReport {
+  uint64_t samples_checked = 0;
+  uint64_t bytes_checked = 0;
+  // One line per problem, naming the file and the batch/sample/byte range, in discovery order.
+  std::vector<std::string> problems;
+  bool truncated = false;  // more problems than were listed
+
+  bool ok() const { return problems.empty(); }
+};
+
+// Returns a report; an error Status only when the directory cannot be examined at all
+// (missing, unreadable manifest file).
+Result<VerifyReport> VerifyDatasetReport(const std::string& dir, size_t max_problems = 20);
+
+// OK if intact, else Corruption whose message lists the first problems.
+Status VerifyDataset(const std::string& dir);
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_FORMAT_VERIFY_H_

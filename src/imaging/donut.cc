@@ -1,0 +1,252 @@
+// DonutImageProcessor's geometry (transformers models/donut/image_processing_donut.py and
+// image_transforms.py, 4.x PIL path): sizes, RGB conversion, rotation, the two Pillow resizes and
+// the padding. See donut.h.
+#include "imaging/donut.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+
+namespace docfeed::internal {
+namespace {
+
+constexpr int32_t kMaxTargetSide = 65535;
+
+// Python's int(a * b / c) for ints: the product is exact, `/` is a correctly rounded double
+// division (exact operands below 2^53, which the callers guarantee), int() truncates.
+int64_t PyTruncMulDiv(int64_t a, int64_t b, int64_t c) {
+  return static_cast<int64_t>(static_cast<double>(a * b) / static_cast<double>(c));
+}
+
+std::string SizeText(int64_t w, int64_t h) { return std::to_string(w) + "x" + std::to_string(h); }
+
+Status CheckSide(int64_t side, const char* what, int32_t width, int32_t height) {
+  if (side >= 1 && side <= std::numeric_limits<int32_t>::max()) return Status::Ok();
+  return InvalidArgumentError(std::string("donut: ") + what + " of a " + SizeText(width, height) +
+                              " image would be " + std::to_string(side) +
+                              " pixels (aspect ratio too extreme)");
+}
+
+Status CheckImage(const Image& image, const char* what) {
+  if (image.width < 1 || image.height < 1 || image.channels < 1 || image.channels > 4 ||
+      image.pixels.size() != image.stride_bytes() * static_cast<size_t>(image.height)) {
+    return InvalidArgumentError(std::string("donut: ") + what + " is empty or inconsistent (" +
+                                SizeText(image.width, image.height) + ", " +
+                                std::to_string(image.channels) + " channels, " +
+                                std::to_string(image.pixels.size()) + " bytes)");
+  }
+  return Status::Ok();
+}
+
+// Keeps `keep` of every `channels` samples (drops alpha).
+Image DropAlpha(const Image& image) {
+  const int32_t keep = image.channels - 1;
+  Image out{.width = image.width, .height = image.height, .channels = keep, .pixels = {}};
+  const size_t n = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
+  out.pixels.resize(n * static_cast<size_t>(keep));
+  const uint8_t* src = image.pixels.data();
+  uint8_t* dst = out.pixels.data();
+  for (size_t i = 0; i < n; ++i, src += image.channels, dst += keep) {
+    std::memcpy(dst, src, static_cast<size_t>(keep));
+  }
+  return out;
+}
+
+Image NewImage(int32_t width, int32_t height, int32_t channels) {
+  Image image{.width = width, .height = height, .channels = channels, .pixels = {}};
+  image.pixels.resize(image.stride_bytes() * static_cast<size_t>(height));
+  return image;
+}
+
+// Pillow's resize of the whole image (or `box`) to width x height.
+Result<Image> PillowResize(const Image& src, int32_t width, int32_t height, ResampleFilter filter,
+                           const Box* box, double reducing_gap) {
+  if (static_cast<uint64_t>(width) * static_cast<uint64_t>(height) >
+      DecodeLimits::kPillowBombPixels) {
+    return ResourceExhaustedError("donut: intermediate image " + SizeText(width, height) +
+                                  " exceeds " + std::to_string(DecodeLimits::kPillowBombPixels) +
+                                  " pixels");
+  }
+  Image dst = NewImage(width, height, src.channels);
+  DOCFEED_RETURN_IF_ERROR(Resize(ViewOf(src), MutableViewOf(dst), filter, box, reducing_gap));
+  return dst;
+}
+
+// The box of a scaled decode in its own pixel units, before any rotation.
+Box ScaledBox(const ScaledSource& source) {
+  const double k = source.scale_denom;
+  return Box{0, 0, source.full_width / k, source.full_height / k};
+}
+
+// A clockwise turn maps source row y to destination column (H - 1 - y): the box's x range is the
+// mirrored y range of the unrotated box, its y range the old x range.
+Box RotateBoxClockwise(const Box& box, int32_t unrotated_height) {
+  return Box{unrotated_height - box.y1, box.x0, unrotated_height - box.y0, box.x1};
+}
+
+Result<Image> ResizeStages(const Image& image, const Box& box, const DonutGeometry& g,
+                           const DonutConfig& config) {
+  const bool full_box =
+      box.x0 == 0 && box.y0 == 0 && box.x1 == image.width && box.y1 == image.height;
+  Image current;
+  if (config.do_resize) {
+    DOCFEED_ASSIGN_OR_RETURN(
+        current, PillowResize(image, g.resized_width, g.resized_height, ResampleFilter::kBilinear,
+                              full_box ? nullptr : &box, 0));
+  } else if (!full_box) {
+    return InvalidArgumentError("donut: a scaled decode needs do_resize");
+  } else {
+    current = image;
+  }
+  if (!config.do_thumbnail ||
+      (g.thumb_width == current.width && g.thumb_height == current.height)) {
+    return current;
+  }
+  return PillowResize(current, g.thumb_width, g.thumb_height, ResampleFilter::kBicubic, nullptr,
+                      2.0);
+}
+
+}  // namespace
+
+Status ValidateDonutConfig(const DonutConfig& config) {
+  if (config.height < 1 || config.height > kMaxTargetSide || config.width < 1 ||
+      config.width > kMaxTargetSide) {
+    return InvalidArgumentError("donut: size height x width must be within 1..65535, got " +
+                                std::to_string(config.height) + "x" + std::to_string(config.width));
+  }
+  if (!std::isfinite(config.rescale_factor)) {
+    return InvalidArgumentError("donut: rescale_factor must be finite");
+  }
+  for (int c = 0; c < 3; ++c) {
+    const auto std_f32 = static_cast<float>(config.std[c]);
+    if (!std::isfinite(static_cast<float>(config.mean[c]))) {
+      return InvalidArgumentError("donut: image_mean[" + std::to_string(c) + "] is not finite");
+    }
+    if (!std::isfinite(std_f32) || std_f32 == 0.0f) {
+      return InvalidArgumentError("donut: image_std[" + std::to_string(c) +
+                                  "] must be finite and non-zero in float32, got " +
+                                  std::to_string(config.std[c]));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<DonutGeometry> ComputeDonutGeometry(int32_t width, int32_t height,
+                                           const DonutConfig& config) {
+  DOCFEED_RETURN_IF_ERROR(ValidateDonutConfig(config));
+  if (width < 1 || height < 1) {
+    return InvalidArgumentError("donut: image size " + SizeText(width, height) + " is empty");
+  }
+  DonutGeometry g;
+  g.rotate = config.align_long_axis && ((config.width < config.height && width > height) ||
+                                        (config.width > config.height && width < height));
+  g.aligned_width = g.rotate ? height : width;
+  g.aligned_height = g.rotate ? width : height;
+  int64_t w1 = g.aligned_width;
+  int64_t h1 = g.aligned_height;
+  if (config.do_resize) {
+    const int64_t s = std::min(config.height, config.width);
+    const bool portrait = w1 <= h1;
+    const int64_t long_side = PyTruncMulDiv(s, portrait ? h1 : w1, portrait ? w1 : h1);
+    w1 = portrait ? s : long_side;
+    h1 = portrait ? long_side : s;
+    DOCFEED_RETURN_IF_ERROR(CheckSide(portrait ? h1 : w1, "the resized long side", width, height));
+  }
+  g.resized_width = static_cast<int32_t>(w1);
+  g.resized_height = static_cast<int32_t>(h1);
+  int64_t th = h1;
+  int64_t tw = w1;
+  if (config.do_thumbnail) {
+    th = std::min<int64_t>(h1, config.height);
+    tw = std::min<int64_t>(w1, config.width);
+    if (th != h1 || tw != w1) {
+      if (h1 > w1) {
+        tw = PyTruncMulDiv(w1, th, h1);
+      } else if (w1 > h1) {
+        th = PyTruncMulDiv(h1, tw, w1);
+      }
+    }
+    DOCFEED_RETURN_IF_ERROR(
+        CheckSide(std::min(th, tw), "the thumbnail's short side", width, height));
+  }
+  g.thumb_width = static_cast<int32_t>(tw);
+  g.thumb_height = static_cast<int32_t>(th);
+  return g;
+}
+
+Result<Image> ToDonutInput(Image image) {
+  DOCFEED_RETURN_IF_ERROR(CheckImage(image, "input image"));
+  if (image.channels == 2 || image.channels == 4) return DropAlpha(image);
+  return image;
+}
+
+Image RotateClockwise(const Image& image) {
+  const int32_t c = image.channels;
+  Image out = NewImage(image.height, image.width, c);
+  const size_t src_stride = image.stride_bytes();
+  const size_t dst_stride = out.stride_bytes();
+  // out[r][x] = in[H - 1 - x][r]: walk the source row by row, writing one destination column.
+  for (int32_t y = 0; y < image.height; ++y) {
+    const uint8_t* src = image.pixels.data() + static_cast<size_t>(y) * src_stride;
+    uint8_t* dst = out.pixels.data() + static_cast<size_t>(image.height - 1 - y) * c;
+    for (int32_t x = 0; x < image.width; ++x) {
+      std::memcpy(dst + static_cast<size_t>(x) * dst_stride, src + static_cast<size_t>(x) * c,
+                  static_cast<size_t>(c));
+    }
+  }
+  return out;
+}
+
+Result<Image> DonutResize(const Image& image, const DonutConfig& config) {
+  return DonutResizeScaled(
+      ScaledSource{.image = image, .full_width = image.width, .full_height = image.height}, config);
+}
+
+Result<Image> DonutResizeScaled(const ScaledSource& source, const DonutConfig& config) {
+  const Image& image = source.image;
+  DOCFEED_RETURN_IF_ERROR(CheckImage(image, "input image"));
+  if (image.channels != 1 && image.channels != 3) {
+    return InvalidArgumentError("donut: resize takes L or RGB images (ToDonutInput), got " +
+                                std::to_string(image.channels) + " channels");
+  }
+  const int32_t k = source.scale_denom;
+  if (k < 1 || (image.width - 1) * int64_t{k} >= source.full_width ||
+      image.width * int64_t{k} < source.full_width ||
+      (image.height - 1) * int64_t{k} >= source.full_height ||
+      image.height * int64_t{k} < source.full_height) {
+    return InvalidArgumentError("donut: scaled image " + SizeText(image.width, image.height) +
+                                " is not " + SizeText(source.full_width, source.full_height) +
+                                " / " + std::to_string(k));
+  }
+  DOCFEED_ASSIGN_OR_RETURN(const DonutGeometry g,
+                           ComputeDonutGeometry(source.full_width, source.full_height, config));
+  Box box = ScaledBox(source);
+  if (!g.rotate) return ResizeStages(image, box, g, config);
+  box = RotateBoxClockwise(box, image.height);
+  return ResizeStages(RotateClockwise(image), box, g, config);
+}
+
+PadOffsets CenterPad(int32_t h, int32_t w, const DonutConfig& config) {
+  return PadOffsets{.top = (config.height - h) / 2, .left = (config.width - w) / 2};
+}
+
+PadOffsets DrawPad(int32_t h, int32_t w, const DonutConfig& config, PadRng& rng) {
+  // Draw order matters for reproducibility across implementations: top first, as the processor.
+  const uint32_t top = rng.UniformInclusive(static_cast<uint32_t>(config.height - h));
+  const uint32_t left = rng.UniformInclusive(static_cast<uint32_t>(config.width - w));
+  return PadOffsets{.top = static_cast<int32_t>(top), .left = static_cast<int32_t>(left)};
+}
+
+ImageView ViewOf(const Image& image) {
+  return ImageView{image.pixels.data(), image.width, image.height, image.channels,
+                   static_cast<ptrdiff_t>(image.stride_bytes())};
+}
+
+MutableImageView MutableViewOf(Image& image) {
+  return MutableImageView{image.pixels.data(), image.width, image.height, image.channels,
+                          static_cast<ptrdiff_t>(image.stride_bytes())};
+}
+
+}  // namespace docfeed::internal

@@ -1,0 +1,172 @@
+// Table-driven rescale/normalize for the Donut preset (normalize.h).
+#include "imaging/normalize.h"
+
+#include <bit>
+#include <string>
+
+namespace docfeed::internal {
+namespace {
+
+// Rounds `value` right-shifted by `shift` (1..31) to nearest, ties to even.
+uint32_t ShiftRoundEven(uint32_t value, int shift) {
+  const uint32_t q = value >> shift;
+  const uint32_t rem = value & ((uint32_t{1} << shift) - 1);
+  const uint32_t half = uint32_t{1} << (shift - 1);
+  return (rem > half || (rem == half && (q & 1) != 0)) ? q + 1 : q;
+}
+
+// The table entry exactly as numpy computes it (see normalize.h). Every operation is one IEEE
+// rounding in the named type: float32 arithmetic on x86-64 (SSE) has no excess precision.
+float TableValue(int v, int channel, const DonutConfig& config) {
+  float x = static_cast<float>(v);
+  if (config.do_rescale) {
+    x = static_cast<float>(static_cast<double>(v) * config.rescale_factor);
+  }
+  if (config.do_normalize) {
+    const auto mean = static_cast<float>(config.mean[channel]);
+    const auto std = static_cast<float>(config.std[channel]);
+    const float centered = x - mean;
+    x = centered / std;
+  }
+  return x;
+}
+
+template <typename T>
+struct ChannelTables {
+  const T* c[3];
+};
+
+const std::array<uint8_t, 256>& IdentityTable() {
+  static const std::array<uint8_t, 256> table = [] {
+    std::array<uint8_t, 256> t{};
+    for (int i = 0; i < 256; ++i) t[i] = static_cast<uint8_t>(i);
+    return t;
+  }();
+  return table;
+}
+
+// CHW: one plane per channel; each reads its channel (or the single gray channel).
+template <typename T, int kSrcChannels>
+void WriteChw(const ImageView& image, ChannelTables<T> tables, T* out) {
+  const size_t plane = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
+  for (int c = 0; c < 3; ++c) {
+    const T* table = tables.c[c];
+    const int src_c = kSrcChannels == 3 ? c : 0;
+    T* dst = out + plane * static_cast<size_t>(c);
+    for (int32_t y = 0; y < image.height; ++y) {
+      const uint8_t* src = image.data + y * image.stride_bytes + src_c;
+      for (int32_t x = 0; x < image.width; ++x) dst[x] = table[src[x * kSrcChannels]];
+      dst += image.width;
+    }
+  }
+}
+
+template <typename T, int kSrcChannels>
+void WriteHwc(const ImageView& image, ChannelTables<T> tables, T* out) {
+  for (int32_t y = 0; y < image.height; ++y) {
+    const uint8_t* src = image.data + y * image.stride_bytes;
+    for (int32_t x = 0; x < image.width; ++x, out += 3) {
+      const uint8_t* px = src + x * kSrcChannels;
+      out[0] = tables.c[0][px[0]];
+      out[1] = tables.c[1][px[kSrcChannels == 3 ? 1 : 0]];
+      out[2] = tables.c[2][px[kSrcChannels == 3 ? 2 : 0]];
+    }
+  }
+}
+
+template <typename T>
+void Write(const ImageView& image, ChannelTables<T> tables, OutputLayout layout, void* out) {
+  T* dst = static_cast<T*>(out);
+  const bool gray = image.channels == 1;
+  if (layout == OutputLayout::kChw) {
+    gray ? WriteChw<T, 1>(image, tables, dst) : WriteChw<T, 3>(image, tables, dst);
+  } else {
+    gray ? WriteHwc<T, 1>(image, tables, dst) : WriteHwc<T, 3>(image, tables, dst);
+  }
+}
+
+template <typename T, size_t N>
+ChannelTables<T> TablesOf(const std::array<std::array<T, N>, 3>& t) {
+  return ChannelTables<T>{{t[0].data(), t[1].data(), t[2].data()}};
+}
+
+}  // namespace
+
+size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kUint8:
+      return 1;
+    case DType::kFloat32:
+      return 4;
+    case DType::kFloat16:
+    case DType::kBfloat16:
+      return 2;
+  }
+  return 0;
+}
+
+uint16_t FloatToHalf(float value) {
+  const auto bits = std::bit_cast<uint32_t>(value);
+  const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t abs = bits & 0x7FFFFFFFu;
+  if (abs > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);   // NaN, quiet.
+  if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // >= 65520: infinity.
+  if (abs >= 0x38800000u) {  // >= 2^-14: normal; rebias the exponent from 127 to 15.
+    return static_cast<uint16_t>(sign | ShiftRoundEven(abs - (112u << 23), 13));
+  }
+  if (abs < 0x33000000u) return sign;  // <= 2^-25 rounds to (signed) zero.
+  // Subnormal half: units of 2^-24. abs has a normal float exponent here (>= 2^-25).
+  const uint32_t mantissa = (abs & 0x7FFFFFu) | 0x800000u;
+  const int shift = 126 - static_cast<int>(abs >> 23);
+  return static_cast<uint16_t>(sign | ShiftRoundEven(mantissa, shift));
+}
+
+uint16_t FloatToBfloat16(float value) {
+  const auto bits = std::bit_cast<uint32_t>(value);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
+Result<NormalizeTable> MakeNormalizeTable(const DonutConfig& config) {
+  DOCFEED_RETURN_IF_ERROR(ValidateDonutConfig(config));
+  NormalizeTable table{};
+  for (int c = 0; c < 3; ++c) {
+    for (int v = 0; v < 256; ++v) {
+      const float x = TableValue(v, c, config);
+      table.f32[c][v] = x;
+      table.f16[c][v] = FloatToHalf(x);
+      table.bf16[c][v] = FloatToBfloat16(x);
+    }
+  }
+  return table;
+}
+
+Status Normalize(const ImageView& image, const NormalizeTable& table, OutputLayout layout,
+                 DType dtype, void* out) {
+  if (image.data == nullptr || out == nullptr || image.width < 1 || image.height < 1 ||
+      (image.channels != 1 && image.channels != 3) ||
+      image.stride_bytes < static_cast<ptrdiff_t>(image.width) * image.channels) {
+    return InvalidArgumentError("normalize: needs a non-empty 1- or 3-channel image (got " +
+                                std::to_string(image.width) + "x" + std::to_string(image.height) +
+                                ", " + std::to_string(image.channels) + " channels) and an output");
+  }
+  switch (dtype) {
+    case DType::kUint8: {
+      const uint8_t* id = IdentityTable().data();
+      Write<uint8_t>(image, ChannelTables<uint8_t>{{id, id, id}}, layout, out);
+      break;
+    }
+    case DType::kFloat32:
+      Write<float>(image, TablesOf(table.f32), layout, out);
+      break;
+    case DType::kFloat16:
+      Write<uint16_t>(image, TablesOf(table.f16), layout, out);
+      break;
+    case DType::kBfloat16:
+      Write<uint16_t>(image, TablesOf(table.bf16), layout, out);
+      break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace docfeed::internal

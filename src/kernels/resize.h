@@ -1,0 +1,84 @@
+// Pillow-identical 8-bit image resampling: Resize() and Reduce().
+//
+// docfeed feeds models trained on images that Hugging Face's DonutImageProcessor produced with
+// Pillow, so a resize here must give exactly Pillow's bytes, not merely similar ones. Resize()
+// reproduces PIL.Image.Image.resize(size, resample, box, reducing_gap) and Reduce() reproduces
+// PIL.Image.Image.reduce(factor, box) for 8-bit modes L, LA, RGB and RGBA (1..4 interleaved
+// channels). The exact rules (22-bit fixed-point coefficients, horizontal-then-vertical passes
+// with 8-bit rounding between them, pass skipping, the box, reducing_gap) are described in
+// docs/pillow-resample.md and src/kernels/README.md, after Pillow's Resample.c, Reduce.c,
+// Geometry.c, _imaging.c and Image.py.
+//
+// Thread safety: all functions are reentrant; each thread keeps its own scratch buffers.
+#ifndef DOCFEED_KERNELS_RESIZE_H_
+#define DOCFEED_KERNELS_RESIZE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "docfeed/status.h"
+
+namespace docfeed::internal {
+
+// Pillow's Image.Resampling filters. The numeric values are Pillow's.
+enum class ResampleFilter : int {
+  kNearest = 0,
+  kLanczos = 1,
+  kBilinear = 2,
+  kBicubic = 3,
+  kBox = 4,
+  kHamming = 5,
+};
+
+// A read-only 8-bit interleaved image. Row y starts at data + y * stride_bytes; a row holds
+// width * channels bytes. channels 1, 2, 3, 4 mean Pillow modes L, LA, RGB, RGBA. The view does
+// not own the pixels.
+struct ImageView {
+  const uint8_t* data = nullptr;
+  int32_t width = 0;
+  int32_t height = 0;
+  int32_t channels = 0;
+  ptrdiff_t stride_bytes = 0;
+};
+
+// A writable ImageView.
+struct MutableImageView {
+  uint8_t* data = nullptr;
+  int32_t width = 0;
+  int32_t height = 0;
+  int32_t channels = 0;
+  ptrdiff_t stride_bytes = 0;
+};
+
+// Pillow's `box` argument: the source region (x0, y0) - (x1, y1) in pixel units, which may be
+// fractional for Resize(). Pillow passes it to C as float32, and so does Resize().
+struct Box {
+  double x0 = 0;
+  double y0 = 0;
+  double x1 = 0;
+  double y1 = 0;
+};
+
+// Writes into `dst` what PIL's `src.resize((dst.width, dst.height), filter, box, reducing_gap)`
+// returns, byte for byte. `box == nullptr` means the whole image; `reducing_gap == 0` means None.
+// For 2 and 4 channels (LA, RGBA) the non-NEAREST filters resample premultiplied alpha, as Pillow
+// does.
+// REQUIRES: src and dst do not overlap.
+// Errors: InvalidArgument if a view is empty or inconsistent (null data, size < 1, channels
+// outside 1..4, stride smaller than a row, channel counts differ), the box lies outside the
+// image or is empty (Pillow accepts a zero-width box; docfeed does not), or 0 < reducing_gap < 1.
+Status Resize(const ImageView& src, const MutableImageView& dst, ResampleFilter filter,
+              const Box* box = nullptr, double reducing_gap = 0);
+
+// Writes into `dst` what PIL's `src.reduce((factor_x, factor_y), box)` returns: every output
+// pixel is the rounded mean of a factor_x x factor_y block of the box; the last column and row
+// average partial blocks. dst must be ceil(box width / factor_x) x ceil(box height / factor_y).
+// REQUIRES: src and dst do not overlap.
+// Errors: InvalidArgument for bad views, factors < 1, a box that is not integral, lies outside
+// the image or is empty, or a dst of the wrong size.
+Status Reduce(const ImageView& src, int32_t factor_x, int32_t factor_y, const Box* box,
+              const MutableImageView& dst);
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_KERNELS_RESIZE_H_

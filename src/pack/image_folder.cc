@@ -1,0 +1,276 @@
+#include "pack/image_folder.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string_view>
+
+#include "base/file.h"
+
+namespace docfeed::internal {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// What a JSON value can become; kUnknown for null and empty lists, which fit any type.
+enum class Kind { kUnknown, kString, kInt, kFloat, kBool, kIntList, kFloatList, kStringList };
+
+const char* KindName(Kind k) {
+  switch (k) {
+    case Kind::kUnknown:
+      return "null";
+    case Kind::kString:
+      return "string";
+    case Kind::kInt:
+      return "integer";
+    case Kind::kFloat:
+      return "number";
+    case Kind::kBool:
+      return "boolean";
+    case Kind::kIntList:
+      return "list of integers";
+    case Kind::kFloatList:
+      return "list of numbers";
+    case Kind::kStringList:
+      return "list of strings";
+  }
+  return "?";
+}
+
+Result<Kind> ScalarKind(const Json& v) {
+  if (v.is_null()) return Kind::kUnknown;
+  if (v.is_string()) return Kind::kString;
+  if (v.is_boolean()) return Kind::kBool;
+  if (v.is_number_integer()) return Kind::kInt;
+  if (v.is_number_float()) return Kind::kFloat;
+  return InvalidArgumentError(std::string("holds a JSON ") + v.type_name() +
+                              "; docfeed packs strings, numbers, booleans and flat lists of "
+                              "them (store nested data as a JSON string, as Donut's "
+                              "ground_truth does)");
+}
+
+Result<Kind> ValueKind(const Json& v) {
+  if (!v.is_array()) return ScalarKind(v);
+  Kind elem = Kind::kUnknown;
+  for (const Json& e : v) {
+    if (e.is_null()) return InvalidArgumentError("holds a list with a null element");
+    DOCFEED_ASSIGN_OR_RETURN(Kind k, ScalarKind(e));
+    if (k == Kind::kBool) return InvalidArgumentError("holds a list of booleans (unsupported)");
+    if (elem == Kind::kUnknown || (elem == Kind::kInt && k == Kind::kFloat)) {
+      elem = k;
+    } else if (!(elem == Kind::kFloat && k == Kind::kInt) && elem != k) {
+      return InvalidArgumentError("holds a list mixing types");
+    }
+  }
+  switch (elem) {
+    case Kind::kInt:
+      return Kind::kIntList;
+    case Kind::kFloat:
+      return Kind::kFloatList;
+    case Kind::kString:
+      return Kind::kStringList;
+    default:
+      return Kind::kUnknown;  // empty list: decided by other rows
+  }
+}
+
+// Merges kinds seen in two rows; int widens to float, anything else must agree.
+std::optional<Kind> Merge(Kind a, Kind b) {
+  if (a == Kind::kUnknown) return b;
+  if (b == Kind::kUnknown || a == b) return a;
+  if ((a == Kind::kInt && b == Kind::kFloat) || (a == Kind::kFloat && b == Kind::kInt)) {
+    return Kind::kFloat;
+  }
+  if ((a == Kind::kIntList && b == Kind::kFloatList) ||
+      (a == Kind::kFloatList && b == Kind::kIntList)) {
+    return Kind::kFloatList;
+  }
+  return std::nullopt;
+}
+
+ColumnType ToColumnType(Kind k) {
+  switch (k) {
+    case Kind::kString:
+      return ColumnType::kString;
+    case Kind::kInt:
+      return ColumnType::kInt64;
+    case Kind::kFloat:
+      return ColumnType::kFloat64;
+    case Kind::kBool:
+      return ColumnType::kBool;
+    case Kind::kFloatList:
+      return ColumnType::kFloat64List;
+    case Kind::kStringList:
+      return ColumnType::kStringList;
+    case Kind::kIntList:
+    case Kind::kUnknown:  // all null / empty: a string column (or int list for lists) is harmless
+      return k == Kind::kIntList ? ColumnType::kInt64List : ColumnType::kString;
+  }
+  return ColumnType::kString;
+}
+
+Value ToValue(const Json& v, ColumnType type) {
+  if (v.is_null()) return std::monostate{};
+  switch (type) {
+    case ColumnType::kString:
+      return v.get<std::string>();
+    case ColumnType::kInt64:
+      return v.get<int64_t>();
+    case ColumnType::kFloat64:
+      return v.get<double>();
+    case ColumnType::kBool:
+      return v.get<bool>();
+    case ColumnType::kInt64List:
+      return v.get<std::vector<int64_t>>();
+    case ColumnType::kFloat64List:
+      return v.get<std::vector<double>>();
+    case ColumnType::kStringList:
+      return v.get<std::vector<std::string>>();
+  }
+  return std::monostate{};
+}
+
+bool IsSafeRelativePath(std::string_view p) {
+  if (p.empty() || p.front() == '/') return false;
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t slash = p.find('/', start);
+    std::string_view part =
+        p.substr(start, slash == std::string_view::npos ? p.npos : slash - start);
+    if (part == "..") return false;
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return true;
+}
+
+std::string NormalizeRelative(std::string p) {
+  while (p.rfind("./", 0) == 0) p.erase(0, 2);
+  return p;
+}
+
+struct ParsedRow {
+  int64_t line;
+  std::string file_name;
+  Json row;
+};
+
+// Parses metadata.jsonl into rows and infers column kinds (first-seen column order).
+Status ParseMetadata(const std::string& path, const std::string& text, std::vector<ParsedRow>* rows,
+                     std::vector<std::pair<std::string, Kind>>* kinds) {
+  std::map<std::string, size_t> column_at;
+  int64_t line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    std::string where = path + ":" + std::to_string(line_no);
+    Json row = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (row.is_discarded()) return InvalidArgumentError(where + ": malformed JSON");
+    if (!row.is_object()) return InvalidArgumentError(where + ": a row must be a JSON object");
+    auto fn = row.find("file_name");
+    if (fn == row.end() || !fn->is_string()) {
+      return InvalidArgumentError(where + ": no string field \"file_name\"");
+    }
+    for (auto it = row.begin(); it != row.end(); ++it) {
+      if (it.key() == "file_name") continue;
+      if (it.key() == "image") {
+        return InvalidArgumentError(where + ": column \"image\" is reserved for the image");
+      }
+      Result<Kind> kind = ValueKind(it.value());
+      if (!kind.ok()) return kind.status().WithContext(where + ": column \"" + it.key() + "\"");
+      auto [slot, inserted] = column_at.emplace(it.key(), kinds->size());
+      if (inserted) kinds->emplace_back(it.key(), Kind::kUnknown);
+      Kind& seen = (*kinds)[slot->second].second;
+      std::optional<Kind> merged = Merge(seen, *kind);
+      if (!merged) {
+        return InvalidArgumentError(where + ": column \"" + it.key() + "\" holds a " +
+                                    KindName(*kind) + " but earlier rows hold a " + KindName(seen));
+      }
+      seen = *merged;
+    }
+    rows->push_back({line_no, NormalizeRelative(fn->get<std::string>()), std::move(row)});
+  }
+  return Status::Ok();
+}
+
+Status ResolveMetadataRows(const std::string& root, const std::vector<ParsedRow>& rows,
+                           ImageFolder* folder) {
+  const std::string meta_path = JoinPath(root, kMetadataFileName);
+  for (const ParsedRow& r : rows) {
+    std::string where = meta_path + ":" + std::to_string(r.line);
+    if (!IsSafeRelativePath(r.file_name)) {
+      return InvalidArgumentError(where + ": file_name \"" + r.file_name +
+                                  "\" must be a relative path inside the dataset folder");
+    }
+    std::string full = JoinPath(root, r.file_name);
+    if (!PathExists(full) || IsDirectory(full)) {
+      return NotFoundError(where + ": file_name \"" + r.file_name + "\": no such file " + full);
+    }
+    SourceSample s;
+    s.relative_path = r.file_name;
+    s.line = r.line;
+    for (const ColumnSpec& c : folder->columns) {
+      auto it = r.row.find(c.name);
+      s.values.push_back(it == r.row.end() ? Value{} : ToValue(*it, c.type));
+    }
+    folder->samples.push_back(std::move(s));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool HasImageExtension(const std::string& path) {
+  size_t dot = path.rfind('.');
+  if (dot == std::string::npos) return false;
+  std::string ext = path.substr(dot + 1);
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  static const std::set<std::string> kExtensions = {"jpg", "jpeg", "png", "webp",
+                                                    "gif", "bmp",  "tif", "tiff"};
+  return kExtensions.count(ext) > 0;
+}
+
+Result<ImageFolder> ScanImageFolder(const std::string& root) {
+  if (!IsDirectory(root)) return NotFoundError("source folder " + root + " does not exist");
+  ImageFolder folder;
+  folder.root = root;
+  DOCFEED_ASSIGN_OR_RETURN(std::vector<std::string> files, ListFilesRecursive(root));
+  std::string meta_path = JoinPath(root, kMetadataFileName);
+  folder.has_metadata = PathExists(meta_path);
+  if (folder.has_metadata) {
+    DOCFEED_ASSIGN_OR_RETURN(std::string text, ReadTextFile(meta_path));
+    std::vector<ParsedRow> rows;
+    std::vector<std::pair<std::string, Kind>> kinds;
+    DOCFEED_RETURN_IF_ERROR(ParseMetadata(meta_path, text, &rows, &kinds));
+    for (const auto& [name, kind] : kinds) folder.columns.push_back({name, ToColumnType(kind)});
+    DOCFEED_RETURN_IF_ERROR(ResolveMetadataRows(root, rows, &folder));
+  }
+  std::set<std::string> listed;
+  for (const SourceSample& s : folder.samples) listed.insert(s.relative_path);
+  for (const std::string& f : files) {
+    if (f == kMetadataFileName) continue;
+    if (!HasImageExtension(f)) {
+      ++folder.other_files;
+    } else if (!folder.has_metadata) {
+      folder.samples.push_back({f, 0, {}});
+    } else if (listed.count(f) == 0) {
+      folder.unlisted_images.push_back(f);
+    }
+  }
+  if (folder.samples.empty()) {
+    return InvalidArgumentError("source folder " + root + " holds no images" +
+                                (folder.has_metadata ? " (metadata.jsonl has no rows)" : ""));
+  }
+  return folder;
+}
+
+}  // namespace docfeed::internal

@@ -1,0 +1,50 @@
+// Reads a source dataset in the layout of Hugging Face `datasets`' `imagefolder` builder: image
+// files at any depth under a root, plus an optional `metadata.jsonl` at the root whose rows name
+// an image by `file_name` (relative to the root) and carry any other columns.
+//
+// Sample order is the order of metadata.jsonl rows, or sorted relative paths without one; a
+// sample's id is its position. Column types are inferred from every row (see InferColumns).
+#ifndef DOCFEED_PACK_IMAGE_FOLDER_H_
+#define DOCFEED_PACK_IMAGE_FOLDER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "docfeed/status.h"
+#include "format/value.h"
+
+namespace docfeed::internal {
+
+inline constexpr char kMetadataFileName[] = "metadata.jsonl";
+
+struct SourceSample {
+  std::string relative_path;  // image path relative to the root, '/'-separated
+  int64_t line = 0;           // 1-based line in metadata.jsonl; 0 without metadata
+  std::vector<Value> values;  // one per ImageFolder::columns
+};
+
+struct ImageFolder {
+  std::string root;
+  bool has_metadata = false;
+  std::vector<ColumnSpec> columns;
+  std::vector<SourceSample> samples;
+  // Image-looking files under the root that metadata.jsonl does not name (not packed; reported).
+  std::vector<std::string> unlisted_images;
+  // Files that are neither images nor metadata (not packed; reported as a count).
+  uint64_t other_files = 0;
+};
+
+// Scans `root`. Errors name the file and, for metadata.jsonl, the line and column:
+// malformed JSON, a row without a string `file_name`, a `file_name` that escapes the root or
+// names a missing file, nested objects, and columns whose values have incompatible types.
+Result<ImageFolder> ScanImageFolder(const std::string& root);
+
+// True if the file name has an image extension (.jpg .jpeg .png .webp .gif .bmp .tif .tiff,
+// any case). Used only to decide which files are candidate samples; the format itself is
+// always detected from the bytes.
+bool HasImageExtension(const std::string& path);
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_PACK_IMAGE_FOLDER_H_

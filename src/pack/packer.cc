@@ -1,0 +1,222 @@
+#include "pack/packer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "base/file.h"
+#include "format/shard_writer.h"
+#include "format/verify.h"
+#include "pack/image_folder.h"
+
+namespace docfeed::internal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Samples are encoded in windows: workers fill a window in parallel, then the writer drains it
+// in order. Bounds memory to a window of encoded images whatever the dataset size.
+constexpr size_t kWindowPerThread = 8;
+
+struct Slot {
+  uint64_t source_bytes = 0;
+  Result<EncodedImage> encoded = InternalError("not processed");
+};
+
+std::string SampleWhere(const ImageFolder& folder, const SourceSample& s) {
+  std::string where = JoinPath(folder.root, s.relative_path);
+  if (s.line > 0) where += " (metadata.jsonl line " + std::to_string(s.line) + ")";
+  return where;
+}
+
+void EncodeOne(const ImageFolder& folder, const SourceSample& sample, const EncodeOptions& opts,
+               Slot* slot) {
+  Result<std::vector<uint8_t>> bytes = ReadFile(JoinPath(folder.root, sample.relative_path));
+  if (!bytes.ok()) {
+    slot->encoded = bytes.status();
+    return;
+  }
+  slot->source_bytes = bytes->size();
+  slot->encoded = EncodeSample(std::move(bytes).value(), opts);
+}
+
+void EncodeWindow(const ImageFolder& folder, size_t begin, std::vector<Slot>& slots,
+                  const EncodeOptions& opts, int threads) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < slots.size(); i = next++) {
+      EncodeOne(folder, folder.samples[begin + i], opts, &slots[i]);
+    }
+  };
+  std::vector<std::jthread> workers;
+  for (int t = 1; t < threads; ++t) workers.emplace_back(work);
+  work();
+}
+
+std::string PickLabelColumn(const std::vector<ColumnSpec>& columns) {
+  for (const char* preferred : {"labels", "ground_truth"}) {
+    for (const ColumnSpec& c : columns) {
+      if (c.name == preferred) return c.name;
+    }
+  }
+  for (const ColumnSpec& c : columns) {
+    if (c.type == ColumnType::kString || c.type == ColumnType::kInt64List) return c.name;
+  }
+  return "";
+}
+
+struct RejectLog {
+  std::optional<SequentialFile> file;
+  uint64_t count = 0;
+};
+
+Status Reject(const std::string& dir, const SourceSample& s, const Status& why, RejectLog* log) {
+  if (!log->file) {
+    DOCFEED_ASSIGN_OR_RETURN(log->file, SequentialFile::Create(JoinPath(dir, kRejectsFileName)));
+  }
+  nlohmann::ordered_json row;
+  row["file_name"] = s.relative_path;
+  if (s.line > 0) row["metadata_line"] = s.line;
+  row["error"] = why.ToString();
+  ++log->count;
+  return log->file->Append(row.dump() + "\n");
+}
+
+struct WriteState {
+  PackSummary summary;
+  RejectLog rejects;
+  Clock::time_point start;
+};
+
+Status DrainWindow(const ImageFolder& folder, size_t begin, std::vector<Slot>& slots,
+                   const PackOptions& options, const std::string& dir, ShardWriter& writer,
+                   WriteState& state) {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const SourceSample& src = folder.samples[begin + i];
+    Slot& slot = slots[i];
+    state.summary.source_bytes += slot.source_bytes;
+    if (!slot.encoded.ok()) {
+      Status why = slot.encoded.status().WithContext(SampleWhere(folder, src));
+      if (!options.skip_bad) return why;
+      DOCFEED_RETURN_IF_ERROR(Reject(dir, src, why, &state.rejects));
+      continue;
+    }
+    const EncodedImage& img = *slot.encoded;
+    SampleToWrite sample{img.bytes,  src.relative_path, img.codec,       img.width,
+                         img.height, img.channels,      img.orientation, src.values};
+    DOCFEED_RETURN_IF_ERROR(writer.Add(sample));
+    ++state.summary.samples;
+    state.summary.stored_image_bytes += img.bytes.size();
+    ++state.summary.stored_codecs[std::string(StoredCodecName(img.codec))];
+    slot.encoded = InternalError("released");  // frees the image bytes early
+  }
+  return Status::Ok();
+}
+
+Status WriteAll(const ImageFolder& folder, const PackOptions& options, const std::string& dir,
+                WriteState& state) {
+  ShardWriterOptions wopts;
+  wopts.directory = dir;
+  wopts.columns = folder.columns;
+  wopts.label_column = PickLabelColumn(folder.columns);
+  wopts.compression = options.compression;
+  wopts.max_file_bytes = options.max_file_bytes;
+  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer, ShardWriter::Create(wopts));
+  int threads = options.threads > 0
+                    ? options.threads
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  size_t window = kWindowPerThread * static_cast<size_t>(threads);
+  const size_t total = folder.samples.size();
+  for (size_t begin = 0; begin < total; begin += window) {
+    std::vector<Slot> slots(std::min(window, total - begin));
+    EncodeWindow(folder, begin, slots, options.encode, threads);
+    DOCFEED_RETURN_IF_ERROR(DrainWindow(folder, begin, slots, options, dir, *writer, state));
+    if (options.on_progress) {
+      std::chrono::duration<double> elapsed = Clock::now() - state.start;
+      options.on_progress(
+          {begin + slots.size(), total, state.summary.source_bytes, elapsed.count()});
+    }
+  }
+  if (state.summary.samples == 0) {
+    return InvalidArgumentError("every sample of " + folder.root + " was rejected; see " +
+                                JoinPath(dir, kRejectsFileName));
+  }
+  if (state.rejects.file) DOCFEED_RETURN_IF_ERROR(state.rejects.file->Close());
+  Manifest manifest;
+  manifest.codec = std::string(CodecChoiceName(options.encode.codec));
+  manifest.jpeg_quality =
+      options.encode.codec == CodecChoice::kJpeg ? options.encode.jpeg_quality : 0;
+  manifest.source_bytes = state.summary.source_bytes;
+  manifest.rejected = state.rejects.count;
+  DOCFEED_ASSIGN_OR_RETURN(Manifest written, writer->Finish(std::move(manifest)));
+  for (const FileEntry& f : written.data_files) {
+    state.summary.data_files.push_back(f.name);
+    state.summary.output_bytes += f.size_bytes;
+  }
+  for (const FileEntry& f : written.other_files) state.summary.output_bytes += f.size_bytes;
+  return Status::Ok();
+}
+
+std::string TempSibling(const std::string& output, const char* tag) {
+  return output + "." + tag + "-" + std::to_string(CurrentProcessId());
+}
+
+// Removes `OUT.partial-PID` directories left by packs that were killed (PID no longer alive),
+// so interrupted runs do not accumulate; a live concurrent pack's directory is left alone.
+void RemoveStaleTemporaries(const std::string& output) {
+  std::string parent = ParentPath(output);
+  std::string prefix = BaseName(output) + ".partial-";
+  Result<std::vector<std::string>> names = ListDirectory(parent);
+  if (!names.ok()) return;
+  for (const std::string& name : *names) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    int pid = std::atoi(name.c_str() + prefix.size());
+    if (!ProcessExists(pid)) RemoveAll(JoinPath(parent, name)).IgnoreError();
+  }
+}
+
+Status PlaceOutput(const std::string& tmp, const PackOptions& options) {
+  if (!PathExists(options.output)) return Rename(tmp, options.output);
+  std::string old = TempSibling(options.output, "old");
+  DOCFEED_RETURN_IF_ERROR(Rename(options.output, old));
+  DOCFEED_RETURN_IF_ERROR(Rename(tmp, options.output));
+  return RemoveAll(old);
+}
+
+}  // namespace
+
+Result<PackSummary> Pack(const PackOptions& options) {
+  std::string output = options.output;
+  while (output.size() > 1 && output.back() == '/') output.pop_back();
+  if (output.empty()) return InvalidArgumentError("no output directory given (-o OUT)");
+  if (PathExists(output) && !options.overwrite) {
+    return AlreadyExistsError(output + " already exists; pass --overwrite to replace it");
+  }
+  WriteState state;
+  state.start = Clock::now();
+  DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(options.source));
+  RemoveStaleTemporaries(output);
+  std::string tmp = TempSibling(output, "partial");
+  DOCFEED_RETURN_IF_ERROR(RemoveAll(tmp));
+  DOCFEED_RETURN_IF_ERROR(CreateDirectory(tmp));
+  PackOptions placed = options;
+  placed.output = output;
+  Status status = WriteAll(folder, placed, tmp, state);
+  if (status.ok()) status = VerifyDataset(tmp).WithContext("verifying the packed output");
+  if (status.ok()) status = PlaceOutput(tmp, placed);
+  if (!status.ok()) {
+    RemoveAll(tmp).IgnoreError();
+    return status;
+  }
+  state.summary.rejected = state.rejects.count;
+  state.summary.unlisted_images = folder.unlisted_images;
+  state.summary.other_files = folder.other_files;
+  state.summary.seconds = std::chrono::duration<double>(Clock::now() - state.start).count();
+  return state.summary;
+}
+
+}  // namespace docfeed::internal

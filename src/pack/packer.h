@@ -1,0 +1,58 @@
+// `docfeed pack`: turns an image folder (Hugging Face `imagefolder` layout) into a docfeed
+// dataset. Reads and encodes samples on worker threads, writes them in id order, and makes
+// the output appear atomically: everything goes to a temporary sibling directory that is
+// verified and then renamed to the output path, so an interrupted pack leaves nothing that
+// looks like a finished dataset.
+#ifndef DOCFEED_PACK_PACKER_H_
+#define DOCFEED_PACK_PACKER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "docfeed/status.h"
+#include "pack/sample_encoder.h"
+
+namespace docfeed::internal {
+
+struct PackProgress {
+  uint64_t done = 0;  // samples processed (packed or rejected)
+  uint64_t total = 0;
+  uint64_t source_bytes = 0;
+  double elapsed_seconds = 0;
+};
+
+struct PackOptions {
+  std::string source;
+  std::string output;
+  EncodeOptions encode;
+  int threads = 0;         // 0: one per hardware thread
+  bool skip_bad = false;   // reject bad samples into rejects.jsonl instead of stopping
+  bool overwrite = false;  // replace an existing output directory
+  std::string compression = "none";
+  uint64_t max_file_bytes = 500'000'000;
+  std::function<void(const PackProgress&)> on_progress;  // called from the writing thread
+};
+
+struct PackSummary {
+  uint64_t samples = 0;
+  uint64_t rejected = 0;
+  uint64_t source_bytes = 0;        // image files read
+  uint64_t stored_image_bytes = 0;  // image bytes stored
+  uint64_t output_bytes = 0;        // every file of the output directory
+  std::map<std::string, uint64_t> stored_codecs;
+  std::vector<std::string> unlisted_images;  // images metadata.jsonl does not name
+  uint64_t other_files = 0;
+  std::vector<std::string> data_files;
+  double seconds = 0;
+};
+
+// Errors name the file (and metadata.jsonl line) of the first bad sample unless skip_bad.
+// AlreadyExists if the output exists and !overwrite.
+Result<PackSummary> Pack(const PackOptions& options);
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_PACK_PACKER_H_

@@ -1,0 +1,121 @@
+#include "pack/sample_encoder.h"
+
+#include <utility>
+
+namespace docfeed::internal {
+namespace {
+
+Result<StoredCodec> ToStoredCodec(ImageCodec codec) {
+  switch (codec) {
+    case ImageCodec::kJpeg:
+      return StoredCodec::kJpeg;
+    case ImageCodec::kPng:
+      return StoredCodec::kPng;
+    case ImageCodec::kWebp:
+      return StoredCodec::kWebp;
+    default:
+      return UnsupportedError(std::string(ImageCodecName(codec)) +
+                              " images are not supported (docfeed stores JPEG, PNG and WebP)");
+  }
+}
+
+// Drops the alpha channel: LA -> L, RGBA -> RGB.
+Image DropAlpha(const Image& image) {
+  if (image.channels != 2 && image.channels != 4) return image;
+  Image out;
+  out.width = image.width;
+  out.height = image.height;
+  out.channels = image.channels - 1;
+  size_t pixels = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
+  out.pixels.resize(pixels * static_cast<size_t>(out.channels));
+  const uint8_t* src = image.pixels.data();
+  uint8_t* dst = out.pixels.data();
+  for (size_t i = 0; i < pixels; ++i) {
+    for (int c = 0; c < out.channels; ++c) *dst++ = src[c];
+    src += image.channels;
+  }
+  return out;
+}
+
+Result<std::vector<uint8_t>> Reencode(const Image& image, const EncodeOptions& options,
+                                      StoredCodec* codec) {
+  switch (options.codec) {
+    case CodecChoice::kPng:
+      *codec = StoredCodec::kPng;
+      return EncodePng(image, options.png_level);
+    case CodecChoice::kWebp:
+      *codec = StoredCodec::kWebp;
+      return EncodeWebpLossless(image);
+    case CodecChoice::kJpeg:
+      *codec = StoredCodec::kJpeg;
+      return EncodeJpeg(DropAlpha(image), options.jpeg_quality);
+    case CodecChoice::kKeep:
+      break;
+  }
+  return InternalError("Reencode called for codec keep");
+}
+
+}  // namespace
+
+Result<CodecChoice> ParseCodecChoice(std::string_view name) {
+  if (name == "keep") return CodecChoice::kKeep;
+  if (name == "png") return CodecChoice::kPng;
+  if (name == "webp") return CodecChoice::kWebp;
+  if (name == "jpeg" || name == "jpg") return CodecChoice::kJpeg;
+  return InvalidArgumentError("unknown codec \"" + std::string(name) +
+                              "\" (expected keep, png, webp or jpeg)");
+}
+
+std::string_view CodecChoiceName(CodecChoice choice) {
+  switch (choice) {
+    case CodecChoice::kKeep:
+      return "keep";
+    case CodecChoice::kPng:
+      return "png";
+    case CodecChoice::kWebp:
+      return "webp";
+    case CodecChoice::kJpeg:
+      return "jpeg";
+  }
+  return "?";
+}
+
+std::string_view StoredCodecName(StoredCodec codec) {
+  switch (codec) {
+    case StoredCodec::kJpeg:
+      return "jpeg";
+    case StoredCodec::kPng:
+      return "png";
+    case StoredCodec::kWebp:
+      return "webp";
+  }
+  return "unknown";
+}
+
+Result<EncodedImage> EncodeSample(std::vector<uint8_t> source, const EncodeOptions& options) {
+  DOCFEED_ASSIGN_OR_RETURN(ImageInfo info, ProbeImage(source));
+  DOCFEED_ASSIGN_OR_RETURN(StoredCodec source_codec, ToStoredCodec(info.codec));
+  // A full decode validates every byte a trainer will later decode.
+  DOCFEED_ASSIGN_OR_RETURN(Image image, DecodeImage(source, options.limits));
+  EncodedImage out;
+  if (options.codec == CodecChoice::kKeep) {
+    out.bytes = std::move(source);
+    out.codec = source_codec;
+    out.width = static_cast<uint32_t>(image.width);
+    out.height = static_cast<uint32_t>(image.height);
+    out.channels = static_cast<uint8_t>(image.channels);
+    out.orientation = static_cast<uint8_t>(info.exif_orientation);
+    return out;
+  }
+  if (info.exif_orientation != 1) image = ApplyOrientation(image, info.exif_orientation);
+  DOCFEED_ASSIGN_OR_RETURN(out.bytes, Reencode(image, options, &out.codec));
+  // Geometry of what was stored, as a reader will see it (WebP may drop an opaque alpha).
+  DOCFEED_ASSIGN_OR_RETURN(ImageInfo stored, ProbeImage(out.bytes));
+  out.width = static_cast<uint32_t>(stored.width);
+  out.height = static_cast<uint32_t>(stored.height);
+  out.channels = static_cast<uint8_t>(stored.channels);
+  out.orientation = 1;
+  return out;
+}
+
+}  // namespace docfeed::internal

@@ -1,0 +1,51 @@
+// Turns one source image file into the bytes a shard stores: validates it by a full decode
+// (so a corrupt or truncated file is caught at pack time, not in training), then keeps the
+// original bytes or re-encodes them (PNG, lossless WebP, JPEG at a quality).
+#ifndef DOCFEED_PACK_SAMPLE_ENCODER_H_
+#define DOCFEED_PACK_SAMPLE_ENCODER_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codec/codec.h"
+#include "docfeed/status.h"
+#include "format/index.h"
+
+namespace docfeed::internal {
+
+enum class CodecChoice { kKeep, kPng, kWebp, kJpeg };
+
+// Parses "keep", "png", "webp", "jpeg".
+Result<CodecChoice> ParseCodecChoice(std::string_view name);
+std::string_view CodecChoiceName(CodecChoice choice);
+
+struct EncodeOptions {
+  CodecChoice codec = CodecChoice::kKeep;
+  int jpeg_quality = 90;
+  int png_level = 6;
+  DecodeLimits limits;
+};
+
+struct EncodedImage {
+  std::vector<uint8_t> bytes;  // what the shard stores
+  StoredCodec codec = StoredCodec::kJpeg;
+  uint32_t width = 0;  // of the stored bitstream
+  uint32_t height = 0;
+  uint8_t channels = 0;  // as the stored bitstream decodes
+  // EXIF orientation a reader must still apply (1..8): the source's for `keep`, 1 after a
+  // re-encode (which applies it to the pixels, as `datasets` does when it decodes).
+  uint8_t orientation = 1;
+};
+
+// REQUIRES: `source` is the whole file. Errors carry no file name; the caller adds it.
+// For kJpeg, alpha is dropped (LA -> L, RGBA -> RGB) as Pillow's convert("RGB") does.
+Result<EncodedImage> EncodeSample(std::vector<uint8_t> source, const EncodeOptions& options);
+
+std::string_view StoredCodecName(StoredCodec codec);
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_PACK_SAMPLE_ENCODER_H_

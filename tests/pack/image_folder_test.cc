@@ -1,0 +1,97 @@
+#include "pack/image_folder.h"
+
+#include <gtest/gtest.h>
+
+#include "pack/test_folder.h"
+#include "testing/temp_dir.h"
+
+namespace docfeed::internal {
+namespace {
+
+using testing::TempDir;
+
+TEST(ImageFolder, ReadsMetadataInOrderWithInferredTypes) {
+  TempDir dir;
+  std::string root = dir.Join("src");
+  testing::MakeSmallFolder(root);
+  Result<ImageFolder> folder = ScanImageFolder(root);
+  ASSERT_TRUE(folder.ok()) << folder.status().ToString();
+  ASSERT_EQ(folder->samples.size(), 4u);
+  EXPECT_EQ(folder->samples[1].relative_path, "sub/b.png");
+  EXPECT_EQ(folder->samples[3].relative_path, "d.webp");  // "./" prefix normalized
+  EXPECT_EQ(folder->samples[2].line, 3);
+  ASSERT_EQ(folder->columns.size(), 3u);
+  EXPECT_EQ(folder->columns[0].name, "ground_truth");
+  EXPECT_EQ(folder->columns[0].type, ColumnType::kString);
+  EXPECT_EQ(folder->columns[1].type, ColumnType::kInt64);
+  EXPECT_EQ(folder->columns[2].type, ColumnType::kInt64List);
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(folder->samples[2].values[0]));
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(folder->samples[2].values[2]));
+  EXPECT_EQ(std::get<std::vector<int64_t>>(folder->samples[0].values[2]),
+            (std::vector<int64_t>{0, 5, 2}));
+}
+
+TEST(ImageFolder, WithoutMetadataTakesSortedImagesAndCountsOthers) {
+  TempDir dir;
+  std::string root = dir.Join("src");
+  testing::MakeSmallFolder(root);
+  ASSERT_TRUE(RemoveAll(JoinPath(root, "metadata.jsonl")).ok());
+  ASSERT_TRUE(WriteTextFile(JoinPath(root, "notes.txt"), "x").ok());
+  Result<ImageFolder> folder = ScanImageFolder(root);
+  ASSERT_TRUE(folder.ok());
+  std::vector<std::string> paths;
+  for (const SourceSample& s : folder->samples) paths.push_back(s.relative_path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"a.png", "c.jpg", "d.webp", "sub/b.png"}));
+  EXPECT_EQ(folder->other_files, 1u);
+  EXPECT_TRUE(folder->columns.empty());
+}
+
+struct BadMetadataCase {
+  const char* jsonl;
+  const char* expected;  // substring of the error
+};
+
+class ImageFolderBadMetadata : public ::testing::TestWithParam<BadMetadataCase> {};
+
+TEST_P(ImageFolderBadMetadata, NamesFileLineAndProblem) {
+  TempDir dir;
+  std::string root = dir.Join("src");
+  testing::MakeSmallFolder(root);
+  ASSERT_TRUE(WriteTextFile(
+                  JoinPath(root, "metadata.jsonl"),
+                  std::string(R"({"file_name": "a.png", "x": 1})") + "\n" + GetParam().jsonl + "\n")
+                  .ok());
+  Result<ImageFolder> folder = ScanImageFolder(root);
+  ASSERT_FALSE(folder.ok());
+  std::string message(folder.status().message());
+  EXPECT_NE(message.find("metadata.jsonl:2"), std::string::npos) << message;
+  EXPECT_NE(message.find(GetParam().expected), std::string::npos) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ImageFolderBadMetadata,
+    ::testing::Values(BadMetadataCase{R"({"file_name": "a.png", "x": )", "malformed JSON"},
+                      BadMetadataCase{R"({"x": 2})", "file_name"},
+                      BadMetadataCase{R"({"file_name": "missing.png", "x": 2})", "no such file"},
+                      BadMetadataCase{R"({"file_name": "../a.png", "x": 2})", "relative path"},
+                      BadMetadataCase{R"({"file_name": "a.png", "x": "two"})", "column \"x\""},
+                      BadMetadataCase{R"({"file_name": "a.png", "x": {"k": 1}})", "object"},
+                      BadMetadataCase{R"([1, 2])", "JSON object"}));
+
+TEST(ImageFolder, IntsAndFloatsWidenToFloat) {
+  TempDir dir;
+  std::string root = dir.Join("src");
+  testing::MakeSmallFolder(root);
+  ASSERT_TRUE(WriteTextFile(JoinPath(root, "metadata.jsonl"),
+                            "{\"file_name\": \"a.png\", \"x\": 1}\n"
+                            "{\"file_name\": \"c.jpg\", \"x\": 2.5}\n")
+                  .ok());
+  Result<ImageFolder> folder = ScanImageFolder(root);
+  ASSERT_TRUE(folder.ok()) << folder.status().ToString();
+  EXPECT_EQ(folder->columns[0].type, ColumnType::kFloat64);
+  EXPECT_EQ(std::get<double>(folder->samples[0].values[0]), 1.0);
+  EXPECT_EQ(folder->unlisted_images.size(), 2u);  // sub/b.png, d.webp
+}
+
+}  // namespace
+}  // namespace docfeed::internal

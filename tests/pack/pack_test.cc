@@ -1,0 +1,197 @@
+#include <gtest/gtest.h>
+
+#include "format/dataset.h"
+#include "format/inspect.h"
+#include "format/verify.h"
+#include "pack/image_folder.h"
+#include "pack/packer.h"
+#include "pack/test_folder.h"
+#include "testing/temp_dir.h"
+
+namespace docfeed::internal {
+namespace {
+
+using testing::TempDir;
+
+PackOptions Options(const std::string& src, const std::string& out) {
+  PackOptions o;
+  o.source = src;
+  o.output = out;
+  o.threads = 2;
+  return o;
+}
+
+class PackTest : public ::testing::Test {
+ protected:
+  void SetUp() override { testing::MakeSmallFolder(src_); }
+  TempDir dir_;
+  std::string src_ = dir_.Join("src");
+  std::string out_ = dir_.Join("out");
+};
+
+TEST_F(PackTest, KeepRoundTripsBytesAndLabels) {
+  Result<PackSummary> summary = Pack(Options(src_, out_));
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->samples, 4u);
+  EXPECT_EQ(summary->stored_codecs.at("png"), 2u);
+  EXPECT_EQ(summary->stored_codecs.at("jpeg"), 1u);
+  EXPECT_EQ(summary->stored_codecs.at("webp"), 1u);
+  Result<ImageFolder> folder = ScanImageFolder(src_);
+  ASSERT_TRUE(folder.ok());
+  Result<std::unique_ptr<Dataset>> ds = Dataset::Open(out_);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  ASSERT_EQ((*ds)->size(), 4u);
+  for (uint64_t i = 0; i < 4; ++i) {
+    Result<std::vector<uint8_t>> bytes = (*ds)->ReadImage(i);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    EXPECT_EQ(*bytes, *ReadFile(JoinPath(src_, folder->samples[i].relative_path))) << i;
+    Result<std::vector<Value>> labels = (*ds)->ReadLabels(i);
+    ASSERT_TRUE(labels.ok()) << labels.status().ToString();
+    EXPECT_EQ(*labels, folder->samples[i].values) << i;
+  }
+  IndexRecord r = (*ds)->record(0);
+  EXPECT_EQ(r.width, 9u);
+  EXPECT_EQ(r.height, 7u);
+  EXPECT_EQ(r.channels, 3u);
+  EXPECT_EQ((*ds)->record(1).channels, 1u);
+  EXPECT_EQ((*ds)->manifest().label_column, "labels");
+  EXPECT_EQ(r.label_length, 3u);
+}
+
+TEST_F(PackTest, ReencodingCodecsAndCompressionVerify) {
+  for (const char* codec : {"png", "webp", "jpeg"}) {
+    for (const char* compression : {"none", "zstd", "lz4_frame"}) {
+      PackOptions o = Options(src_, out_);
+      o.encode.codec = *ParseCodecChoice(codec);
+      o.compression = compression;
+      o.overwrite = true;
+      Result<PackSummary> summary = Pack(o);
+      ASSERT_TRUE(summary.ok()) << codec << " " << compression << ": "
+                                << summary.status().ToString();
+      EXPECT_EQ(summary->stored_codecs.at(codec), 4u);
+      Result<std::unique_ptr<Dataset>> ds = Dataset::Open(out_);
+      ASSERT_TRUE(ds.ok());
+      for (uint64_t i = 0; i < 4; ++i) {
+        Result<std::vector<uint8_t>> bytes = (*ds)->ReadImage(i);
+        ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+        EXPECT_EQ(SniffCodec(*bytes), codec == std::string("png")    ? ImageCodec::kPng
+                                      : codec == std::string("webp") ? ImageCodec::kWebp
+                                                                     : ImageCodec::kJpeg);
+      }
+      EXPECT_TRUE(VerifyDataset(out_).ok());
+    }
+  }
+}
+
+TEST_F(PackTest, LosslessReencodeKeepsPixels) {
+  for (const char* codec : {"png", "webp"}) {
+    PackOptions o = Options(src_, out_);
+    o.encode.codec = *ParseCodecChoice(codec);
+    o.overwrite = true;
+    ASSERT_TRUE(Pack(o).ok());
+    Result<std::unique_ptr<Dataset>> ds = Dataset::Open(out_);
+    ASSERT_TRUE(ds.ok());
+    Result<ImageFolder> folder = ScanImageFolder(src_);
+    for (uint64_t i = 0; i < 4; ++i) {
+      Image want = *DecodeImage(*ReadFile(JoinPath(src_, folder->samples[i].relative_path)));
+      Image got = *DecodeImage(*(*ds)->ReadImage(i));
+      ASSERT_EQ(got.width, want.width);
+      ASSERT_EQ(got.height, want.height);
+      if (got.channels == want.channels) {
+        EXPECT_EQ(got.pixels, want.pixels) << codec << " sample " << i;
+      } else {
+        // WebP stores grayscale as RGB: every channel must equal the gray value.
+        ASSERT_EQ(want.channels, 1);
+        ASSERT_EQ(got.channels, 3);
+        for (size_t p = 0; p < want.pixels.size(); ++p) {
+          ASSERT_EQ(got.pixels[p * 3], want.pixels[p]);
+          ASSERT_EQ(got.pixels[p * 3 + 2], want.pixels[p]);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(PackTest, RefusesToOverwriteAndLeavesOutputAlone) {
+  ASSERT_TRUE(CreateDirectory(out_).ok());
+  ASSERT_TRUE(WriteTextFile(JoinPath(out_, "keep.txt"), "mine").ok());
+  Result<PackSummary> summary = Pack(Options(src_, out_));
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(*ReadTextFile(JoinPath(out_, "keep.txt")), "mine");
+  PackOptions o = Options(src_, out_);
+  o.overwrite = true;
+  ASSERT_TRUE(Pack(o).ok());
+  EXPECT_FALSE(PathExists(JoinPath(out_, "keep.txt")));
+}
+
+TEST_F(PackTest, CorruptImageStopsNamingFileAndLineAndWritesNothing) {
+  std::vector<uint8_t> png = *ReadFile(JoinPath(src_, "sub/b.png"));
+  png.resize(png.size() / 2);
+  testing::WriteBytes(JoinPath(src_, "sub/b.png"), png);
+  Result<PackSummary> summary = Pack(Options(src_, out_));
+  ASSERT_FALSE(summary.ok());
+  std::string message(summary.status().message());
+  EXPECT_NE(message.find("sub/b.png"), std::string::npos) << message;
+  EXPECT_NE(message.find("line 2"), std::string::npos) << message;
+  EXPECT_FALSE(PathExists(out_));
+  Result<std::vector<std::string>> left = ListFilesRecursive(dir_.path());
+  for (const std::string& f : *left) EXPECT_EQ(f.find("out."), std::string::npos) << f;
+}
+
+TEST_F(PackTest, SkipBadRecordsRejectsAndKeepsTheRest) {
+  testing::WriteBytes(JoinPath(src_, "c.jpg"), {0xFF, 0xD8, 0xFF, 0xE0, 0x00});
+  testing::WriteBytes(JoinPath(src_, "a.png"), {'G', 'I', 'F', '8', '9', 'a', 0, 0, 0, 0});
+  PackOptions o = Options(src_, out_);
+  o.skip_bad = true;
+  Result<PackSummary> summary = Pack(o);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->samples, 2u);
+  EXPECT_EQ(summary->rejected, 2u);
+  std::string rejects = *ReadTextFile(JoinPath(out_, kRejectsFileName));
+  EXPECT_NE(rejects.find("\"file_name\":\"c.jpg\""), std::string::npos) << rejects;
+  EXPECT_NE(rejects.find("\"metadata_line\":3"), std::string::npos) << rejects;
+  EXPECT_NE(rejects.find("gif"), std::string::npos) << rejects;
+  Result<std::unique_ptr<Dataset>> ds = Dataset::Open(out_);
+  ASSERT_TRUE(ds.ok());
+  EXPECT_EQ(std::get<int64_t>((*(*ds)->ReadLabels(0))[1]), 2);  // sub/b.png is now sample 0
+  EXPECT_TRUE(VerifyDataset(out_).ok());
+}
+
+TEST_F(PackTest, SplitsIntoSeveralFilesAndBatches) {
+  for (int i = 0; i < 40; ++i) {
+    testing::WriteBytes(JoinPath(src_, "many_" + std::to_string(100 + i) + ".png"),
+                        *EncodePng(testing::Gradient(64, 64, 3, i), 0));
+  }
+  ASSERT_TRUE(RemoveAll(JoinPath(src_, "metadata.jsonl")).ok());
+  PackOptions o = Options(src_, out_);
+  o.max_file_bytes = 100'000;  // ~12 KB per image: several files
+  Result<PackSummary> summary = Pack(o);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->samples, 44u);
+  EXPECT_GT(summary->data_files.size(), 1u);
+  Result<std::unique_ptr<Dataset>> ds = Dataset::Open(out_);
+  ASSERT_TRUE(ds.ok());
+  Result<ImageFolder> folder = ScanImageFolder(src_);
+  for (uint64_t i = 0; i < (*ds)->size(); ++i) {
+    EXPECT_EQ(*(*ds)->ReadImage(i), *ReadFile(JoinPath(src_, folder->samples[i].relative_path)));
+  }
+  EXPECT_GT((*ds)->record(43).file_index, 0u);
+}
+
+TEST_F(PackTest, InspectReportsGeometryAndLabels) {
+  ASSERT_TRUE(Pack(Options(src_, out_)).ok());
+  Result<DatasetStats> stats = InspectDataset(out_);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->manifest.num_samples, 4u);
+  EXPECT_EQ(stats->width.min, 4);
+  EXPECT_EQ(stats->width.max, 16);
+  EXPECT_EQ(stats->label_length.count, 2u);  // labels [0,5,2] and [7]; [] and null count as none
+  EXPECT_EQ(stats->label_length.max, 3);
+  EXPECT_EQ(stats->longest_label_sample, 0u);
+  EXPECT_EQ(stats->arrow_columns[0].second, "struct<bytes: binary, path: string>");
+  EXPECT_EQ(stats->arrow_columns[3].second, "list<item: int64>");
+}
+
+}  // namespace
+}  // namespace docfeed::internal

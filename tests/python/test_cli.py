@@ -1,0 +1,126 @@
+"""The docfeed CLI as a user meets it: exit codes, messages that name the bad file, atomic
+output, and `verify` naming where a dataset is damaged."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import datasets
+import pytest
+
+from conftest import SAMPLE_DOCS, docfeed_bin, run_docfeed
+
+
+def copy_samples(tmp_path, names):
+    """A small image folder with the named sample documents and their metadata rows."""
+    src = tmp_path / "src"
+    rows = [json.loads(l) for l in open(SAMPLE_DOCS / "metadata.jsonl", encoding="utf-8")]
+    rows = [r for r in rows if r["file_name"] in names]
+    for r in rows:
+        (src / r["file_name"]).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SAMPLE_DOCS / r["file_name"], src / r["file_name"])
+    with open(src / "metadata.jsonl", "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    return src
+
+
+def test_truncated_image_names_file_and_line(tmp_path):
+    src = copy_samples(tmp_path, ["sroie/000.jpg", "sroie/030.jpg"])
+    data = (src / "sroie/030.jpg").read_bytes()
+    (src / "sroie/030.jpg").write_bytes(data[: len(data) // 3])
+    proc = run_docfeed("pack", src, "-o", tmp_path / "out", check=False)
+    assert proc.returncode == 1
+    assert "sroie/030.jpg" in proc.stderr and "line 2" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_skip_bad_writes_rejects_and_summary(tmp_path):
+    src = copy_samples(tmp_path, ["sroie/000.jpg", "sroie/030.jpg"])
+    (src / "sroie/000.jpg").write_bytes(b"not an image at all")
+    proc = run_docfeed("pack", src, "-o", tmp_path / "out", "--skip-bad")
+    assert "rejected   1 sample" in proc.stdout
+    rejects = [json.loads(l) for l in open(tmp_path / "out" / "rejects.jsonl")]
+    assert rejects[0]["file_name"] == "sroie/000.jpg" and rejects[0]["metadata_line"] == 1
+    assert len(datasets.load_from_disk(str(tmp_path / "out"))) == 1
+    run_docfeed("verify", tmp_path / "out")
+
+
+def test_missing_file_and_bad_json_name_the_line(tmp_path):
+    src = copy_samples(tmp_path, ["sroie/000.jpg"])
+    with open(src / "metadata.jsonl", "a") as f:
+        f.write('{"file_name": "sroie/nope.jpg"}\n')
+    proc = run_docfeed("pack", src, "-o", tmp_path / "out", check=False)
+    assert proc.returncode == 1 and "metadata.jsonl:2" in proc.stderr and "nope.jpg" in proc.stderr
+    with open(src / "metadata.jsonl", "w") as f:
+        f.write('{"file_name": "sroie/000.jpg", "ground_truth": \n')
+    proc = run_docfeed("pack", src, "-o", tmp_path / "out", check=False)
+    assert proc.returncode == 1 and "metadata.jsonl:1" in proc.stderr and "malformed JSON" in proc.stderr
+
+
+def test_refuses_to_overwrite_without_flag(tmp_path):
+    src = copy_samples(tmp_path, ["sroie/000.jpg"])
+    run_docfeed("pack", src, "-o", tmp_path / "out")
+    proc = run_docfeed("pack", src, "-o", tmp_path / "out", check=False)
+    assert proc.returncode == 1 and "--overwrite" in proc.stderr
+    run_docfeed("pack", src, "-o", tmp_path / "out", "--overwrite")
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert run_docfeed("pack", check=False).returncode == 2
+    assert run_docfeed("pack", SAMPLE_DOCS, "-o", tmp_path / "o", "--codec", "gif", check=False).returncode == 2
+    assert run_docfeed("frobnicate", check=False).returncode == 2
+    assert run_docfeed("--help").returncode == 0
+
+
+def test_killed_pack_leaves_nothing_that_looks_valid(tmp_path):
+    # Enough work that the pack is still running when it is killed.
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(60):
+        shutil.copy(SAMPLE_DOCS / "sroie/459.jpg", src / f"{i:03d}.jpg")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([str(docfeed_bin()), "pack", str(src), "-o", str(out), "--threads", "1",
+                             "--codec", "png"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)
+    assert proc.poll() is None, "pack finished before it could be interrupted"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()
+    leftovers = [p for p in tmp_path.iterdir() if p.name.startswith("out.partial-")]
+    assert leftovers, "expected the killed run's temporary directory"
+    for p in leftovers:
+        assert not (p / "docfeed.json").exists()
+        with pytest.raises(Exception):
+            datasets.load_from_disk(str(p))
+    # The next pack to the same output cleans up after the dead run.
+    small = copy_samples(tmp_path, ["sroie/000.jpg"])
+    run_docfeed("pack", small, "-o", out)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("out.partial-")]
+
+
+def test_verify_names_the_damaged_batch_and_samples(tmp_path):
+    src = copy_samples(tmp_path, ["sroie/000.jpg", "sroie/030.jpg", "sroie/076.jpg"])
+    out = tmp_path / "out"
+    run_docfeed("pack", src, "-o", out)
+    run_docfeed("verify", out)
+    data = out / "data-00000-of-00001.arrow"
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2] ^= 0x40
+    data.write_bytes(bytes(raw))
+    proc = run_docfeed("verify", out, check=False)
+    assert proc.returncode == 1
+    assert "data-00000-of-00001.arrow" in proc.stderr and "record batch 0" in proc.stderr
+    assert "samples 0-2" in proc.stderr, proc.stderr
+
+
+def test_inspect_json_reports_sizes_and_labels(packed_keep):
+    stats = json.loads(run_docfeed("inspect", packed_keep, "--json").stdout)
+    assert stats["samples"] == 20
+    assert stats["width"]["max"] == 4961 and stats["height"]["max"] == 7016
+    assert stats["label_column"] == "ground_truth"
+    assert stats["samples_without_label"] == 6
+    text = run_docfeed("inspect", packed_keep).stdout
+    assert "struct<bytes: binary, path: string>" in text and "longest" in text

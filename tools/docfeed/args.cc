@@ -1,0 +1,49 @@
+#include "args.h"
+
+#include <charconv>
+
+namespace docfeed::tools {
+
+Result<ParsedArgs> ParseArgs(const std::vector<std::string_view>& args,
+                             const std::set<std::string>& flags,
+                             const std::set<std::string>& options) {
+  ParsedArgs out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string arg(args[i]);
+    if (arg.size() < 2 || arg[0] != '-') {
+      out.positional.push_back(arg);
+      continue;
+    }
+    std::string value;
+    bool has_value = false;
+    if (size_t eq = arg.find('='); eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_value = true;
+    }
+    if (flags.count(arg) > 0 && !has_value) {
+      out.flags.insert(arg);
+    } else if (options.count(arg) > 0) {
+      if (!has_value) {
+        if (i + 1 >= args.size()) return InvalidArgumentError(arg + " needs a value");
+        value = std::string(args[++i]);
+      }
+      out.options[arg] = value;
+    } else {
+      return InvalidArgumentError("unknown option " + arg);
+    }
+  }
+  return out;
+}
+
+Result<int> ParseInt(const std::string& name, const std::string& text, int min, int max) {
+  int v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || v < min || v > max) {
+    return InvalidArgumentError(name + " must be an integer from " + std::to_string(min) + " to " +
+                                std::to_string(max) + ", got \"" + text + "\"");
+  }
+  return v;
+}
+
+}  // namespace docfeed::tools

@@ -1,0 +1,20 @@
+// The docfeed subcommands. Each returns the process exit code: 0 success, 1 the operation
+// failed (bad input, corrupt dataset), 2 usage error.
+#ifndef DOCFEED_TOOLS_COMMANDS_H_
+#define DOCFEED_TOOLS_COMMANDS_H_
+
+#include <string_view>
+#include <vector>
+
+namespace docfeed::tools {
+
+using Args = std::vector<std::string_view>;
+
+int RunPack(const Args& args);
+int RunInspect(const Args& args);
+int RunVerify(const Args& args);
+int RunPreprocess(const Args& args);
+
+}  // namespace docfeed::tools
+
+#endif  // DOCFEED_TOOLS_COMMANDS_H_

@@ -1,0 +1,84 @@
+// docfeed inspect: a human-readable (or --json) description of a packed dataset.
+#include <cstdio>
+
+#include "args.h"
+#include "commands.h"
+#include "format/inspect.h"
+#include "progress.h"
+
+namespace docfeed::tools {
+namespace {
+
+void PrintDistribution(const char* name, const internal::Distribution& d, const char* unit) {
+  std::printf("  %-13s min %.6g  p50 %.6g  p90 %.6g  p99 %.6g  max %.6g  mean %.6g%s\n", name,
+              d.min, d.p50, d.p90, d.p99, d.max, d.mean, unit);
+}
+
+void PrintText(const internal::DatasetStats& s) {
+  const internal::Manifest& m = s.manifest;
+  std::printf("%s: docfeed dataset, format version %d (%s)\n", s.dir.c_str(), m.format_version,
+              m.created_by.c_str());
+  std::printf("samples         %llu", static_cast<unsigned long long>(m.num_samples));
+  if (m.rejected > 0)
+    std::printf(" (%llu rejected at pack time)", static_cast<unsigned long long>(m.rejected));
+  std::printf("\ncolumns\n");
+  for (const auto& [name, type] : s.arrow_columns)
+    std::printf("  %-13s %s\n", name.c_str(), type.c_str());
+  std::printf("codecs          stored with --codec %s:", m.codec.c_str());
+  for (const auto& [codec, n] : m.stored_codecs) {
+    std::printf(" %s=%llu", codec.c_str(), static_cast<unsigned long long>(n));
+  }
+  std::printf("\nchannels       ");
+  for (const auto& [mode, n] : s.channels) {
+    std::printf(" %s=%llu", mode.c_str(), static_cast<unsigned long long>(n));
+  }
+  std::printf(
+      "\nbytes           source images %s, stored images %s, all files %s (%zu data file(s), "
+      "compression %s)\n",
+      FormatBytes(m.source_bytes).c_str(), FormatBytes(m.stored_image_bytes).c_str(),
+      FormatBytes(s.total_bytes).c_str(), m.data_files.size(), m.compression.c_str());
+  std::printf("images\n");
+  PrintDistribution("width", s.width, " px");
+  PrintDistribution("height", s.height, " px");
+  PrintDistribution("megapixels", s.megapixels, "");
+  PrintDistribution("stored bytes", s.image_bytes, "");
+  std::printf("  common sizes ");
+  for (const auto& [wh, n] : s.common_sizes) {
+    std::printf(" %s (%llu)", wh.c_str(), static_cast<unsigned long long>(n));
+  }
+  std::printf("\n");
+  if (m.label_column.empty()) {
+    std::printf("labels          none\n");
+    return;
+  }
+  std::printf("labels          column \"%s\" (length = %s)\n", m.label_column.c_str(),
+              "UTF-8 bytes for strings, elements for lists");
+  PrintDistribution("length", s.label_length, "");
+  std::printf("  longest       sample %llu; %llu sample(s) without a label\n",
+              static_cast<unsigned long long>(s.longest_label_sample),
+              static_cast<unsigned long long>(s.samples_without_label));
+}
+
+}  // namespace
+
+int RunInspect(const Args& args) {
+  Result<ParsedArgs> parsed = ParseArgs(args, {"--json", "--help", "-h"}, {});
+  if (!parsed.ok() || parsed->positional.size() != 1 || parsed->Has("--help")) {
+    std::fputs("usage: docfeed inspect OUT [--json]\n",
+               parsed.ok() && parsed->Has("--help") ? stdout : stderr);
+    return parsed.ok() && parsed->Has("--help") ? 0 : 2;
+  }
+  Result<internal::DatasetStats> stats = internal::InspectDataset(parsed->positional[0]);
+  if (!stats.ok()) {
+    std::fprintf(stderr, "docfeed inspect: %s\n", stats.status().ToString().c_str());
+    return 1;
+  }
+  if (parsed->Has("--json")) {
+    std::fputs(internal::StatsToJson(*stats).c_str(), stdout);
+  } else {
+    PrintText(*stats);
+  }
+  return 0;
+}
+
+}  // namespace docfeed::tools

@@ -1,0 +1,47 @@
+// docfeed: the command-line tool. Thin over the library: argument parsing, progress display and
+// printing. Subcommands: pack, inspect, verify.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "commands.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: docfeed <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  pack SRC -o OUT [--codec keep|png|webp|jpeg] [--quality Q] [--threads N]\n"
+    "       [--skip-bad] [--overwrite] [--compression none|zstd|lz4_frame]\n"
+    "                      pack an image folder (imagefolder layout) into a docfeed dataset\n"
+    "  inspect OUT [--json]  describe a packed dataset\n"
+    "  verify OUT            re-check every checksum and the index; exit 1 if anything is wrong\n"
+    "  preprocess IMAGE --preset donut -o OUT  Donut pixel_values as .npy/.png (see --help)\n"
+    "\n"
+    "docfeed <command> --help shows the command's options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    std::puts("docfeed 0.1.0");
+    return 0;
+  }
+  std::string_view command = args[0];
+  args.erase(args.begin());
+  if (command == "pack") return docfeed::tools::RunPack(args);
+  if (command == "inspect") return docfeed::tools::RunInspect(args);
+  if (command == "verify") return docfeed::tools::RunVerify(args);
+  if (command == "preprocess") return docfeed::tools::RunPreprocess(args);
+  std::fprintf(stderr, "docfeed: unknown command \"%.*s\"\n\n%s", static_cast<int>(command.size()),
+               command.data(), kUsage);
+  return 2;
+}

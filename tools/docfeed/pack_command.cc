@@ -1,0 +1,116 @@
+// docfeed pack: argument handling, progress bar and the closing summary.
+#include <cstdio>
+
+#include "args.h"
+#include "commands.h"
+#include "pack/packer.h"
+#include "progress.h"
+
+namespace docfeed::tools {
+namespace {
+
+constexpr char kPackHelp[] =
+    "usage: docfeed pack SRC -o OUT [options]\n"
+    "\n"
+    "SRC is an image folder in the layout of Hugging Face datasets' imagefolder: images at any\n"
+    "depth and an optional metadata.jsonl whose rows name an image by file_name and carry any\n"
+    "other columns. Samples keep metadata.jsonl order (sorted paths without one).\n"
+    "\n"
+    "options:\n"
+    "  -o, --output OUT       output directory (written atomically)\n"
+    "  --codec C              keep (default: store the file's bytes), png, webp (lossless), jpeg\n"
+    "  --quality Q            JPEG quality for --codec jpeg (1-100, default 90)\n"
+    "  --threads N            encoding threads (default: all cores)\n"
+    "  --skip-bad             write bad samples to OUT/rejects.jsonl instead of stopping\n"
+    "  --overwrite            replace OUT if it exists\n"
+    "  --compression C        Arrow IPC buffer compression: none (default), zstd, lz4_frame\n"
+    "  --max-file-mb N        start a new data file after N MB (default 500)\n";
+
+Result<internal::PackOptions> ToOptions(const ParsedArgs& parsed) {
+  internal::PackOptions o;
+  if (parsed.positional.size() != 1) {
+    return InvalidArgumentError("pack takes exactly one source folder");
+  }
+  o.source = parsed.positional[0];
+  o.output = parsed.Get("-o", parsed.Get("--output", ""));
+  if (o.output.empty()) return InvalidArgumentError("pack needs -o OUT");
+  DOCFEED_ASSIGN_OR_RETURN(o.encode.codec,
+                           internal::ParseCodecChoice(parsed.Get("--codec", "keep")));
+  DOCFEED_ASSIGN_OR_RETURN(o.encode.jpeg_quality,
+                           ParseInt("--quality", parsed.Get("--quality", "90"), 1, 100));
+  DOCFEED_ASSIGN_OR_RETURN(o.threads, ParseInt("--threads", parsed.Get("--threads", "0"), 0, 1024));
+  DOCFEED_ASSIGN_OR_RETURN(
+      int max_mb, ParseInt("--max-file-mb", parsed.Get("--max-file-mb", "500"), 1, 1 << 20));
+  o.max_file_bytes = static_cast<uint64_t>(max_mb) * 1'000'000;
+  o.compression = parsed.Get("--compression", "none");
+  if (o.compression != "none" && o.compression != "zstd" && o.compression != "lz4_frame") {
+    return InvalidArgumentError("--compression must be none, zstd or lz4_frame");
+  }
+  o.skip_bad = parsed.Has("--skip-bad");
+  o.overwrite = parsed.Has("--overwrite");
+  return o;
+}
+
+void PrintSummary(const internal::PackOptions& o, const internal::PackSummary& s) {
+  double ratio = s.output_bytes > 0
+                     ? static_cast<double>(s.source_bytes) / static_cast<double>(s.output_bytes)
+                     : 0;
+  std::printf("packed %llu samples from %s into %s in %s\n",
+              static_cast<unsigned long long>(s.samples), o.source.c_str(), o.output.c_str(),
+              FormatSeconds(s.seconds).c_str());
+  std::printf("  bytes in   %s (source images)\n", FormatBytes(s.source_bytes).c_str());
+  std::printf("  bytes out  %s (every file of the dataset; images %s)\n",
+              FormatBytes(s.output_bytes).c_str(), FormatBytes(s.stored_image_bytes).c_str());
+  std::printf("  ratio      %.2fx (in / out)\n", ratio);
+  std::printf("  codecs    ");
+  for (const auto& [codec, n] : s.stored_codecs) {
+    std::printf(" %s=%llu", codec.c_str(), static_cast<unsigned long long>(n));
+  }
+  std::printf("\n  files      %zu data file(s)\n", s.data_files.size());
+  if (s.rejected > 0) {
+    std::printf("  rejected   %llu sample(s), listed with reasons in %s/rejects.jsonl\n",
+                static_cast<unsigned long long>(s.rejected), o.output.c_str());
+  }
+  if (!s.unlisted_images.empty()) {
+    std::printf(
+        "  note       %zu image file(s) not named in metadata.jsonl were not packed, e.g. %s\n",
+        s.unlisted_images.size(), s.unlisted_images[0].c_str());
+  }
+  if (s.other_files > 0) {
+    std::printf("  note       %llu non-image file(s) in the source were ignored\n",
+                static_cast<unsigned long long>(s.other_files));
+  }
+}
+
+}  // namespace
+
+int RunPack(const Args& args) {
+  Result<ParsedArgs> parsed = ParseArgs(
+      args, {"--skip-bad", "--overwrite", "--help", "-h"},
+      {"-o", "--output", "--codec", "--quality", "--threads", "--compression", "--max-file-mb"});
+  if (parsed.ok() && (parsed->Has("--help") || parsed->Has("-h"))) {
+    std::fputs(kPackHelp, stdout);
+    return 0;
+  }
+  Result<internal::PackOptions> options =
+      parsed.ok() ? ToOptions(*parsed) : Result<internal::PackOptions>(parsed.status());
+  if (!options.ok()) {
+    std::fprintf(stderr, "docfeed pack: %s\n\n%s", std::string(options.status().message()).c_str(),
+                 kPackHelp);
+    return 2;
+  }
+  ProgressBar bar("packing");
+  options->on_progress = [&bar](const internal::PackProgress& p) {
+    bar.Update(p.done, p.total, p.source_bytes, p.elapsed_seconds);
+  };
+  Result<internal::PackSummary> summary = internal::Pack(*options);
+  bar.Finish();
+  if (!summary.ok()) {
+    std::fprintf(stderr, "docfeed pack: %s\n", summary.status().ToString().c_str());
+    return 1;
+  }
+  PrintSummary(*options, *summary);
+  return 0;
+}
+
+}  // namespace docfeed::tools

@@ -1,0 +1,262 @@
+// docfeed preprocess: runs one image through a model preset (Donut) and writes a stage of it as
+// .npy or .png. Mostly a parity and benchmarking aid: tests/python/test_donut_parity.py compares
+// its output with transformers' DonutImageProcessor.
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "base/file.h"
+#include "codec/codec.h"
+#include "commands.h"
+#include "imaging/donut.h"
+#include "imaging/jpeg_scaled.h"
+#include "imaging/normalize.h"
+
+namespace docfeed::tools {
+namespace {
+
+using internal::DType;
+using internal::Image;
+
+constexpr char kUsage[] =
+    "usage: docfeed preprocess IMAGE --preset donut [--size HxW] [--pad center|random]\n"
+    "       [--seed N] [--stage resized|padded|normalized] [--layout chw|hwc]\n"
+    "       [--dtype float32|float16] [--align-long-axis] [--fast] [--repeat N] -o "
+    "OUT.npy|OUT.png\n"
+    "\n"
+    "  --size HxW     output height x width (default 2560x1920, the processor's default). A\n"
+    "                 legacy list size=[1200, 1553] in a processor config is width, height: "
+    "1553x1200\n"
+    "  --stage        resized: HWC uint8 after resize+thumbnail; padded: HWC uint8 (height, "
+    "width,\n"
+    "                 3); normalized (default): float pixel_values, CHW unless --layout hwc\n"
+    "  --pad          center (default) or random (seeded by --seed, default 0)\n"
+    "  --fast         DCT-scaled JPEG decode when the image is >= 2x the resize target (not\n"
+    "                 pixel-identical to transformers)\n"
+    "  --repeat N     run N times and print the mean time per stage to stderr\n"
+    "  -o OUT         .npy keeps dtype and shape; .png for the uint8 stages\n";
+
+enum class Stage { kResized, kPadded, kNormalized };
+
+struct Options {
+  std::string input, output;
+  internal::DonutConfig config;
+  internal::DonutDecodeMode mode = internal::DonutDecodeMode::kExact;
+  Stage stage = Stage::kNormalized;
+  bool random_pad = false;
+  uint64_t seed = 0;
+  internal::OutputLayout layout = internal::OutputLayout::kChw;
+  DType dtype = DType::kFloat32;
+  int repeat = 0;
+};
+
+// The result of one run: uint8 HWC pixels, or a typed array with its numpy shape.
+struct Output {
+  std::vector<uint8_t> bytes;
+  std::vector<int64_t> shape;
+  const char* descr = "|u1";
+};
+
+struct StageTimes {
+  double decode_s = 0, resize_s = 0, pad_s = 0, normalize_s = 0;
+};
+
+Status ParseSize(const std::string& text, internal::DonutConfig& config) {
+  const size_t x = text.find('x');
+  if (x == std::string::npos) return InvalidArgumentError("--size must be HxW, got " + text);
+  DOCFEED_ASSIGN_OR_RETURN(config.height, ParseInt("--size height", text.substr(0, x), 1, 65535));
+  DOCFEED_ASSIGN_OR_RETURN(config.width, ParseInt("--size width", text.substr(x + 1), 1, 65535));
+  return Status::Ok();
+}
+
+Result<uint64_t> ParseSeed(const std::string& text) {
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size()) {
+    return InvalidArgumentError("--seed must be an unsigned 64-bit integer, got \"" + text + "\"");
+  }
+  return v;
+}
+
+Status ParseEnums(const ParsedArgs& p, Options& o) {
+  const std::string stage = p.Get("--stage", "normalized");
+  const std::string pad = p.Get("--pad", "center");
+  const std::string layout = p.Get("--layout", "chw");
+  const std::string dtype = p.Get("--dtype", "float32");
+  if (p.Get("--preset", "donut") != "donut") return InvalidArgumentError("--preset must be donut");
+  if (stage != "resized" && stage != "padded" && stage != "normalized") {
+    return InvalidArgumentError("--stage must be resized, padded or normalized");
+  }
+  if (pad != "center" && pad != "random") return InvalidArgumentError("--pad: center|random");
+  if (layout != "chw" && layout != "hwc") return InvalidArgumentError("--layout: chw|hwc");
+  if (dtype != "float32" && dtype != "float16") {
+    return InvalidArgumentError("--dtype: float32|float16");
+  }
+  o.stage = stage == "resized"  ? Stage::kResized
+            : stage == "padded" ? Stage::kPadded
+                                : Stage::kNormalized;
+  o.random_pad = pad == "random";
+  o.layout = layout == "chw" ? internal::OutputLayout::kChw : internal::OutputLayout::kHwc;
+  o.dtype = dtype == "float32" ? DType::kFloat32 : DType::kFloat16;
+  return Status::Ok();
+}
+
+Result<Options> ParseOptions(const ParsedArgs& p) {
+  Options o;
+  if (p.positional.size() != 1) return InvalidArgumentError("expected one IMAGE");
+  o.input = p.positional[0];
+  o.output = p.Get("-o", "");
+  if (o.output.empty()) return InvalidArgumentError("-o OUT is required");
+  DOCFEED_RETURN_IF_ERROR(ParseSize(p.Get("--size", "2560x1920"), o.config));
+  DOCFEED_RETURN_IF_ERROR(ParseEnums(p, o));
+  DOCFEED_ASSIGN_OR_RETURN(o.seed, ParseSeed(p.Get("--seed", "0")));
+  DOCFEED_ASSIGN_OR_RETURN(o.repeat, ParseInt("--repeat", p.Get("--repeat", "0"), 0, 1000000));
+  o.config.align_long_axis = p.Has("--align-long-axis");
+  if (p.Has("--fast")) o.mode = internal::DonutDecodeMode::kFast;
+  return o;
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// The resized stage as the processor holds it: RGB (gray is replicated).
+Output RgbOutput(const Image& image) {
+  Output out;
+  out.shape = {image.height, image.width, 3};
+  out.bytes.resize(static_cast<size_t>(image.width) * static_cast<size_t>(image.height) * 3);
+  const internal::PadOffsets none{};
+  internal::MutableImageView view{out.bytes.data(), image.width, image.height, 3,
+                                  static_cast<ptrdiff_t>(image.width) * 3};
+  internal::DonutPad(internal::ViewOf(image), none, view).IgnoreError();  // Cannot fail here.
+  return out;
+}
+
+Result<Output> PadAndNormalize(const Options& o, const Image& resized, StageTimes& t) {
+  auto start = std::chrono::steady_clock::now();
+  internal::PadRng rng(o.seed);
+  const internal::PadOffsets offsets =
+      o.random_pad ? internal::DrawPad(resized.height, resized.width, o.config, rng)
+                   : internal::CenterPad(resized.height, resized.width, o.config);
+  Image padded{.width = o.config.width, .height = o.config.height, .channels = 3, .pixels = {}};
+  padded.pixels.resize(padded.stride_bytes() * static_cast<size_t>(padded.height));
+  DOCFEED_RETURN_IF_ERROR(
+      internal::DonutPad(internal::ViewOf(resized), offsets, internal::MutableViewOf(padded)));
+  t.pad_s += Seconds(start);
+  Output out;
+  if (o.stage == Stage::kPadded) {
+    out.shape = {padded.height, padded.width, 3};
+    out.bytes = std::move(padded.pixels);
+    return out;
+  }
+  start = std::chrono::steady_clock::now();
+  DOCFEED_ASSIGN_OR_RETURN(const internal::NormalizeTable table,
+                           internal::MakeNormalizeTable(o.config));
+  const size_t n = padded.pixels.size();
+  out.bytes.resize(n * internal::DTypeSize(o.dtype));
+  DOCFEED_RETURN_IF_ERROR(
+      internal::Normalize(internal::ViewOf(padded), table, o.layout, o.dtype, out.bytes.data()));
+  t.normalize_s += Seconds(start);
+  out.descr = o.dtype == DType::kFloat32 ? "<f4" : "<f2";
+  out.shape = o.layout == internal::OutputLayout::kChw
+                  ? std::vector<int64_t>{3, padded.height, padded.width}
+                  : std::vector<int64_t>{padded.height, padded.width, 3};
+  return out;
+}
+
+Result<Output> RunOnce(const Options& o, std::span<const uint8_t> bytes, StageTimes& t) {
+  auto start = std::chrono::steady_clock::now();
+  DOCFEED_ASSIGN_OR_RETURN(const internal::ScaledSource source,
+                           internal::DecodeForDonut(bytes, o.config, o.mode));
+  t.decode_s += Seconds(start);
+  start = std::chrono::steady_clock::now();
+  DOCFEED_ASSIGN_OR_RETURN(const Image resized, internal::DonutResizeScaled(source, o.config));
+  t.resize_s += Seconds(start);
+  if (o.stage == Stage::kResized) return RgbOutput(resized);
+  return PadAndNormalize(o, resized, t);
+}
+
+std::string NpyHeader(const Output& out) {
+  std::string shape;
+  for (int64_t d : out.shape) shape += std::to_string(d) + ", ";
+  std::string dict = std::string("{'descr': '") + out.descr +
+                     "', 'fortran_order': False, 'shape': (" + shape.substr(0, shape.size() - 2) +
+                     "), }";
+  // Magic (6) + version (2) + length (2) + dict + padding + '\n' is a multiple of 64.
+  const size_t total = (10 + dict.size() + 1 + 63) / 64 * 64;
+  dict.append(total - 10 - dict.size() - 1, ' ');
+  dict += '\n';
+  std::string header("\x93NUMPY\x01\x00", 8);
+  header += static_cast<char>(dict.size() & 0xFF);
+  header += static_cast<char>(dict.size() >> 8);
+  return header + dict;
+}
+
+Status WriteOutput(const std::string& path, const Output& out) {
+  if (path.ends_with(".npy")) {
+    const std::string header = NpyHeader(out);
+    std::vector<uint8_t> file(header.begin(), header.end());
+    file.insert(file.end(), out.bytes.begin(), out.bytes.end());
+    return internal::WriteFile(path, file);
+  }
+  if (!path.ends_with(".png")) return InvalidArgumentError("-o must end in .npy or .png");
+  if (std::string(out.descr) != "|u1" || out.shape.size() != 3 || out.shape[2] != 3) {
+    return InvalidArgumentError("a .png holds the uint8 stages only (resized, padded)");
+  }
+  const Image image{.width = static_cast<int32_t>(out.shape[1]),
+                    .height = static_cast<int32_t>(out.shape[0]),
+                    .channels = 3,
+                    .pixels = out.bytes};
+  DOCFEED_ASSIGN_OR_RETURN(const std::vector<uint8_t> png, internal::EncodePng(image));
+  return internal::WriteFile(path, png);
+}
+
+void PrintTimes(const StageTimes& t, int n) {
+  const double total = t.decode_s + t.resize_s + t.pad_s + t.normalize_s;
+  std::fprintf(stderr,
+               "per image (mean of %d): decode %.3f ms, resize %.3f ms, pad %.3f ms, normalize "
+               "%.3f ms, total %.3f ms (%.2f images/s)\n",
+               n, 1e3 * t.decode_s / n, 1e3 * t.resize_s / n, 1e3 * t.pad_s / n,
+               1e3 * t.normalize_s / n, 1e3 * total / n, n / total);
+}
+
+Status Run(const Options& o) {
+  DOCFEED_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, internal::ReadFile(o.input));
+  StageTimes t;
+  Result<Output> out = RunOnce(o, bytes, t);
+  if (!out.ok()) return out.status().WithContext(o.input);
+  if (o.repeat > 0) {
+    t = StageTimes{};
+    for (int i = 0; i < o.repeat; ++i) DOCFEED_RETURN_IF_ERROR(RunOnce(o, bytes, t).status());
+    PrintTimes(t, o.repeat);
+  }
+  return WriteOutput(o.output, *out);
+}
+
+}  // namespace
+
+int RunPreprocess(const Args& args) {
+  Result<ParsedArgs> parsed = ParseArgs(args, {"--fast", "--align-long-axis", "--help", "-h"},
+                                        {"--preset", "--size", "--pad", "--seed", "--stage",
+                                         "--layout", "--dtype", "--repeat", "-o"});
+  if (parsed.ok() && (parsed->Has("--help") || parsed->Has("-h"))) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  Result<Options> options = parsed.ok() ? ParseOptions(*parsed) : Result<Options>(parsed.status());
+  if (!options.ok()) {
+    std::fprintf(stderr, "docfeed preprocess: %s\n\n%s", options.status().ToString().c_str(),
+                 kUsage);
+    return 2;
+  }
+  if (Status s = Run(*options); !s.ok()) {
+    std::fprintf(stderr, "docfeed preprocess: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace docfeed::tools
