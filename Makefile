@@ -17,11 +17,15 @@ help:
 deps:
 	@scripts/install-deps.sh
 
-$(VENV)/.installed: python/requirements-dev.txt
+# .venv holds the test references (datasets, pyarrow, Pillow); .venv/donut-ref holds
+# transformers 4.x, which cannot share .venv with datasets 5.x (see requirements-donut-ref.txt).
+$(VENV)/.installed: python/requirements-dev.txt python/requirements-donut-ref.txt
 	@$(MAKE) --no-print-directory deps
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -r python/requirements-dev.txt
+	rm -rf $(VENV)/donut-ref
+	$(VENV)/bin/pip install -q --no-deps --target $(VENV)/donut-ref -r python/requirements-donut-ref.txt
 	@touch $@
 
 venv: $(VENV)/.installed
@@ -55,7 +59,7 @@ test-fuzz: deps
 
 test: test-cpp test-python test-asan test-fuzz
 
-demo: build
+demo: build venv
 	scripts/demo.sh
 
 format:

@@ -102,16 +102,19 @@ class [[nodiscard]] Result {
 #define DOCFEED_STATUS_CONCAT_INNER(a, b) a##b
 #define DOCFEED_STATUS_CONCAT(a, b) DOCFEED_STATUS_CONCAT_INNER(a, b)
 
-// Returns from the current function if `expr` (a Status) is not OK.
-#define DOCFEED_RETURN_IF_ERROR(expr)                        \
-  do {                                                       \
-    ::docfeed::Status docfeed_status_tmp = (expr);           \
-    if (!docfeed_status_tmp.ok()) return docfeed_status_tmp; \
+// Returns from the current function if `expr` (a Status) is not OK. (__COUNTER__ keeps nested
+// uses, e.g. inside a lambda passed to another use, from shadowing each other.)
+#define DOCFEED_RETURN_IF_ERROR(expr) \
+  DOCFEED_RETURN_IF_ERROR_IMPL(DOCFEED_STATUS_CONCAT(docfeed_status_, __COUNTER__), expr)
+#define DOCFEED_RETURN_IF_ERROR_IMPL(status, expr) \
+  do {                                             \
+    ::docfeed::Status status = (expr);             \
+    if (!status.ok()) return status;               \
   } while (false)
 
 // `DOCFEED_ASSIGN_OR_RETURN(auto x, F());` declares x from F()'s value or returns its error.
 #define DOCFEED_ASSIGN_OR_RETURN(lhs, rexpr) \
-  DOCFEED_ASSIGN_OR_RETURN_IMPL(DOCFEED_STATUS_CONCAT(docfeed_result_, __LINE__), lhs, rexpr)
+  DOCFEED_ASSIGN_OR_RETURN_IMPL(DOCFEED_STATUS_CONCAT(docfeed_result_, __COUNTER__), lhs, rexpr)
 #define DOCFEED_ASSIGN_OR_RETURN_IMPL(result, lhs, rexpr) \
   auto result = (rexpr);                                  \
   if (!result.ok()) return result.status();               \

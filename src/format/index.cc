@@ -44,7 +44,8 @@ void EncodeRecord(const IndexRecord& r, std::vector<uint8_t>& out) {
 std::vector<uint8_t> EncodeIndex(std::span<const IndexRecord> records) {
   std::vector<uint8_t> out;
   out.reserve(kIndexHeaderBytes + records.size() * kIndexRecordBytes + kIndexFooterBytes);
-  out.insert(out.end(), kIndexMagic, kIndexMagic + sizeof(kIndexMagic));
+  out.resize(sizeof(kIndexMagic));
+  std::memcpy(out.data(), kIndexMagic, sizeof(kIndexMagic));
   PutLe(out, kIndexVersion);
   PutLe(out, static_cast<uint32_t>(kIndexRecordBytes));
   PutLe(out, static_cast<uint64_t>(records.size()));

@@ -1,7 +1,6 @@
 #include "pack/packer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -9,6 +8,7 @@
 #include <thread>
 
 #include "base/file.h"
+#include "base/ordered_parallel.h"
 #include "format/shard_writer.h"
 #include "format/verify.h"
 #include "pack/image_folder.h"
@@ -18,9 +18,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Samples are encoded in windows: workers fill a window in parallel, then the writer drains it
-// in order. Bounds memory to a window of encoded images whatever the dataset size.
-constexpr size_t kWindowPerThread = 8;
+// Encoded samples allowed in flight per thread: bounds memory, absorbs uneven page sizes.
+constexpr size_t kWindowPerThread = 4;
 
 struct Slot {
   uint64_t source_bytes = 0;
@@ -33,28 +32,16 @@ std::string SampleWhere(const ImageFolder& folder, const SourceSample& s) {
   return where;
 }
 
-void EncodeOne(const ImageFolder& folder, const SourceSample& sample, const EncodeOptions& opts,
-               Slot* slot) {
+Slot EncodeOne(const ImageFolder& folder, const SourceSample& sample, const EncodeOptions& opts) {
+  Slot slot;
   Result<std::vector<uint8_t>> bytes = ReadFile(JoinPath(folder.root, sample.relative_path));
   if (!bytes.ok()) {
-    slot->encoded = bytes.status();
-    return;
+    slot.encoded = bytes.status();
+    return slot;
   }
-  slot->source_bytes = bytes->size();
-  slot->encoded = EncodeSample(std::move(bytes).value(), opts);
-}
-
-void EncodeWindow(const ImageFolder& folder, size_t begin, std::vector<Slot>& slots,
-                  const EncodeOptions& opts, int threads) {
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < slots.size(); i = next++) {
-      EncodeOne(folder, folder.samples[begin + i], opts, &slots[i]);
-    }
-  };
-  std::vector<std::jthread> workers;
-  for (int t = 1; t < threads; ++t) workers.emplace_back(work);
-  work();
+  slot.source_bytes = bytes->size();
+  slot.encoded = EncodeSample(std::move(bytes).value(), opts);
+  return slot;
 }
 
 std::string PickLabelColumn(const std::vector<ColumnSpec>& columns) {
@@ -92,28 +79,23 @@ struct WriteState {
   Clock::time_point start;
 };
 
-Status DrainWindow(const ImageFolder& folder, size_t begin, std::vector<Slot>& slots,
-                   const PackOptions& options, const std::string& dir, ShardWriter& writer,
-                   WriteState& state) {
-  for (size_t i = 0; i < slots.size(); ++i) {
-    const SourceSample& src = folder.samples[begin + i];
-    Slot& slot = slots[i];
-    state.summary.source_bytes += slot.source_bytes;
-    if (!slot.encoded.ok()) {
-      Status why = slot.encoded.status().WithContext(SampleWhere(folder, src));
-      if (!options.skip_bad) return why;
-      DOCFEED_RETURN_IF_ERROR(Reject(dir, src, why, &state.rejects));
-      continue;
-    }
-    const EncodedImage& img = *slot.encoded;
-    SampleToWrite sample{img.bytes,  src.relative_path, img.codec,       img.width,
-                         img.height, img.channels,      img.orientation, src.values};
-    DOCFEED_RETURN_IF_ERROR(writer.Add(sample));
-    ++state.summary.samples;
-    state.summary.stored_image_bytes += img.bytes.size();
-    ++state.summary.stored_codecs[std::string(StoredCodecName(img.codec))];
-    slot.encoded = InternalError("released");  // frees the image bytes early
+// Writes one encoded sample (or rejects it); called in sample order.
+Status WriteOne(const ImageFolder& folder, size_t i, Slot& slot, const PackOptions& options,
+                const std::string& dir, ShardWriter& writer, WriteState& state) {
+  const SourceSample& src = folder.samples[i];
+  state.summary.source_bytes += slot.source_bytes;
+  if (!slot.encoded.ok()) {
+    Status why = slot.encoded.status().WithContext(SampleWhere(folder, src));
+    if (!options.skip_bad) return why;
+    return Reject(dir, src, why, &state.rejects);
   }
+  const EncodedImage& img = *slot.encoded;
+  SampleToWrite sample{img.bytes,  src.relative_path, img.codec,       img.width,
+                       img.height, img.channels,      img.orientation, src.values};
+  DOCFEED_RETURN_IF_ERROR(writer.Add(sample));
+  ++state.summary.samples;
+  state.summary.stored_image_bytes += img.bytes.size();
+  ++state.summary.stored_codecs[std::string(StoredCodecName(img.codec))];
   return Status::Ok();
 }
 
@@ -129,18 +111,18 @@ Status WriteAll(const ImageFolder& folder, const PackOptions& options, const std
   int threads = options.threads > 0
                     ? options.threads
                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  size_t window = kWindowPerThread * static_cast<size_t>(threads);
   const size_t total = folder.samples.size();
-  for (size_t begin = 0; begin < total; begin += window) {
-    std::vector<Slot> slots(std::min(window, total - begin));
-    EncodeWindow(folder, begin, slots, options.encode, threads);
-    DOCFEED_RETURN_IF_ERROR(DrainWindow(folder, begin, slots, options, dir, *writer, state));
-    if (options.on_progress) {
-      std::chrono::duration<double> elapsed = Clock::now() - state.start;
-      options.on_progress(
-          {begin + slots.size(), total, state.summary.source_bytes, elapsed.count()});
-    }
-  }
+  DOCFEED_RETURN_IF_ERROR(OrderedParallelFor<Slot>(
+      total, threads, kWindowPerThread * static_cast<size_t>(threads),
+      [&](size_t i) { return EncodeOne(folder, folder.samples[i], options.encode); },
+      [&](size_t i, Slot& slot) {
+        DOCFEED_RETURN_IF_ERROR(WriteOne(folder, i, slot, options, dir, *writer, state));
+        if (options.on_progress) {
+          std::chrono::duration<double> elapsed = Clock::now() - state.start;
+          options.on_progress({i + 1, total, state.summary.source_bytes, elapsed.count()});
+        }
+        return Status::Ok();
+      }));
   if (state.summary.samples == 0) {
     return InvalidArgumentError("every sample of " + folder.root + " was rejected; see " +
                                 JoinPath(dir, kRejectsFileName));

@@ -31,7 +31,7 @@ inline internal::Image Gradient(int width, int height, int channels, int seed) {
 inline void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   FILE* f = std::fopen(path.c_str(), "wb");
   DOCFEED_CHECK(f != nullptr);
-  DOCFEED_CHECK(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
+  DOCFEED_CHECK(bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
   DOCFEED_CHECK(std::fclose(f) == 0);
 }
 

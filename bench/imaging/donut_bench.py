@@ -1,0 +1,132 @@
+"""Donut preprocessing per page, one core: transformers vs Pillow resizes vs docfeed.
+
+Times, in one run and on the same A4 scans, the time per page to produce 1553x1200 pixel_values:
+  (a) transformers 4.57.6 DonutImageProcessor (Image.open + processor, numpy output),
+  (b) Pillow's two resize calls alone (BILINEAR shortest edge + BICUBIC thumbnail) on a decoded
+      image, i.e. the floor for any Pillow-based pipeline,
+  (c) docfeed exact: decode + resize + thumbnail + pad + normalize (`docfeed preprocess`),
+  (d) docfeed fast: the same with a DCT-scaled JPEG decode (--fast),
+  (e) docfeed's DecodeImage alone (the decode stage of (c)),
+and the pixel cost of (d): max/mean absolute difference and PSNR of its padded uint8 image
+against (c)'s. Prints a markdown table.
+
+Usage (pin to one core; transformers comes from .venv/donut-ref, see
+python/requirements-donut-ref.txt):
+  taskset -c 0 .venv/bin/python bench/imaging/donut_bench.py --build build/imaging
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+from PIL import Image
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+DOCS = REPO / "tests" / "data" / "sample-docs"
+PAGES = ["sroie/023.jpg", "sroie/027.jpg", "sroie/459.jpg", "invoices/AmazonWebServices.png"]
+HEIGHT, WIDTH = 1553, 1200
+
+TRANSFORMERS_TIMER = r"""
+import json, sys, time
+from PIL import Image
+from transformers import DonutImageProcessor
+pages, repeat = json.loads(sys.argv[1]), int(sys.argv[2])
+proc = DonutImageProcessor(size={"height": 1553, "width": 1200})
+out = {}
+for page in pages:
+    proc(Image.open(page), return_tensors="np")  # warm-up
+    t = time.perf_counter()
+    for _ in range(repeat):
+        proc(Image.open(page), return_tensors="np")
+    out[page] = (time.perf_counter() - t) / repeat
+print(json.dumps(out))
+"""
+
+
+def time_transformers(pages, repeat, ref_dir):
+    env = dict(os.environ, PYTHONPATH=str(ref_dir), TRANSFORMERS_VERBOSITY="error")
+    proc = subprocess.run([sys.executable, "-c", TRANSFORMERS_TIMER, json.dumps(pages),
+                           str(repeat)], env=env, capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def time_pillow_resizes(page, repeat):
+    """The processor's two Pillow calls, sizes computed as it does (docs/donut-preprocessing.md)."""
+    img = Image.open(page).convert("RGB")
+    w, h = img.size
+    s = min(HEIGHT, WIDTH)
+    rw, rh = (s, int(s * h / w)) if w <= h else (int(s * w / h), s)
+    th, tw = min(rh, HEIGHT), min(rw, WIDTH)
+    if rh > rw:
+        tw = int(rw * th / rh)
+    elif rw > rh:
+        th = int(rh * tw / rw)
+    img.resize((rw, rh), Image.BILINEAR).resize((tw, th), Image.BICUBIC, reducing_gap=2.0)
+    t = time.perf_counter()
+    for _ in range(repeat):
+        img.resize((rw, rh), Image.BILINEAR).resize((tw, th), Image.BICUBIC, reducing_gap=2.0)
+    return (time.perf_counter() - t) / repeat
+
+
+def docfeed(build, page, out, repeat, *extra):
+    """Runs `docfeed preprocess`; returns the stage times in seconds (decode, total)."""
+    proc = subprocess.run([str(build / "bin" / "docfeed"), "preprocess", page, "--preset", "donut",
+                           "--size", f"{HEIGHT}x{WIDTH}", "-o", out, "--repeat", str(repeat),
+                           *extra], capture_output=True, text=True, check=True)
+    m = re.search(r"decode ([\d.]+) ms.*total ([\d.]+) ms", proc.stderr)
+    return float(m.group(1)) / 1e3, float(m.group(2)) / 1e3
+
+
+def fast_cost(build, page, tmp):
+    exact, fast = tmp / "exact.npy", tmp / "fast.npy"
+    docfeed(build, page, exact, 1, "--stage", "padded")
+    docfeed(build, page, fast, 1, "--stage", "padded", "--fast")
+    a, b = np.load(exact).astype(np.int16), np.load(fast).astype(np.int16)
+    diff = np.abs(a - b)
+    mse = float(np.mean(diff.astype(np.float64) ** 2))
+    psnr = float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
+    return int(diff.max()), float(diff.mean()), psnr
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build", help="build dir holding bin/docfeed")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--ref", default=str(REPO / ".venv" / "donut-ref"))
+    args = ap.parse_args()
+    build = pathlib.Path(args.build)
+    build = build if build.is_absolute() else REPO / build
+    pages = [str(DOCS / p) for p in PAGES]
+    hf = time_transformers(pages, max(1, args.repeat // 2), args.ref)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = pathlib.Path(tmp_name)
+        for rel, page in zip(PAGES, pages):
+            with Image.open(page) as im:
+                size, mode = f"{im.width}x{im.height}", im.mode
+            pil = time_pillow_resizes(page, args.repeat)
+            decode, exact = docfeed(build, page, tmp / "c.npy", args.repeat)
+            _, fast = docfeed(build, page, tmp / "d.npy", args.repeat, "--fast")
+            rows.append((rel, size, mode, hf[page], pil, exact, fast, decode,
+                         fast_cost(build, page, tmp)))
+    print(f"Per page, one core, 1553x1200 output (repeat {args.repeat}; pages/s in brackets)\n")
+    print("| page | size | mode | (a) transformers | (b) Pillow resizes | (c) docfeed exact "
+          "| (d) docfeed fast | (e) decode only | (a)/(c) | (c)/(e) | fast: max / mean abs "
+          "diff, PSNR |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    ms = lambda s: f"{s * 1e3:.1f} ms ({1 / s:.1f})"  # noqa: E731
+    for rel, size, mode, a, b, c, d, e, (dmax, dmean, psnr) in rows:
+        cost = "identical (no DCT scaling)" if dmax == 0 else \
+            f"{dmax} / {dmean:.3f}, {psnr:.1f} dB"
+        print(f"| {rel} | {size} | {mode} | {ms(a)} | {ms(b)} | {ms(c)} | {ms(d)} | {ms(e)} "
+              f"| {a / c:.1f}x | {c / e:.2f} | {cost} |")
+
+
+if __name__ == "__main__":
+    main()
