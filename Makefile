@@ -7,11 +7,11 @@ PYTHON ?= python3
 VENV := .venv
 JOBS ?= $(shell nproc)
 
-.PHONY: help deps venv build build-asan test test-cpp test-asan test-python test-fuzz demo format clean
+.PHONY: help deps venv build build-asan test test-cpp test-asan test-tsan test-python test-fuzz demo format clean
 
 help:
 	@echo "make demo   pack the sample documents, verify them, show what was stored"
-	@echo "make test   build everything and run every test (release + address/UB sanitizers)"
+	@echo "make test   build everything and run every test (release, ASan+UBSan, TSan, fuzzers)"
 	@echo "make build  build only; the CLI lands at build/bin/docfeed"
 
 deps:
@@ -50,6 +50,16 @@ test-cpp: build
 test-asan: build-asan
 	ctest --test-dir build/asan --output-on-failure -j $(JOBS)
 
+build/tsan/CMakeCache.txt:
+	@$(MAKE) --no-print-directory deps
+	cmake --preset tsan
+
+# ThreadSanitizer over the tests that run threads (the pack pipeline and its ordered pool).
+TSAN_TESTS := base_test pack_test
+test-tsan: deps build/tsan/CMakeCache.txt
+	cmake --build build/tsan -j $(JOBS) --target $(TSAN_TESTS)
+	for t in $(TSAN_TESTS); do TSAN_OPTIONS=halt_on_error=1 build/tsan/bin/$$t || exit 1; done
+
 test-python: build venv
 	DOCFEED_BUILD_DIR=build $(VENV)/bin/python -m pytest -q tests/python tests/kernels
 
@@ -57,7 +67,7 @@ test-python: build venv
 test-fuzz: deps
 	fuzz/run_fuzz.sh 10
 
-test: test-cpp test-python test-asan test-fuzz
+test: test-cpp test-python test-asan test-tsan test-fuzz
 
 demo: build venv
 	scripts/demo.sh

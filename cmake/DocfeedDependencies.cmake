@@ -8,6 +8,19 @@ pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)       # libzstd-dev
 pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)         # liblz4-dev
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)   # libxxhash-dev
 find_package(nlohmann_json 3.10 REQUIRED)                      # nlohmann-json3-dev
+# libsentencepiece-dev: XLM-R tokenization of Donut labels (and training test models).
+pkg_check_modules(SENTENCEPIECE QUIET IMPORTED_TARGET sentencepiece)
+add_library(docfeed_sentencepiece INTERFACE)
+if(SENTENCEPIECE_FOUND)
+  target_link_libraries(docfeed_sentencepiece INTERFACE PkgConfig::SENTENCEPIECE)
+else()
+  find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h REQUIRED)
+  find_library(SENTENCEPIECE_LIBRARY sentencepiece REQUIRED)
+  find_library(SENTENCEPIECE_TRAIN_LIBRARY sentencepiece_train REQUIRED)
+  target_include_directories(docfeed_sentencepiece INTERFACE ${SENTENCEPIECE_INCLUDE_DIR})
+  target_link_libraries(docfeed_sentencepiece INTERFACE ${SENTENCEPIECE_LIBRARY}
+                        ${SENTENCEPIECE_TRAIN_LIBRARY})
+endif()
 if(DOCFEED_BUILD_TESTS)
   find_package(GTest REQUIRED)                                 # libgtest-dev
 endif()

@@ -13,6 +13,7 @@ packages=(
   libxxhash-dev                                      # XXH3-64 checksums
   nlohmann-json3-dev                                 # JSON (metadata.jsonl, manifests)
   libhwy-dev                                         # Google Highway SIMD kernels
+  libsentencepiece-dev sentencepiece                 # XLM-R tokenization of Donut labels
   libgtest-dev libgmock-dev libbenchmark-dev         # tests and benchmarks
   python3 python3-venv python3-dev                   # .venv for the interop tests
 )

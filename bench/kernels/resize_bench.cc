@@ -2,11 +2,15 @@
 // 1200-pixel shortest edge, and Donut's BICUBIC thumbnail step; scalar reference vs Highway.
 // Run: build/bin/kernels_bench --benchmark_filter=BM_Resize
 #include <benchmark/benchmark.h>
+#include <hwy/targets.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
+#include "kernels/resample.h"
+#include "kernels/resample_coeffs.h"
 #include "kernels/resize.h"
 #include "kernels/simd_mode.h"
 
@@ -77,6 +81,70 @@ void BM_Resize_BicubicThumbnail_Donut(benchmark::State& s) {
   RunResize(s, ResampleFilter::kBicubic, 1200, 1697, 1098, 1553, 2.0);
 }
 
+// Arg 0 is the scalar reference; others restrict Highway to one target (1 = best supported).
+constexpr int64_t kPassTargets[] = {0, 0, HWY_AVX3_DL, HWY_AVX3, HWY_AVX2};
+
+// Restricts dispatch to the target an Arg names while alive; false if the CPU lacks it.
+class TargetScope {
+ public:
+  explicit TargetScope(int64_t arg) {
+    const int64_t t = kPassTargets[arg];
+    ok_ = t == 0 || (hwy::SupportedTargets() & t) != 0;
+    if (ok_ && t != 0) hwy::SetSupportedTargetsForTest(t);
+    label_ = arg == 0 ? "scalar" : t == 0 ? "simd" : hwy::TargetName(t);
+  }
+  ~TargetScope() { hwy::SetSupportedTargetsForTest(0); }
+  TargetScope(const TargetScope&) = delete;
+  TargetScope& operator=(const TargetScope&) = delete;
+  bool ok() const { return ok_; }
+  const char* label() const { return label_; }
+
+ private:
+  bool ok_;
+  const char* label_;
+};
+
+// One pass alone, on the rows/bytes Donut's BILINEAR step feeds it (A4 RGB 300 dpi, 2480 ->
+// 1200 wide, 3508 -> 1697 high). Args: kPassTargets.
+void BM_Pass_Horizontal_Donut(benchmark::State& state) {
+  const bool scalar = state.range(0) == 0;
+  const TargetScope target(state.range(0));
+  if (!target.ok()) return state.SkipWithError("target not supported");
+  const std::vector<uint8_t> page = DocumentPage(2480, 3508);
+  std::vector<uint8_t> out(static_cast<size_t>(1200) * 3508 * 3);
+  CoeffTable x;
+  if (!ComputeCoeffs(2480, 0, 2480, 1200, ResampleFilter::kBilinear, &x).ok()) std::abort();
+  for (auto _ : state) {
+    if (scalar) {
+      ResampleHorizontalReference(page.data(), 2480 * 3, 2480, 3508, 3, x, out.data(), 1200 * 3);
+    } else {
+      ResampleHorizontalSimd(page.data(), 2480 * 3, 2480, 3508, 3, x, out.data(), 1200 * 3);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(target.label());
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(page.size()));
+}
+void BM_Pass_Vertical_Donut(benchmark::State& state) {
+  const bool scalar = state.range(0) == 0;
+  const TargetScope target(state.range(0));
+  if (!target.ok()) return state.SkipWithError("target not supported");
+  const std::vector<uint8_t> page = DocumentPage(1200, 3508);
+  std::vector<uint8_t> out(static_cast<size_t>(1200) * 1697 * 3);
+  CoeffTable y;
+  if (!ComputeCoeffs(3508, 0, 3508, 1697, ResampleFilter::kBilinear, &y).ok()) std::abort();
+  for (auto _ : state) {
+    if (scalar) {
+      ResampleVerticalReference(page.data(), 1200 * 3, 1200 * 3, y, out.data(), 1200 * 3);
+    } else {
+      ResampleVerticalSimd(page.data(), 1200 * 3, 1200 * 3, y, out.data(), 1200 * 3);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(target.label());
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(page.size()));
+}
+
 #define DOCFEED_RESIZE_BENCH(name) \
   BENCHMARK(name)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()
 DOCFEED_RESIZE_BENCH(BM_Resize_Bilinear_A4_300dpi);
@@ -86,6 +154,8 @@ DOCFEED_RESIZE_BENCH(BM_Resize_Bilinear_A4_150dpi);
 DOCFEED_RESIZE_BENCH(BM_Resize_Bicubic_A4_150dpi);
 DOCFEED_RESIZE_BENCH(BM_Resize_Lanczos_A4_150dpi);
 DOCFEED_RESIZE_BENCH(BM_Resize_BicubicThumbnail_Donut);
+BENCHMARK(BM_Pass_Horizontal_Donut)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Pass_Vertical_Donut)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace docfeed::internal

@@ -84,6 +84,8 @@ Result<std::vector<std::string>> ListDirectory(const std::string& dir);
 // True if a process with this id exists (used to recognise leftovers of a killed run).
 bool ProcessExists(int pid);
 int CurrentProcessId();
+// The canonical absolute path (symlinks resolved) of an existing path.
+Result<std::string> RealPath(const std::string& path);
 
 std::string JoinPath(std::string_view a, std::string_view b);
 std::string BaseName(std::string_view path);

@@ -41,6 +41,18 @@ void EncodeRecord(const IndexRecord& r, std::vector<uint8_t>& out) {
 
 }  // namespace
 
+std::string_view StoredCodecName(StoredCodec codec) {
+  switch (codec) {
+    case StoredCodec::kJpeg:
+      return "jpeg";
+    case StoredCodec::kPng:
+      return "png";
+    case StoredCodec::kWebp:
+      return "webp";
+  }
+  return "unknown";
+}
+
 std::vector<uint8_t> EncodeIndex(std::span<const IndexRecord> records) {
   std::vector<uint8_t> out;
   out.reserve(kIndexHeaderBytes + records.size() * kIndexRecordBytes + kIndexFooterBytes);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "docfeed/status.h"
@@ -22,6 +23,9 @@ inline constexpr size_t kIndexFooterBytes = 8;
 
 // Codes stored in IndexRecord::codec. Never renumber: they are on disk.
 enum class StoredCodec : uint8_t { kJpeg = 1, kPng = 2, kWebp = 3 };
+
+// "jpeg", "png", "webp" ("unknown" for other values).
+std::string_view StoredCodecName(StoredCodec codec);
 
 // One sample's entry; all integers little-endian on disk, in this field order.
 struct IndexRecord {

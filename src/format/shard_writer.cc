@@ -135,12 +135,16 @@ class ArrowShardWriter final : public ShardWriter {
     manifest.data_files = files_;
     for (const IndexRecord& r : records_) {
       manifest.stored_image_bytes += r.image_length;
-      ++manifest.stored_codecs[CodecKey(r.codec)];
+      ++manifest.stored_codecs[std::string(StoredCodecName(static_cast<StoredCodec>(r.codec)))];
     }
     std::vector<uint8_t> index = EncodeIndex(records_);
     DOCFEED_RETURN_IF_ERROR(WriteOther(kIndexFileName, index, &manifest));
     DOCFEED_RETURN_IF_ERROR(WriteOther("dataset_info.json", Text(DatasetInfoJson()), &manifest));
     DOCFEED_RETURN_IF_ERROR(WriteOther("state.json", Text(StateJson(Hash64(index))), &manifest));
+    for (const std::string& name : options_.extra_files) {
+      DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadFile(Path(name)));
+      manifest.other_files.push_back({name, bytes.size(), Hash64(bytes), 0, {}});
+    }
     std::string rejects = Path(kRejectsFileName);
     if (PathExists(rejects)) {
       DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadFile(rejects));
@@ -151,17 +155,6 @@ class ArrowShardWriter final : public ShardWriter {
   }
 
  private:
-  static std::string CodecKey(uint8_t codec) {
-    switch (static_cast<StoredCodec>(codec)) {
-      case StoredCodec::kJpeg:
-        return "jpeg";
-      case StoredCodec::kPng:
-        return "png";
-      case StoredCodec::kWebp:
-        return "webp";
-    }
-    return "unknown";
-  }
   static std::span<const uint8_t> Text(const std::string& s) {
     return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
   }

@@ -34,6 +34,9 @@ struct ShardWriterOptions {
   // random access cheap when bodies are compressed.
   uint32_t max_batch_rows = 64;
   uint64_t max_batch_bytes = 64ull << 20;
+  // Files (relative to `directory`, e.g. "tokenizer/added_tokens.json") the caller writes
+  // before Finish(); Finish() lists them in the manifest's other_files so verify checks them.
+  std::vector<std::string> extra_files;
 };
 
 struct SampleToWrite {

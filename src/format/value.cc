@@ -85,7 +85,12 @@ uint32_t LabelLength(const Value& value) {
     return static_cast<uint32_t>(std::min<size_t>(n, std::numeric_limits<uint32_t>::max()));
   };
   if (const auto* s = std::get_if<std::string>(&value)) return clamp(s->size());
-  if (const auto* v = std::get_if<std::vector<int64_t>>(&value)) return clamp(v->size());
+  if (const auto* v = std::get_if<std::vector<int64_t>>(&value)) {
+    // Trailing ignore-index padding (-100, what Donut `labels` are padded with) is not label.
+    size_t n = v->size();
+    while (n > 0 && (*v)[n - 1] == kIgnoreIndex) --n;
+    return clamp(n);
+  }
   if (const auto* v = std::get_if<std::vector<double>>(&value)) return clamp(v->size());
   if (const auto* v = std::get_if<std::vector<std::string>>(&value)) return clamp(v->size());
   return 0;

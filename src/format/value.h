@@ -41,8 +41,12 @@ using Value = std::variant<std::monostate, std::string, int64_t, double, bool, s
 // REQUIRES: values.size() == columns.size() and each non-null value matches its column type.
 uint64_t HashLabels(const std::vector<ColumnSpec>& columns, const std::vector<Value>& values);
 
-// The "label length" recorded in the index for a value: element count for lists, UTF-8 byte
-// length for strings, 0 for null and scalars.
+// The ignore index the Donut recipes pad `labels` with (PyTorch's CrossEntropyLoss default).
+inline constexpr int64_t kIgnoreIndex = -100;
+
+// The "label length" recorded in the index for a value: element count for lists (for
+// list<int64>, not counting trailing kIgnoreIndex padding), UTF-8 byte length for strings, 0
+// for null and scalars.
 uint32_t LabelLength(const Value& value);
 
 }  // namespace docfeed::internal

@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace docfeed::internal {
 namespace {
@@ -60,19 +61,30 @@ Image NewImage(int32_t width, int32_t height, int32_t channels) {
   return image;
 }
 
-// Pillow's resize of the whole image (or `box`) to width x height.
-Result<Image> PillowResize(const Image& src, int32_t width, int32_t height, ResampleFilter filter,
-                           const Box* box, double reducing_gap) {
+Status CheckPillowBomb(int32_t width, int32_t height) {
   if (static_cast<uint64_t>(width) * static_cast<uint64_t>(height) >
       DecodeLimits::kPillowBombPixels) {
     return ResourceExhaustedError("donut: intermediate image " + SizeText(width, height) +
                                   " exceeds " + std::to_string(DecodeLimits::kPillowBombPixels) +
                                   " pixels");
   }
+  return Status::Ok();
+}
+
+// Pillow's resize of the whole image (or `box`) to width x height.
+Result<Image> PillowResize(const ImageView& src, int32_t width, int32_t height,
+                           ResampleFilter filter, const Box* box, double reducing_gap) {
+  DOCFEED_RETURN_IF_ERROR(CheckPillowBomb(width, height));
   Image dst = NewImage(width, height, src.channels);
-  DOCFEED_RETURN_IF_ERROR(Resize(ViewOf(src), MutableViewOf(dst), filter, box, reducing_gap));
+  DOCFEED_RETURN_IF_ERROR(Resize(src, MutableViewOf(dst), filter, box, reducing_gap));
   return dst;
 }
+
+// The shortest-edge result that only feeds the thumbnail lives in per-thread scratch, reused
+// across images: no allocation, zero fill or page faults per image. Larger ones (very long
+// pages) get their own buffer rather than pinning that much memory per thread.
+constexpr size_t kMaxScratchBytes = size_t{32} << 20;
+thread_local std::vector<uint8_t> t_resized;
 
 // The box of a scaled decode in its own pixel units, before any rotation.
 Box ScaledBox(const ScaledSource& source) {
@@ -90,21 +102,32 @@ Result<Image> ResizeStages(const Image& image, const Box& box, const DonutGeomet
                            const DonutConfig& config) {
   const bool full_box =
       box.x0 == 0 && box.y0 == 0 && box.x1 == image.width && box.y1 == image.height;
-  Image current;
-  if (config.do_resize) {
-    DOCFEED_ASSIGN_OR_RETURN(
-        current, PillowResize(image, g.resized_width, g.resized_height, ResampleFilter::kBilinear,
-                              full_box ? nullptr : &box, 0));
-  } else if (!full_box) {
+  if (!config.do_resize && !full_box) {
     return InvalidArgumentError("donut: a scaled decode needs do_resize");
-  } else {
-    current = image;
   }
-  if (!config.do_thumbnail ||
-      (g.thumb_width == current.width && g.thumb_height == current.height)) {
-    return current;
+  // Without do_resize the geometry's resized size is the (aligned) image size.
+  const bool thumbnail = config.do_thumbnail &&
+                         (g.thumb_width != g.resized_width || g.thumb_height != g.resized_height);
+  const Box* resize_box = full_box ? nullptr : &box;
+  if (!thumbnail) {
+    if (!config.do_resize) return image;
+    return PillowResize(ViewOf(image), g.resized_width, g.resized_height, ResampleFilter::kBilinear,
+                        resize_box, 0);
   }
-  return PillowResize(current, g.thumb_width, g.thumb_height, ResampleFilter::kBicubic, nullptr,
+  ImageView resized = ViewOf(image);
+  std::vector<uint8_t> own;
+  if (config.do_resize) {
+    DOCFEED_RETURN_IF_ERROR(CheckPillowBomb(g.resized_width, g.resized_height));
+    const size_t stride = static_cast<size_t>(g.resized_width) * image.channels;
+    const size_t size_bytes = stride * static_cast<size_t>(g.resized_height);
+    std::vector<uint8_t>& buffer = size_bytes <= kMaxScratchBytes ? t_resized : own;
+    if (buffer.size() < size_bytes) buffer.resize(size_bytes);
+    const MutableImageView out{buffer.data(), g.resized_width, g.resized_height, image.channels,
+                               static_cast<ptrdiff_t>(stride)};
+    DOCFEED_RETURN_IF_ERROR(Resize(ViewOf(image), out, ResampleFilter::kBilinear, resize_box, 0));
+    resized = ImageView{out.data, out.width, out.height, out.channels, out.stride_bytes};
+  }
+  return PillowResize(resized, g.thumb_width, g.thumb_height, ResampleFilter::kBicubic, nullptr,
                       2.0);
 }
 

@@ -1,8 +1,9 @@
 // Highway SIMD resampling passes and their dispatch. Bit-identical to resample_reference.cc.
 //
-// Exactness: the weights have 22 bits, so 16-bit multiply-add (pmaddwd) would round them.
-// Both passes multiply in 32-bit lanes instead (exact: |pixel * weight| < 2^30) and keep Pillow's
-// accumulation, rounding bias and clamp, so every target yields the reference's bytes.
+// Generic targets (AVX2, SSE4, SSSE3, SCALAR) multiply in 32-bit lanes (exact: |pixel * weight|
+// < 2^30) and keep Pillow's accumulation, rounding bias and clamp, so every target yields the
+// reference's bytes. AVX3/AVX3_DL use resample_avx512-inl.h instead: 16-bit multiply-adds with
+// each 22-bit weight split into two int16 halves, exact modulo 2^32 (argument there).
 //
 // Vertical pass: all output bytes of a row share one weight per tap, so lanes are consecutive
 // bytes of the row: acc += promote(src_row_t[i..]) * broadcast(k_t).
@@ -10,10 +11,12 @@
 // byte (first(o) + t) * channels, which holds all channels of that source pixel; the weights are
 // re-laid out per lane group ("group tables") once per call. Lanes of a group with fewer taps
 // read byte 0 with weight 0.
+// Both passes together (SeparableImpl) stream bands of rows through a cache-sized buffer.
 #include "kernels/resample.h"
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/simd_mode.h"
 
@@ -85,11 +88,12 @@ void VerticalRow(const uint8_t* src, ptrdiff_t stride, int32_t row_bytes, const 
   }
 }
 
-void VerticalPass(const uint8_t* src, ptrdiff_t src_stride, int32_t row_bytes, const CoeffTable& y,
-                  uint8_t* dst, ptrdiff_t dst_stride) {
-  for (int32_t o = 0; o < y.out_size; ++o) {
-    VerticalRow(src + y.first(o) * src_stride, src_stride, row_bytes, y.row(o), y.taps(o),
-                dst + o * dst_stride);
+// Output rows [o0, o1); `src` starts at source row `src_row0`.
+void VerticalRows(const uint8_t* src, ptrdiff_t src_stride, int32_t src_row0, int32_t row_bytes,
+                  const CoeffTable& y, int32_t o0, int32_t o1, uint8_t* dst, ptrdiff_t dst_stride) {
+  for (int32_t o = o0; o < o1; ++o) {
+    VerticalRow(src + (y.first(o) - src_row0) * src_stride, src_stride, row_bytes, y.row(o),
+                y.taps(o), dst + o * dst_stride);
   }
 }
 
@@ -207,9 +211,9 @@ void HorizontalRow(const uint8_t* src, const GroupTables& g, int32_t out_size, u
 // A 4-byte gather at the last pixel reads up to 4 - channels bytes past the row. That is
 // inside the next row except on the last row, which is therefore copied into padded storage.
 template <int kChannels>
-void HorizontalRows(const uint8_t* src, ptrdiff_t src_stride, int32_t src_width, int32_t rows,
-                    const CoeffTable& x, uint8_t* dst, ptrdiff_t dst_stride) {
-  const GroupTables g = BuildGroupTables(x, kChannels, hn::Lanes(D32()));
+void HorizontalRows(const GroupTables& g, const uint8_t* src, ptrdiff_t src_stride,
+                    int32_t src_width, int32_t rows, const CoeffTable& x, uint8_t* dst,
+                    ptrdiff_t dst_stride) {
   for (int32_t r = 0; r + 1 < rows; ++r) {
     HorizontalRow<kChannels>(src + r * src_stride, g, x.out_size, dst + r * dst_stride);
   }
@@ -221,25 +225,140 @@ void HorizontalRows(const uint8_t* src, ptrdiff_t src_stride, int32_t src_width,
   HorizontalRow<kChannels>(last.get(), g, x.out_size, dst + (rows - 1) * dst_stride);
 }
 
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#include "kernels/resample_avx512-inl.h"
+#endif  // HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+
+// A horizontal pass with its weights re-laid out once, run on any rows of the source.
+class HorizontalPlan {
+ public:
+  HorizontalPlan(const CoeffTable& x, int32_t channels, int32_t src_width)
+      : x_(x), channels_(channels), src_width_(src_width) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    permute_ = BuildPermuteTables(x, channels, &permute_tables_);
+    if (permute_) return;
+#endif
+    groups_ = BuildGroupTables(x, channels, hn::Lanes(D32()));
+  }
+
+  void Run(const uint8_t* src, ptrdiff_t src_stride, int32_t rows, uint8_t* dst,
+           ptrdiff_t dst_stride) const {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    if (permute_) return PermuteRows(permute_tables_, src, src_stride, rows, dst, dst_stride);
+#endif
+    switch (channels_) {
+      case 1:
+        return HorizontalRows<1>(groups_, src, src_stride, src_width_, rows, x_, dst, dst_stride);
+      case 2:
+        return HorizontalRows<2>(groups_, src, src_stride, src_width_, rows, x_, dst, dst_stride);
+      case 3:
+        return HorizontalRows<3>(groups_, src, src_stride, src_width_, rows, x_, dst, dst_stride);
+      default:
+        return HorizontalRows<4>(groups_, src, src_stride, src_width_, rows, x_, dst, dst_stride);
+    }
+  }
+
+ private:
+  const CoeffTable& x_;
+  int32_t channels_;
+  int32_t src_width_;
+  GroupTables groups_;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  bool permute_ = false;
+  PermuteTables permute_tables_;
+#endif
+};
+
+// A vertical pass prepared once, run on any range of output rows.
+class VerticalPlan {
+ public:
+  explicit VerticalPlan(const CoeffTable& y) : y_(y) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    pairs_ = BuildVerticalPairs(y);
+#endif
+  }
+
+  // Output rows [o0, o1); `src` starts at source row `src_row0`.
+  void Run(const uint8_t* src, ptrdiff_t src_stride, int32_t src_row0, int32_t row_bytes,
+           int32_t o0, int32_t o1, uint8_t* dst, ptrdiff_t dst_stride) const {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    VerticalRowsAvx3(pairs_, src, src_stride, src_row0, row_bytes, y_, o0, o1, dst, dst_stride);
+#else
+    VerticalRows(src, src_stride, src_row0, row_bytes, y_, o0, o1, dst, dst_stride);
+#endif
+  }
+
+ private:
+  const CoeffTable& y_;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  VerticalPairs pairs_;
+#endif
+};
+
+// Source rows [first, last) that output rows [o0, o1) read.
+void RowSpan(const CoeffTable& y, int32_t o0, int32_t o1, int32_t* first, int32_t* last) {
+  *first = y.first(o0);
+  *last = y.first(o0) + y.taps(o0);
+  for (int32_t o = o0 + 1; o < o1; ++o) {
+    *first = std::min(*first, y.first(o));
+    *last = std::max(*last, y.first(o) + y.taps(o));
+  }
+}
+
+// Bytes of horizontally resampled rows one band keeps: about half of a 2 MiB L2, next to the
+// source rows streaming in and the weight tables.
+constexpr size_t kBandBytes = size_t{256} << 10;
+
 }  // namespace
 
 void HorizontalPassImpl(const uint8_t* src, ptrdiff_t src_stride, int32_t src_width, int32_t rows,
                         int32_t channels, const CoeffTable& x, uint8_t* dst, ptrdiff_t dst_stride) {
-  switch (channels) {
-    case 1:
-      return HorizontalRows<1>(src, src_stride, src_width, rows, x, dst, dst_stride);
-    case 2:
-      return HorizontalRows<2>(src, src_stride, src_width, rows, x, dst, dst_stride);
-    case 3:
-      return HorizontalRows<3>(src, src_stride, src_width, rows, x, dst, dst_stride);
-    default:
-      return HorizontalRows<4>(src, src_stride, src_width, rows, x, dst, dst_stride);
-  }
+  HorizontalPlan(x, channels, src_width).Run(src, src_stride, rows, dst, dst_stride);
 }
 
 void VerticalPassImpl(const uint8_t* src, ptrdiff_t src_stride, int32_t row_bytes,
                       const CoeffTable& y, uint8_t* dst, ptrdiff_t dst_stride) {
-  VerticalPass(src, src_stride, row_bytes, y, dst, dst_stride);
+  VerticalPlan(y).Run(src, src_stride, 0, row_bytes, 0, y.out_size, dst, dst_stride);
+}
+
+// Both passes, streamed in bands of output rows: the horizontal pass produces only the rows a
+// band's vertical weights read (rows shared with the previous band are moved, not recomputed)
+// into a buffer that stays in cache, and the vertical pass consumes them at once. The
+// intermediate rows are the same 8-bit values as in the two-pass order, so are the bytes.
+void SeparableImpl(const uint8_t* src, ptrdiff_t src_stride, int32_t src_width, int32_t channels,
+                   const CoeffTable& x, const CoeffTable& y, uint8_t* dst, ptrdiff_t dst_stride) {
+  const HorizontalPlan horizontal(x, channels, src_width);
+  const VerticalPlan vertical(y);
+  const auto stride = static_cast<ptrdiff_t>(x.out_size) * channels;
+  int32_t span_first, span_last;
+  RowSpan(y, 0, y.out_size, &span_first, &span_last);
+  const auto band_rows = static_cast<int64_t>(kBandBytes / static_cast<size_t>(stride));
+  const auto band = static_cast<int32_t>(std::clamp<int64_t>(
+      band_rows * y.out_size / std::max(1, span_last - span_first), 1, y.out_size));
+  int32_t capacity = 0;
+  for (int32_t o0 = 0; o0 < y.out_size; o0 += band) {
+    int32_t first, last;
+    RowSpan(y, o0, std::min(y.out_size, o0 + band), &first, &last);
+    capacity = std::max(capacity, last - first);
+  }
+  auto buffer = hwy::AllocateAligned<uint8_t>(static_cast<size_t>(capacity) * stride);
+  int32_t have_first = 0, have_last = 0;  // Source rows held in `buffer`.
+  for (int32_t o0 = 0; o0 < y.out_size; o0 += band) {
+    const int32_t o1 = std::min(y.out_size, o0 + band);
+    int32_t first, last;
+    RowSpan(y, o0, o1, &first, &last);
+    int32_t keep = 0;
+    if (first >= have_first && first < have_last) {
+      keep = std::min(have_last, last) - first;
+      std::memmove(buffer.get(), buffer.get() + (first - have_first) * stride,
+                   static_cast<size_t>(keep) * stride);
+    }
+    horizontal.Run(src + (first + keep) * src_stride, src_stride, last - first - keep,
+                   buffer.get() + keep * stride, stride);
+    vertical.Run(buffer.get(), stride, first, static_cast<int32_t>(stride), o0, o1, dst,
+                 dst_stride);
+    have_first = first, have_last = last;
+  }
 }
 
 }  // namespace HWY_NAMESPACE
@@ -251,6 +370,7 @@ namespace docfeed::internal {
 
 HWY_EXPORT(HorizontalPassImpl);
 HWY_EXPORT(VerticalPassImpl);
+HWY_EXPORT(SeparableImpl);
 
 void ResampleHorizontalSimd(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t src_width,
                             int32_t rows, int32_t channels, const CoeffTable& x, uint8_t* dst,
@@ -263,6 +383,23 @@ void ResampleVerticalSimd(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_
                           const CoeffTable& y, uint8_t* dst, ptrdiff_t dst_stride_bytes) {
   HWY_DYNAMIC_DISPATCH(VerticalPassImpl)
   (src, src_stride_bytes, row_bytes, y, dst, dst_stride_bytes);
+}
+
+void ResampleSeparableSimd(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t src_width,
+                           int32_t channels, const CoeffTable& x, const CoeffTable& y, uint8_t* dst,
+                           ptrdiff_t dst_stride_bytes) {
+  HWY_DYNAMIC_DISPATCH(SeparableImpl)
+  (src, src_stride_bytes, src_width, channels, x, y, dst, dst_stride_bytes);
+}
+
+void ResampleSeparable(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t src_width,
+                       int32_t channels, const CoeffTable& x, const CoeffTable& y, uint8_t* dst,
+                       ptrdiff_t dst_stride_bytes) {
+  if (CurrentSimdMode() == SimdMode::kScalar) {
+    return ResampleSeparableReference(src, src_stride_bytes, src_width, channels, x, y, dst,
+                                      dst_stride_bytes);
+  }
+  ResampleSeparableSimd(src, src_stride_bytes, src_width, channels, x, y, dst, dst_stride_bytes);
 }
 
 void ResampleHorizontal(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t src_width,

@@ -37,12 +37,25 @@ void ResampleHorizontal(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t 
 void ResampleVertical(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t row_bytes,
                       const CoeffTable& y, uint8_t* dst, ptrdiff_t dst_stride_bytes);
 
+// Both passes, horizontal first, with Pillow's 8-bit rounding in between (the horizontal pass
+// first, ImagingResampleInner's order): equal to ResampleHorizontal over the source rows that `y`
+// reads, into a temporary, followed by ResampleVertical. `y` indexes source rows. The SIMD
+// version streams bands of rows through a cache-sized buffer instead of a whole temporary image.
+// dst: y.out_size rows of x.out_size * channels bytes.
+// REQUIRES: as both passes; no overlap of src and dst.
+void ResampleSeparable(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t src_width,
+                       int32_t channels, const CoeffTable& x, const CoeffTable& y, uint8_t* dst,
+                       ptrdiff_t dst_stride_bytes);
+
 // The scalar references (same contracts).
 void ResampleHorizontalReference(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t src_width,
                                  int32_t rows, int32_t channels, const CoeffTable& x, uint8_t* dst,
                                  ptrdiff_t dst_stride_bytes);
 void ResampleVerticalReference(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t row_bytes,
                                const CoeffTable& y, uint8_t* dst, ptrdiff_t dst_stride_bytes);
+void ResampleSeparableReference(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t src_width,
+                                int32_t channels, const CoeffTable& x, const CoeffTable& y,
+                                uint8_t* dst, ptrdiff_t dst_stride_bytes);
 
 // The Highway versions, ignoring DOCFEED_SIMD; they use the target hwy::SupportedTargets()
 // picks (tests iterate over targets with hwy::SetSupportedTargetsForTest).
@@ -51,6 +64,9 @@ void ResampleHorizontalSimd(const uint8_t* src, ptrdiff_t src_stride_bytes, int3
                             ptrdiff_t dst_stride_bytes);
 void ResampleVerticalSimd(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t row_bytes,
                           const CoeffTable& y, uint8_t* dst, ptrdiff_t dst_stride_bytes);
+void ResampleSeparableSimd(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t src_width,
+                           int32_t channels, const CoeffTable& x, const CoeffTable& y, uint8_t* dst,
+                           ptrdiff_t dst_stride_bytes);
 
 }  // namespace docfeed::internal
 

@@ -3,6 +3,7 @@
 // instance like Pillow's per-band-count loops. These define the bytes; the SIMD passes in
 // resample.cc must match them exactly.
 #include <algorithm>
+#include <vector>
 
 #include "kernels/resample.h"
 
@@ -67,6 +68,23 @@ void ResampleVerticalReference(const uint8_t* src, ptrdiff_t src_stride_bytes, i
       out[i] = Clip8(acc);
     }
   }
+}
+
+void ResampleSeparableReference(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t src_width,
+                                int32_t channels, const CoeffTable& x, const CoeffTable& y,
+                                uint8_t* dst, ptrdiff_t dst_stride_bytes) {
+  // ImagingResampleInner: the horizontal pass over the rows the vertical weights read, into an
+  // 8-bit temporary, then the vertical pass with its first rows shifted to the temporary's.
+  const int32_t first = y.first(0);
+  const int32_t last = y.first(y.out_size - 1) + y.taps(y.out_size - 1);
+  const auto stride = static_cast<ptrdiff_t>(x.out_size) * channels;
+  std::vector<uint8_t> temp(static_cast<size_t>(stride) * static_cast<size_t>(last - first));
+  ResampleHorizontalReference(src + first * src_stride_bytes, src_stride_bytes, src_width,
+                              last - first, channels, x, temp.data(), stride);
+  CoeffTable shifted = y;
+  for (int32_t o = 0; o < y.out_size; ++o) shifted.bounds[2 * static_cast<size_t>(o)] -= first;
+  ResampleVerticalReference(temp.data(), stride, static_cast<int32_t>(stride), shifted, dst,
+                            dst_stride_bytes);
 }
 
 }  // namespace docfeed::internal

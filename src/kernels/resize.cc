@@ -30,10 +30,11 @@ class Scratch {
   std::vector<uint8_t> buffer_;
 };
 
-// One buffer per role, because the roles nest (premultiplied source -> reduced -> H-pass).
+// One buffer per role, because the roles nest (premultiplied source -> reduced -> the
+// intermediate of a vertical-first resample; horizontal-first streams its own small band).
 thread_local Scratch t_premultiplied;
 thread_local Scratch t_reduced;
-thread_local Scratch t_horizontal;
+thread_local Scratch t_vertical_first;
 
 size_t RowBytes(int32_t width, int32_t channels) {
   return static_cast<size_t>(width) * static_cast<size_t>(channels);
@@ -84,22 +85,6 @@ void ShiftFirst(CoeffTable* t, int32_t by) {
   for (int32_t o = 0; o < t->out_size; ++o) t->bounds[2 * static_cast<size_t>(o)] -= by;
 }
 
-// Horizontal pass over the rows the vertical weights read, into an 8-bit temporary, then the
-// vertical pass: ImagingResampleInner's order.
-void ResampleHorizontalFirst(const ImageView& src, const MutableImageView& dst, const CoeffTable& x,
-                             CoeffTable* y) {
-  const int32_t c = src.channels;
-  int32_t row_first, row_last;
-  Span(*y, &row_first, &row_last);
-  const int32_t rows = row_last - row_first;
-  const auto stride = static_cast<ptrdiff_t>(RowBytes(dst.width, c));
-  uint8_t* temp = t_horizontal.Get(static_cast<size_t>(stride) * static_cast<size_t>(rows));
-  ResampleHorizontal(src.data + row_first * src.stride_bytes, src.stride_bytes, src.width, rows, c,
-                     x, temp, stride);
-  ShiftFirst(y, row_first);
-  ResampleVertical(temp, stride, static_cast<int32_t>(stride), *y, dst.data, dst.stride_bytes);
-}
-
 // Pillow >= 13 (python-pillow/Pillow#9549) runs the vertical pass first when the height shrinks
 // by more than twice as many pixels as the width does. The vertical pass reads only the columns
 // the horizontal weights use; the 8-bit rounding between passes is the same.
@@ -109,7 +94,8 @@ void ResampleVerticalFirst(const ImageView& src, const MutableImageView& dst, Co
   int32_t col_first, col_last;
   Span(*x, &col_first, &col_last);
   const auto stride = static_cast<ptrdiff_t>(RowBytes(col_last - col_first, c));
-  uint8_t* temp = t_horizontal.Get(static_cast<size_t>(stride) * static_cast<size_t>(dst.height));
+  uint8_t* temp =
+      t_vertical_first.Get(static_cast<size_t>(stride) * static_cast<size_t>(dst.height));
   ResampleVertical(src.data + static_cast<ptrdiff_t>(RowBytes(col_first, c)), src.stride_bytes,
                    static_cast<int32_t>(stride), y, temp, stride);
   ShiftFirst(x, col_first);
@@ -141,7 +127,8 @@ Status Resample(const ImageView& src, const MutableImageView& dst, ResampleFilte
     if (VerticalFirst(src, dst)) {
       ResampleVerticalFirst(src, dst, &x, y);
     } else {
-      ResampleHorizontalFirst(src, dst, x, &y);
+      // ImagingResampleInner's order: horizontal pass over the rows the vertical weights read.
+      ResampleSeparable(src.data, src.stride_bytes, src.width, c, x, y, dst.data, dst.stride_bytes);
     }
   } else if (need_h) {
     // Unchanged height means the vertical window is every row: no temporary needed.

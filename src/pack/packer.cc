@@ -24,6 +24,7 @@ constexpr size_t kWindowPerThread = 4;
 struct Slot {
   uint64_t source_bytes = 0;
   Result<EncodedImage> encoded = InternalError("not processed");
+  std::vector<Value> label_values;  // `labels`, `target_sequence` with a Labeler
 };
 
 std::string SampleWhere(const ImageFolder& folder, const SourceSample& s) {
@@ -32,8 +33,18 @@ std::string SampleWhere(const ImageFolder& folder, const SourceSample& s) {
   return where;
 }
 
-Slot EncodeOne(const ImageFolder& folder, const SourceSample& sample, const EncodeOptions& opts) {
+Slot EncodeOne(const ImageFolder& folder, size_t i, const EncodeOptions& opts,
+               const Labeler* labeler) {
+  const SourceSample& sample = folder.samples[i];
   Slot slot;
+  if (labeler != nullptr) {
+    Result<std::vector<Value>> values = labeler->Make(i, sample);
+    if (!values.ok()) {
+      slot.encoded = values.status();
+      return slot;
+    }
+    slot.label_values = std::move(values).value();
+  }
   Result<std::vector<uint8_t>> bytes = ReadFile(JoinPath(folder.root, sample.relative_path));
   if (!bytes.ok()) {
     slot.encoded = bytes.status();
@@ -92,6 +103,7 @@ Status WriteOne(const ImageFolder& folder, size_t i, Slot& slot, const PackOptio
   const EncodedImage& img = *slot.encoded;
   SampleToWrite sample{img.bytes,  src.relative_path, img.codec,       img.width,
                        img.height, img.channels,      img.orientation, src.values};
+  for (Value& v : slot.label_values) sample.values.push_back(std::move(v));
   DOCFEED_RETURN_IF_ERROR(writer.Add(sample));
   ++state.summary.samples;
   state.summary.stored_image_bytes += img.bytes.size();
@@ -101,10 +113,16 @@ Status WriteOne(const ImageFolder& folder, size_t i, Slot& slot, const PackOptio
 
 Status WriteAll(const ImageFolder& folder, const PackOptions& options, const std::string& dir,
                 WriteState& state) {
+  std::unique_ptr<Labeler> labeler;
   ShardWriterOptions wopts;
   wopts.directory = dir;
   wopts.columns = folder.columns;
-  wopts.label_column = PickLabelColumn(folder.columns);
+  if (!options.labels.tokenizer_dir.empty()) {
+    DOCFEED_ASSIGN_OR_RETURN(labeler, Labeler::Create(options.labels, folder));
+    for (const ColumnSpec& c : Labeler::Columns()) wopts.columns.push_back(c);
+    wopts.extra_files = Labeler::TokenizerFileNames();
+  }
+  wopts.label_column = PickLabelColumn(wopts.columns);
   wopts.compression = options.compression;
   wopts.max_file_bytes = options.max_file_bytes;
   DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer, ShardWriter::Create(wopts));
@@ -114,7 +132,7 @@ Status WriteAll(const ImageFolder& folder, const PackOptions& options, const std
   const size_t total = folder.samples.size();
   DOCFEED_RETURN_IF_ERROR(OrderedParallelFor<Slot>(
       total, threads, kWindowPerThread * static_cast<size_t>(threads),
-      [&](size_t i) { return EncodeOne(folder, folder.samples[i], options.encode); },
+      [&](size_t i) { return EncodeOne(folder, i, options.encode, labeler.get()); },
       [&](size_t i, Slot& slot) {
         DOCFEED_RETURN_IF_ERROR(WriteOne(folder, i, slot, options, dir, *writer, state));
         if (options.on_progress) {
@@ -128,6 +146,12 @@ Status WriteAll(const ImageFolder& folder, const PackOptions& options, const std
                                 JoinPath(dir, kRejectsFileName));
   }
   if (state.rejects.file) DOCFEED_RETURN_IF_ERROR(state.rejects.file->Close());
+  if (labeler) {
+    DOCFEED_RETURN_IF_ERROR(labeler->SaveTokenizer(dir).status());
+    state.summary.labels_truncated = labeler->truncated();
+    state.summary.new_tokens = labeler->new_tokens();
+    state.summary.tokenizer_size = labeler->tokenizer_size();
+  }
   Manifest manifest;
   manifest.codec = std::string(CodecChoiceName(options.encode.codec));
   manifest.jpeg_quality =
@@ -169,6 +193,18 @@ Status PlaceOutput(const std::string& tmp, const PackOptions& options) {
   return RemoveAll(old);
 }
 
+// --overwrite replaces OUT wholesale: refuse when that would delete the source itself.
+Status CheckNotInsideOutput(const std::string& source, const std::string& output) {
+  Result<std::string> src = RealPath(source);
+  Result<std::string> out = RealPath(output);
+  if (!src.ok() || !out.ok()) return Status::Ok();
+  if (*src == *out || src->rfind(*out + "/", 0) == 0) {
+    return InvalidArgumentError("refusing to overwrite " + output + ": it holds the source " +
+                                source);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<PackSummary> Pack(const PackOptions& options) {
@@ -178,6 +214,7 @@ Result<PackSummary> Pack(const PackOptions& options) {
   if (PathExists(output) && !options.overwrite) {
     return AlreadyExistsError(output + " already exists; pass --overwrite to replace it");
   }
+  DOCFEED_RETURN_IF_ERROR(CheckNotInsideOutput(options.source, output));
   WriteState state;
   state.start = Clock::now();
   DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(options.source));

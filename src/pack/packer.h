@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "docfeed/status.h"
+#include "pack/labeler.h"
 #include "pack/sample_encoder.h"
 
 namespace docfeed::internal {
@@ -33,6 +34,7 @@ struct PackOptions {
   bool overwrite = false;  // replace an existing output directory
   std::string compression = "none";
   uint64_t max_file_bytes = 500'000'000;
+  LabelOptions labels;  // with a tokenizer_dir: `labels` and `target_sequence` columns
   std::function<void(const PackProgress&)> on_progress;  // called from the writing thread
 };
 
@@ -47,6 +49,10 @@ struct PackSummary {
   uint64_t other_files = 0;
   std::vector<std::string> data_files;
   double seconds = 0;
+  // With LabelOptions::tokenizer_dir:
+  uint64_t labels_truncated = 0;  // targets cut at max_length
+  uint64_t new_tokens = 0;        // tokens added to the tokenizer
+  uint64_t tokenizer_size = 0;    // len(tokenizer) after adding them
 };
 
 // Errors name the file (and metadata.jsonl line) of the first bad sample unless skip_bad.

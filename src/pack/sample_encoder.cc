@@ -80,18 +80,6 @@ std::string_view CodecChoiceName(CodecChoice choice) {
   return "?";
 }
 
-std::string_view StoredCodecName(StoredCodec codec) {
-  switch (codec) {
-    case StoredCodec::kJpeg:
-      return "jpeg";
-    case StoredCodec::kPng:
-      return "png";
-    case StoredCodec::kWebp:
-      return "webp";
-  }
-  return "unknown";
-}
-
 Result<EncodedImage> EncodeSample(std::vector<uint8_t> source, const EncodeOptions& options) {
   DOCFEED_ASSIGN_OR_RETURN(ImageInfo info, ProbeImage(source));
   DOCFEED_ASSIGN_OR_RETURN(StoredCodec source_codec, ToStoredCodec(info.codec));

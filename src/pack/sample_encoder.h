@@ -44,8 +44,6 @@ struct EncodedImage {
 // For kJpeg, alpha is dropped (LA -> L, RGBA -> RGB) as Pillow's convert("RGB") does.
 Result<EncodedImage> EncodeSample(std::vector<uint8_t> source, const EncodeOptions& options);
 
-std::string_view StoredCodecName(StoredCodec codec);
-
 }  // namespace docfeed::internal
 
 #endif  // DOCFEED_PACK_SAMPLE_ENCODER_H_

@@ -117,6 +117,57 @@ TEST_P(ResamplePerTarget, PageWidthRowsMatchReference) {
   }
 }
 
+// Both passes streamed in bands equal the two reference passes: wide rows make several bands
+// (the band buffer holds ~256 KiB), narrow ones a single band; up- and downscaling, fractional
+// boxes, 1..4 channels.
+TEST_P(ResamplePerTarget, SeparableMatchesReference) {
+  std::mt19937 rng(4321);
+  for (int iter = 0; iter < 40; ++iter) {
+    const ResampleFilter filter = kFilters[iter % 5];
+    const int32_t channels = 1 + iter % 4;
+    const bool wide = iter % 2 == 0;
+    const auto in_w = static_cast<int32_t>(wide ? 1500 + rng() % 700 : 1 + rng() % 120);
+    const auto out_w = static_cast<int32_t>(wide ? 900 + rng() % 1400 : 1 + rng() % 120);
+    const auto in_h = static_cast<int32_t>(1 + rng() % 250);
+    const auto out_h = static_cast<int32_t>(1 + rng() % 250);
+    float x0, x1, y0, y1;
+    RandomRange(rng, in_w, &x0, &x1);
+    RandomRange(rng, in_h, &y0, &y1);
+    CoeffTable x, y;
+    ASSERT_TRUE(ComputeCoeffs(in_w, x0, x1, out_w, filter, &x).ok());
+    ASSERT_TRUE(ComputeCoeffs(in_h, y0, y1, out_h, filter, &y).ok());
+    const Rows src = RandomRows(rng, in_w * channels, in_h, iter % 7 == 0);
+    const ptrdiff_t out_stride = out_w * channels + 7;
+    std::vector<uint8_t> want(static_cast<size_t>(out_stride * out_h), 0xEF);
+    std::vector<uint8_t> got(want.size(), 0xEF);
+    ResampleSeparableReference(src.data, src.stride, in_w, channels, x, y, want.data(), out_stride);
+    ResampleSeparableSimd(src.data, src.stride, in_w, channels, x, y, got.data(), out_stride);
+    ASSERT_EQ(want, got) << "iter " << iter << " " << in_w << "x" << in_h << "->" << out_w << "x"
+                         << out_h << " c" << channels;
+  }
+}
+
+// Windows near 64 bytes (the AVX-512 permute kernel's limit) and beyond it (the gather
+// fallback): strong downscaling of wide rows, every channel count.
+TEST_P(ResamplePerTarget, HorizontalWideWindowsMatchReference) {
+  std::mt19937 rng(77);
+  for (const int32_t channels : {1, 2, 3, 4}) {
+    for (const int32_t out_w : {7, 13, 17, 31, 67, 130}) {
+      for (const ResampleFilter filter : {ResampleFilter::kBilinear, ResampleFilter::kLanczos}) {
+        CoeffTable x;
+        ASSERT_TRUE(ComputeCoeffs(601, 0, 601, out_w, filter, &x).ok());
+        const Rows src = RandomRows(rng, 601 * channels, 3, false);
+        const ptrdiff_t out_stride = out_w * channels;
+        std::vector<uint8_t> want(static_cast<size_t>(out_stride * 3)), got(want.size());
+        ResampleHorizontalReference(src.data, src.stride, 601, 3, channels, x, want.data(),
+                                    out_stride);
+        ResampleHorizontalSimd(src.data, src.stride, 601, 3, channels, x, got.data(), out_stride);
+        ASSERT_EQ(want, got) << "c" << channels << " -> " << out_w;
+      }
+    }
+  }
+}
+
 std::string TargetParamName(const ::testing::TestParamInfo<int64_t>& info) {
   return hwy::TargetName(info.param);
 }

@@ -125,6 +125,17 @@ TEST_F(PackTest, RefusesToOverwriteAndLeavesOutputAlone) {
   EXPECT_FALSE(PathExists(JoinPath(out_, "keep.txt")));
 }
 
+TEST_F(PackTest, OverwriteNeverDeletesTheSource) {
+  for (const std::string& out : {src_, dir_.path()}) {
+    PackOptions o = Options(src_, out);
+    o.overwrite = true;
+    Result<PackSummary> summary = Pack(o);
+    ASSERT_FALSE(summary.ok()) << out;
+    EXPECT_EQ(summary.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_TRUE(PathExists(JoinPath(src_, "metadata.jsonl")));
+  }
+}
+
 TEST_F(PackTest, CorruptImageStopsNamingFileAndLineAndWritesNothing) {
   std::vector<uint8_t> png = *ReadFile(JoinPath(src_, "sub/b.png"));
   png.resize(png.size() / 2);

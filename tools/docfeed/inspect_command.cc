@@ -9,9 +9,12 @@
 namespace docfeed::tools {
 namespace {
 
-void PrintDistribution(const char* name, const internal::Distribution& d, const char* unit) {
-  std::printf("  %-13s min %.6g  p50 %.6g  p90 %.6g  p99 %.6g  max %.6g  mean %.6g%s\n", name,
-              d.min, d.p50, d.p90, d.p99, d.max, d.mean, unit);
+// `scale` divides every value (e.g. 1e3 for KB); `decimals` digits after the point.
+void PrintDistribution(const char* name, const internal::Distribution& d, double scale,
+                       int decimals, const char* unit) {
+  std::printf("  %-13s min %.*f  p50 %.*f  p90 %.*f  p99 %.*f  max %.*f  mean %.*f%s\n", name,
+              decimals, d.min / scale, decimals, d.p50 / scale, decimals, d.p90 / scale, decimals,
+              d.p99 / scale, decimals, d.max / scale, decimals, d.mean / scale, unit);
 }
 
 void PrintText(const internal::DatasetStats& s) {
@@ -38,10 +41,10 @@ void PrintText(const internal::DatasetStats& s) {
       FormatBytes(m.source_bytes).c_str(), FormatBytes(m.stored_image_bytes).c_str(),
       FormatBytes(s.total_bytes).c_str(), m.data_files.size(), m.compression.c_str());
   std::printf("images\n");
-  PrintDistribution("width", s.width, " px");
-  PrintDistribution("height", s.height, " px");
-  PrintDistribution("megapixels", s.megapixels, "");
-  PrintDistribution("stored bytes", s.image_bytes, "");
+  PrintDistribution("width", s.width, 1, 0, " px");
+  PrintDistribution("height", s.height, 1, 0, " px");
+  PrintDistribution("megapixels", s.megapixels, 1, 2, " MP");
+  PrintDistribution("stored size", s.image_bytes, 1e3, 1, " KB");
   std::printf("  common sizes ");
   for (const auto& [wh, n] : s.common_sizes) {
     std::printf(" %s (%llu)", wh.c_str(), static_cast<unsigned long long>(n));
@@ -52,11 +55,17 @@ void PrintText(const internal::DatasetStats& s) {
     return;
   }
   std::printf("labels          column \"%s\" (length = %s)\n", m.label_column.c_str(),
-              "UTF-8 bytes for strings, elements for lists");
-  PrintDistribution("length", s.label_length, "");
+              "UTF-8 bytes for strings, elements for lists, not counting -100 padding");
+  PrintDistribution("length", s.label_length, 1, 0, "");
   std::printf("  longest       sample %llu; %llu sample(s) without a label\n",
               static_cast<unsigned long long>(s.longest_label_sample),
               static_cast<unsigned long long>(s.samples_without_label));
+  if (m.label_column == "labels") {
+    // The recipes set decoder.max_length from the longest label, loading every label to find
+    // it; the index already holds every length.
+    std::printf("  decoder       max_length %.0f covers every label (p99 %.0f)\n",
+                s.label_length.max, s.label_length.p99);
+  }
 }
 
 }  // namespace

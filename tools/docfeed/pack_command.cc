@@ -24,7 +24,17 @@ constexpr char kPackHelp[] =
     "  --skip-bad             write bad samples to OUT/rejects.jsonl instead of stopping\n"
     "  --overwrite            replace OUT if it exists\n"
     "  --compression C        Arrow IPC buffer compression: none (default), zstd, lz4_frame\n"
-    "  --max-file-mb N        start a new data file after N MB (default 500)\n";
+    "  --max-file-mb N        start a new data file after N MB (default 500)\n"
+    "\n"
+    "Donut labels (the columns labels and target_sequence, and OUT/tokenizer/):\n"
+    "  --tokenizer DIR        XLM-RoBERTa tokenizer folder with sentencepiece.bpe.model\n"
+    "  --target-field F       column holding the JSON ground truth (default ground_truth)\n"
+    "  --task-token T         start token of every target (default <s>)\n"
+    "  --prompt-end-token T   mask labels up to this token (Donut's DocVQA recipe)\n"
+    "  --recipe R             notebook (default) or donut: token order and categorical rule\n"
+    "  --max-length N         truncate labels to N tokens and pad to N with -100 (default 512)\n"
+    "  --no-pad-labels        store labels without padding to --max-length\n"
+    "  --strict               reject a target longer than --max-length instead of truncating\n";
 
 Result<internal::PackOptions> ToOptions(const ParsedArgs& parsed) {
   internal::PackOptions o;
@@ -46,6 +56,16 @@ Result<internal::PackOptions> ToOptions(const ParsedArgs& parsed) {
   if (o.compression != "none" && o.compression != "zstd" && o.compression != "lz4_frame") {
     return InvalidArgumentError("--compression must be none, zstd or lz4_frame");
   }
+  o.labels.tokenizer_dir = parsed.Get("--tokenizer", "");
+  o.labels.target_field = parsed.Get("--target-field", "ground_truth");
+  o.labels.target.start_token = parsed.Get("--task-token", "<s>");
+  o.labels.target.prompt_end_token = parsed.Get("--prompt-end-token", "");
+  DOCFEED_ASSIGN_OR_RETURN(o.labels.target.recipe,
+                           internal::ParseTargetRecipe(parsed.Get("--recipe", "notebook")));
+  DOCFEED_ASSIGN_OR_RETURN(o.labels.max_length,
+                           ParseInt("--max-length", parsed.Get("--max-length", "512"), 1, 1 << 20));
+  o.labels.pad_to_max_length = !parsed.Has("--no-pad-labels");
+  o.labels.strict = parsed.Has("--strict");
   o.skip_bad = parsed.Has("--skip-bad");
   o.overwrite = parsed.Has("--overwrite");
   return o;
@@ -67,6 +87,15 @@ void PrintSummary(const internal::PackOptions& o, const internal::PackSummary& s
     std::printf(" %s=%llu", codec.c_str(), static_cast<unsigned long long>(n));
   }
   std::printf("\n  files      %zu data file(s)\n", s.data_files.size());
+  if (!o.labels.tokenizer_dir.empty()) {
+    std::printf("  labels     %llu new token(s), tokenizer size %llu (saved in %s/tokenizer)\n",
+                static_cast<unsigned long long>(s.new_tokens),
+                static_cast<unsigned long long>(s.tokenizer_size), o.output.c_str());
+    if (s.labels_truncated > 0) {
+      std::printf("  truncated  %llu target(s) longer than --max-length %d\n",
+                  static_cast<unsigned long long>(s.labels_truncated), o.labels.max_length);
+    }
+  }
   if (s.rejected > 0) {
     std::printf("  rejected   %llu sample(s), listed with reasons in %s/rejects.jsonl\n",
                 static_cast<unsigned long long>(s.rejected), o.output.c_str());
@@ -85,9 +114,11 @@ void PrintSummary(const internal::PackOptions& o, const internal::PackSummary& s
 }  // namespace
 
 int RunPack(const Args& args) {
-  Result<ParsedArgs> parsed = ParseArgs(
-      args, {"--skip-bad", "--overwrite", "--help", "-h"},
-      {"-o", "--output", "--codec", "--quality", "--threads", "--compression", "--max-file-mb"});
+  Result<ParsedArgs> parsed =
+      ParseArgs(args, {"--skip-bad", "--overwrite", "--help", "-h", "--strict", "--no-pad-labels"},
+                {"-o", "--output", "--codec", "--quality", "--threads", "--compression",
+                 "--max-file-mb", "--tokenizer", "--target-field", "--task-token",
+                 "--prompt-end-token", "--recipe", "--max-length"});
   if (parsed.ok() && (parsed->Has("--help") || parsed->Has("-h"))) {
     std::fputs(kPackHelp, stdout);
     return 0;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -282,6 +283,14 @@ Result<std::vector<std::string>> ListDirectory(const std::string& dir) {
 bool ProcessExists(int pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
 
 int CurrentProcessId() { return static_cast<int>(::getpid()); }
+
+Result<std::string> RealPath(const std::string& path) {
+  char* resolved = ::realpath(path.c_str(), nullptr);
+  if (resolved == nullptr) return ErrnoError("cannot resolve", path, errno);
+  std::string out(resolved);
+  std::free(resolved);
+  return out;
+}
 
 Result<uint64_t> FileSize(const std::string& path) {
   struct stat st {};

@@ -1,0 +1,254 @@
+// AVX-512BW kernels of resample.cc (targets AVX3 and AVX3_DL): the horizontal pass by word
+// permutes instead of gathers, and the vertical pass with 16-bit multiply-adds over tap pairs.
+// Bit-identical to resample_reference.cc (exactness argument below; tested per target).
+//
+// Included by resample.cc inside its per-target namespace (Highway's foreach_target compiles it
+// once per target), hence no include guard; it relies on the declarations before the include.
+// NOLINT(llvm-header-guard)
+
+// ------------------------------------------------------------------ horizontal pass, AVX-512BW
+
+// Instead of gathers, each group of output samples loads one window of <= 64 source bytes,
+// widens it to 16 bits and picks each lane's tap pair with a two-register word permute
+// (vpermt2w). Lane j of a group is output pixel out_first + j / channels, channel j % channels;
+// i16 lanes 2j, 2j + 1 hold its taps 2p, 2p + 1 for pair p.
+//
+// Exactness of the 16-bit multiplies: each weight is split as k = kh * 2^16 + kl with kh, kl in
+// int16 (kh = (k + 2^15) >> 16); vpmaddwd gives p_a * kh_a + p_b * kh_b exactly (pixels are
+// 0..255, so its one overflow case, two -2^15 * -2^15 products, cannot occur). The result
+// (sum kh-part << 16) + sum kl-part + 2^21 then equals the reference's int32 accumulator modulo
+// 2^32, because every step (madd, add, shift) is exact modulo 2^32; the reference's accumulator
+// is an int32, so both hold the same value and the shift and clamp agree.
+// acc + pairwise a * b (16-bit lanes, 32-bit sums); AVX3_DL fuses it (AVX512-VNNI vpdpwssd).
+// Highway 1.0's AVX3_DL target string names "avxvnni", not "avx512vnni", so the intrinsic does
+// not compile there; the instruction is emitted directly.
+HWY_INLINE __m512i MulAdd16(__m512i acc, __m512i a, __m512i b) {
+#if HWY_TARGET == HWY_AVX3_DL
+  asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+#else
+  return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
+#endif
+}
+
+// ((hi << 16) + lo) >> 22: the accumulator of the split weights, shifted (not yet clamped).
+HWY_INLINE __m512i Combine(__m512i hi, __m512i lo) {
+  return _mm512_srai_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 16), lo), kPrecisionBits);
+}
+
+// Splits k into int16 halves, k = kh * 2^16 + kl (see above): returns kh, stores kl.
+inline int16_t SplitWeight(int32_t k, int16_t* kl) {
+  const int32_t kh = (k + 0x8000) >> 16;
+  *kl = static_cast<int16_t>(k - kh * 65536);
+  return static_cast<int16_t>(kh);
+}
+
+struct PermuteGroup {
+  int32_t base_bytes;  // First window byte, relative to the row.
+  int32_t out_bytes;   // First output byte, relative to the row.
+  uint32_t out_mask;   // One bit per output byte of the group.
+  int32_t pairs;       // Tap pairs.
+  uint64_t load_mask;  // One bit per window byte that exists in the row.
+  size_t table;        // Index of the group's first vector in PermuteTables::vectors.
+};
+
+// Per pair: word indices, kh, kl (3 vectors of 32 x int16).
+struct PermuteTables {
+  std::vector<PermuteGroup> groups;
+  hwy::AlignedFreeUniquePtr<int16_t[]> vectors;
+};
+
+constexpr int32_t kWindowBytes = 64;
+constexpr int32_t kGroupLanes = 16;
+
+// Greedy grouping: extend a group while its lanes fit one vector and its window fits 64 bytes.
+// Returns false if a single output pixel's taps span more than the window.
+bool PlanGroups(const CoeffTable& x, int32_t channels, std::vector<PermuteGroup>* groups,
+                size_t* vectors) {
+  *vectors = 0;
+  for (int32_t o = 0; o < x.out_size;) {
+    int32_t lo = x.first(o), hi = x.first(o) + x.taps(o), taps = x.taps(o), m = 1;
+    if ((hi - lo) * channels > kWindowBytes) return false;
+    while (o + m < x.out_size && (m + 1) * channels <= kGroupLanes) {
+      const int32_t nlo = std::min(lo, x.first(o + m));
+      const int32_t nhi = std::max(hi, x.first(o + m) + x.taps(o + m));
+      if ((nhi - nlo) * channels > kWindowBytes) break;
+      lo = nlo, hi = nhi, taps = std::max(taps, x.taps(o + m)), ++m;
+    }
+    const int32_t span = (hi - lo) * channels;
+    groups->push_back(
+        PermuteGroup{.base_bytes = lo * channels,
+                     .out_bytes = o * channels,
+                     .out_mask = static_cast<uint32_t>((uint64_t{1} << (m * channels)) - 1),
+                     .pairs = (taps + 1) / 2,
+                     .load_mask = span >= 64 ? ~uint64_t{0} : (uint64_t{1} << span) - 1,
+                     .table = *vectors});
+    *vectors += static_cast<size_t>(groups->back().pairs) * 3;
+    o += m;
+  }
+  return true;
+}
+
+// Word index, in the (lo, hi) register pair of PermuteGroupRows, of window byte `byte`:
+// unpacklo/hi_epi8 interleave bytes 0..7 / 8..15 of each 128-bit block.
+int32_t InterleavedWord(int32_t byte) {
+  const int32_t block = byte / 16, within = byte % 16;
+  return within < 8 ? 8 * block + within : 32 + 8 * block + within - 8;
+}
+
+void FillPermuteGroup(const CoeffTable& x, int32_t channels, const PermuteGroup& g, int16_t* v) {
+  const int32_t base_pixel = g.base_bytes / channels;
+  const int32_t first_out = g.out_bytes / channels;
+  for (int32_t p = 0; p < g.pairs; ++p, v += 3 * 32) {
+    for (int32_t j = 0; j < kGroupLanes; ++j) {
+      const int32_t o = first_out + j / channels;
+      const bool lane_used = ((g.out_mask >> j) & 1) != 0;
+      for (int32_t s = 0; s < 2; ++s) {
+        const int32_t t = 2 * p + s;
+        const bool used = lane_used && t < x.taps(o);
+        const int32_t k = used ? x.row(o)[t] : 0;
+        const int32_t byte = used ? (x.first(o) + t - base_pixel) * channels + j % channels : 0;
+        v[2 * j + s] = static_cast<int16_t>(InterleavedWord(byte));
+        v[32 + 2 * j + s] = SplitWeight(k, &v[64 + 2 * j + s]);
+      }
+    }
+  }
+}
+
+bool BuildPermuteTables(const CoeffTable& x, int32_t channels, PermuteTables* t) {
+  size_t vectors = 0;
+  if (!PlanGroups(x, channels, &t->groups, &vectors)) return false;
+  t->vectors = hwy::AllocateAligned<int16_t>(vectors * 32 + 32);
+  for (const PermuteGroup& g : t->groups) {
+    FillPermuteGroup(x, channels, g, t->vectors.get() + g.table * 32);
+  }
+  return true;
+}
+
+HWY_INLINE void StoreGroup(__m512i acc_hi, __m512i acc_lo, const PermuteGroup& g, uint8_t* out) {
+  const __m512i acc = _mm512_max_epi32(Combine(acc_hi, acc_lo), _mm512_setzero_si512());
+  _mm_mask_storeu_epi8(out + g.out_bytes, g.out_mask, _mm512_cvtusepi32_epi8(acc));
+}
+
+// One group on two rows a, b. Their windows are byte-interleaved (word = a | b << 8) so that one
+// permute serves both rows; unpacklo/hi work per 128-bit block, which the word indices undo.
+HWY_INLINE void PermuteGroupRows(const uint8_t* src_a, const uint8_t* src_b, const PermuteGroup& g,
+                                 const __m512i* v, uint8_t* out_a, uint8_t* out_b) {
+  const __m512i a = _mm512_maskz_loadu_epi8(g.load_mask, src_a + g.base_bytes);
+  const __m512i b = _mm512_maskz_loadu_epi8(g.load_mask, src_b + g.base_bytes);
+  const __m512i lo = _mm512_unpacklo_epi8(a, b);
+  const __m512i hi = _mm512_unpackhi_epi8(a, b);
+  const __m512i low_byte = _mm512_set1_epi16(0xFF);
+  __m512i hi_a = _mm512_setzero_si512(), hi_b = _mm512_setzero_si512();
+  __m512i lo_a = _mm512_set1_epi32(kRoundingBias), lo_b = lo_a;
+  for (int32_t p = 0; p < g.pairs; ++p, v += 3) {
+    const __m512i px = _mm512_permutex2var_epi16(lo, _mm512_load_si512(v), hi);
+    const __m512i pa = _mm512_and_si512(px, low_byte);
+    const __m512i pb = _mm512_srli_epi16(px, 8);
+    const __m512i kh = _mm512_load_si512(v + 1);
+    const __m512i kl = _mm512_load_si512(v + 2);
+    hi_a = MulAdd16(hi_a, pa, kh);
+    lo_a = MulAdd16(lo_a, pa, kl);
+    hi_b = MulAdd16(hi_b, pb, kh);
+    lo_b = MulAdd16(lo_b, pb, kl);
+  }
+  StoreGroup(hi_a, lo_a, g, out_a);
+  if (out_b != nullptr) StoreGroup(hi_b, lo_b, g, out_b);
+}
+
+// Rows go in blocks so that a group's vectors are read from L2 once per block, two at a time.
+void PermuteRows(const PermuteTables& t, const uint8_t* src, ptrdiff_t src_stride, int32_t rows,
+                 uint8_t* dst, ptrdiff_t dst_stride) {
+  const auto* vectors = reinterpret_cast<const __m512i*>(t.vectors.get());
+  constexpr int32_t kRowBlock = 4;
+  for (int32_t r0 = 0; r0 < rows; r0 += kRowBlock) {
+    const int32_t r1 = std::min(rows, r0 + kRowBlock);
+    for (const PermuteGroup& g : t.groups) {
+      for (int32_t r = r0; r < r1; r += 2) {
+        const bool pair = r + 1 < r1;
+        const uint8_t* a = src + r * src_stride;
+        PermuteGroupRows(a, pair ? a + src_stride : a, g, vectors + g.table, dst + r * dst_stride,
+                         pair ? dst + (r + 1) * dst_stride : nullptr);
+      }
+    }
+  }
+}
+// ------------------------------------------------------------------ vertical pass, AVX-512BW
+
+// Taps go in pairs (t, t + 1): bytes of the two rows are interleaved and zero-extended so that
+// each 32-bit lane holds (row_t[i], row_t+1[i]) as int16, and vpmaddwd applies both weights, split
+// into int16 halves as in the horizontal pass (same exactness argument). The unpacks work per
+// 128-bit block; packs_epi32/packus_epi16 work per block too and restore the byte order, and
+// their saturation is Pillow's clamp to 0..255 (acc >> 22 lies well inside int16).
+struct VerticalPairs {
+  std::vector<int32_t> start;    // out_size + 1 entries: first pair of each output row.
+  std::vector<int32_t> weights;  // Per pair: kh_t | kh_t+1 << 16, then kl_t | kl_t+1 << 16.
+};
+
+VerticalPairs BuildVerticalPairs(const CoeffTable& y) {
+  VerticalPairs v;
+  v.start.push_back(0);
+  for (int32_t o = 0; o < y.out_size; ++o) {
+    for (int32_t t = 0; t < y.taps(o); t += 2) {
+      int16_t kl[2] = {0, 0}, kh[2] = {0, 0};
+      kh[0] = SplitWeight(y.row(o)[t], &kl[0]);
+      if (t + 1 < y.taps(o)) kh[1] = SplitWeight(y.row(o)[t + 1], &kl[1]);
+      for (const int16_t* k : {kh, kl}) {
+        v.weights.push_back(
+            static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(k[0])) |
+                                 static_cast<uint32_t>(static_cast<uint16_t>(k[1])) << 16));
+      }
+    }
+    v.start.push_back(static_cast<int32_t>(v.weights.size() / 2));
+  }
+  return v;
+}
+
+// Bytes [i, i + 64) of one output row (fewer where `mask` says so). Named accumulators, not
+// arrays: GCC keeps arrays of vectors on the stack.
+HWY_INLINE void VerticalChunk(const uint8_t* src, ptrdiff_t stride, int32_t taps,
+                              const int32_t* weights, __mmask64 mask, uint8_t* out) {
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i bias = _mm512_set1_epi32(kRoundingBias);
+  __m512i h0 = zero, h1 = zero, h2 = zero, h3 = zero;
+  __m512i l0 = bias, l1 = bias, l2 = bias, l3 = bias;
+  for (int32_t t = 0; t < taps; t += 2, weights += 2, src += 2 * stride) {
+    const __m512i a = _mm512_maskz_loadu_epi8(mask, src);
+    const __m512i b = _mm512_maskz_loadu_epi8(mask, t + 1 < taps ? src + stride : src);
+    const __m512i ab_lo = _mm512_unpacklo_epi8(a, b);
+    const __m512i ab_hi = _mm512_unpackhi_epi8(a, b);
+    const __m512i kh = _mm512_set1_epi32(weights[0]);
+    const __m512i kl = _mm512_set1_epi32(weights[1]);
+    const __m512i p0 = _mm512_unpacklo_epi8(ab_lo, zero);
+    h0 = MulAdd16(h0, p0, kh);
+    l0 = MulAdd16(l0, p0, kl);
+    const __m512i p1 = _mm512_unpackhi_epi8(ab_lo, zero);
+    h1 = MulAdd16(h1, p1, kh);
+    l1 = MulAdd16(l1, p1, kl);
+    const __m512i p2 = _mm512_unpacklo_epi8(ab_hi, zero);
+    h2 = MulAdd16(h2, p2, kh);
+    l2 = MulAdd16(l2, p2, kl);
+    const __m512i p3 = _mm512_unpackhi_epi8(ab_hi, zero);
+    h3 = MulAdd16(h3, p3, kh);
+    l3 = MulAdd16(l3, p3, kl);
+  }
+  const __m512i bytes = _mm512_packus_epi16(_mm512_packs_epi32(Combine(h0, l0), Combine(h1, l1)),
+                                            _mm512_packs_epi32(Combine(h2, l2), Combine(h3, l3)));
+  _mm512_mask_storeu_epi8(out, mask, bytes);
+}
+
+// Output rows [o0, o1); `src` starts at source row `src_row0`.
+void VerticalRowsAvx3(const VerticalPairs& v, const uint8_t* src, ptrdiff_t src_stride,
+                      int32_t src_row0, int32_t row_bytes, const CoeffTable& y, int32_t o0,
+                      int32_t o1, uint8_t* dst, ptrdiff_t dst_stride) {
+  for (int32_t o = o0; o < o1; ++o) {
+    const uint8_t* rows = src + (y.first(o) - src_row0) * src_stride;
+    const int32_t* weights = v.weights.data() + 2 * static_cast<size_t>(v.start[o]);
+    uint8_t* out = dst + o * dst_stride;
+    for (int32_t i = 0; i < row_bytes; i += 64) {
+      const int32_t n = row_bytes - i;
+      const __mmask64 mask = n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
+      VerticalChunk(rows + i, src_stride, y.taps(o), weights, mask, out + i);
+    }
+  }
+}

@@ -1,0 +1,100 @@
+// An XLM-RoBERTa tokenizer over a SentencePiece BPE model, giving the ids Hugging Face
+// `XLMRobertaTokenizer` (transformers 4.57) gives with `add_special_tokens=False`, and the
+// `labels` tensor the Donut recipes build from them. See README.md for what is matched and the
+// one place where the fast tokenizer differs.
+#ifndef DOCFEED_LABELS_TOKENIZER_H_
+#define DOCFEED_LABELS_TOKENIZER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "docfeed/status.h"
+
+namespace docfeed::internal {
+
+inline constexpr char kSentencePieceModelName[] = "sentencepiece.bpe.model";
+
+// A token matched in the text before SentencePiece runs (Hugging Face `AddedToken`).
+struct AddedTokenSpec {
+  std::string content;
+  int64_t id = 0;
+  bool lstrip = false;  // eats whitespace on its left
+  bool rstrip = false;  // eats whitespace on its right
+  bool single_word = false;
+  bool normalized = false;
+  bool special = true;
+};
+
+// Ownership: owns the SentencePiece model. Thread safety: AddSpecialTokens is not thread-safe;
+// every const method may run on many threads at once (SentencePiece encoding is const).
+class XlmRobertaTokenizer {
+ public:
+  // Loads DIR/sentencepiece.bpe.model and the added tokens of DIR/tokenizer_config.json
+  // (`added_tokens_decoder`), DIR/added_tokens.json and DIR/special_tokens_map.json, as
+  // `from_pretrained` does. NotFound names DIR when the model file is missing.
+  static Result<std::unique_ptr<XlmRobertaTokenizer>> Load(const std::string& dir);
+  // Just the model: `XLMRobertaTokenizer(vocab_file=path)`.
+  static Result<std::unique_ptr<XlmRobertaTokenizer>> FromModelFile(const std::string& path);
+
+  XlmRobertaTokenizer(const XlmRobertaTokenizer&) = delete;
+  XlmRobertaTokenizer& operator=(const XlmRobertaTokenizer&) = delete;
+  ~XlmRobertaTokenizer();
+
+  // `add_special_tokens({"additional_special_tokens": tokens})`: each token not yet in the
+  // vocabulary gets the next id (len(tokenizer)); tokens already in it keep their id and are no
+  // longer split. Added with lstrip = rstrip = normalized = false. Returns how many were new.
+  int AddSpecialTokens(const std::vector<std::string>& tokens);
+
+  // `tokenizer(text, add_special_tokens=False)["input_ids"]`, untruncated.
+  // InvalidArgument if SentencePiece refuses the text.
+  Result<std::vector<int64_t>> Encode(std::string_view text) const;
+
+  // The id of a token (added token or vocabulary piece); nullopt if it would be split.
+  std::optional<int64_t> TokenToId(std::string_view token) const;
+
+  size_t size() const;        // len(tokenizer): vocabulary plus added tokens
+  size_t vocab_size() const;  // SentencePiece pieces + fairseq offset + <mask>
+  int64_t pad_id() const { return 1; }
+  // Contents of the special added tokens (`all_special_tokens` plus special added tokens).
+  std::vector<std::string> SpecialTokens() const;
+  const std::vector<AddedTokenSpec>& added_tokens() const;  // by id
+
+  // Writes what `save_pretrained` writes for the slow tokenizer into `dir` (which must exist):
+  // the model, added_tokens.json, special_tokens_map.json, tokenizer_config.json.
+  // `model_max_length` goes into tokenizer_config.json.
+  Status Save(const std::string& dir, int model_max_length) const;
+  static std::vector<std::string> SavedFileNames();
+
+ private:
+  struct Impl;
+  explicit XlmRobertaTokenizer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The Donut recipes' `labels`: input ids truncated to max_length, padded to it with the pad
+// id (unless !pad_to_max_length), then every pad id replaced by ignore_id (-100), then, with a
+// prompt-end token, positions [0, sum of the indices holding it] + 1 masked too, exactly as
+// `labels[: torch.nonzero(labels == prompt_end_token_id).sum() + 1] = ignore_id`.
+struct LabelShape {
+  int max_length = 512;
+  bool pad_to_max_length = true;
+  int64_t pad_id = 1;
+  int64_t ignore_id = -100;
+  std::optional<int64_t> prompt_end_id;
+};
+
+struct LabelIds {
+  std::vector<int64_t> labels;
+  size_t token_count = 0;  // before truncation
+  bool truncated = false;
+};
+
+LabelIds MakeLabels(std::vector<int64_t> input_ids, const LabelShape& shape);
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_LABELS_TOKENIZER_H_
