@@ -152,6 +152,45 @@ std::string NormalizeRelative(std::string p) {
   return p;
 }
 
+// Offset of the first byte that breaks UTF-8 (RFC 3629: no overlongs, surrogates or values past
+// U+10FFFF), or npos when `text` is valid.
+size_t FirstInvalidUtf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    auto c = static_cast<unsigned char>(text[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > text.size() || c == 0xC0 || c == 0xC1 || c > 0xF4) return i;
+    for (size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return i;
+    }
+    auto c1 = static_cast<unsigned char>(n > 1 ? text[i + 1] : 0);
+    if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) ||
+        (c == 0xF4 && c1 > 0x8F)) {
+      return i;
+    }
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
+// The key whose value holds byte `pos` of a one-line JSON object, best effort ("" if unclear):
+// the last `"key":` before it.
+std::string KeyBefore(std::string_view line, size_t pos) {
+  size_t colon = line.rfind("\":", pos);
+  if (colon == std::string_view::npos) return "";
+  size_t open = line.rfind('"', colon == 0 ? 0 : colon - 1);
+  if (open == std::string_view::npos || open >= colon) return "";
+  return std::string(line.substr(open + 1, colon - open - 1));
+}
+
+Status MalformedRow(const std::string& where, std::string_view line) {
+  size_t bad = FirstInvalidUtf8(line);
+  if (bad == std::string_view::npos) return InvalidArgumentError(where + ": malformed JSON");
+  std::string key = KeyBefore(line, bad);
+  return InvalidArgumentError(where + ": text is not valid UTF-8 at byte " + std::to_string(bad) +
+                              (key.empty() ? "" : " (in field \"" + key + "\")"));
+}
+
 struct ParsedRow {
   int64_t line;
   std::string file_name;
@@ -173,7 +212,7 @@ Status ParseMetadata(const std::string& path, const std::string& text, std::vect
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     std::string where = path + ":" + std::to_string(line_no);
     Json row = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (row.is_discarded()) return InvalidArgumentError(where + ": malformed JSON");
+    if (row.is_discarded()) return MalformedRow(where, line);
     if (!row.is_object()) return InvalidArgumentError(where + ": a row must be a JSON object");
     auto fn = row.find("file_name");
     if (fn == row.end() || !fn->is_string()) {

@@ -76,7 +76,11 @@ INSTANTIATE_TEST_SUITE_P(
                       BadMetadataCase{R"({"file_name": "../a.png", "x": 2})", "relative path"},
                       BadMetadataCase{R"({"file_name": "a.png", "x": "two"})", "column \"x\""},
                       BadMetadataCase{R"({"file_name": "a.png", "x": {"k": 1}})", "object"},
-                      BadMetadataCase{R"([1, 2])", "JSON object"}));
+                      BadMetadataCase{R"([1, 2])", "JSON object"},
+                      BadMetadataCase{"{\"file_name\": \"a.png\", \"ground_truth\": \"caf\xE9\"}",
+                                      "UTF-8 at byte 43 (in field \"ground_truth\")"},
+                      BadMetadataCase{"{\"file_name\": \"a.png\", \"x\": \"\xED\xA0\x80\"}",
+                                      "(in field \"x\")"}));
 
 TEST(ImageFolder, IntsAndFloatsWidenToFloat) {
   TempDir dir;

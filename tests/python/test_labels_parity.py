@@ -20,7 +20,7 @@ from conftest import REPO, SAMPLE_DOCS, docfeed_bin, run_docfeed
 
 TRANSFORMERS_VERSION = "4.57.6"
 REF_DIR = REPO / ".venv" / "donut-ref"
-FIXTURES = REPO.parent / "shared" / "fixtures"
+FIXTURES = REPO / "tests" / "data" / "labels"  # copies of ../shared/fixtures files, see SOURCES.md there
 
 
 # ---- json2token, transcribed from the recipes ----
@@ -91,7 +91,7 @@ def sample_ground_truths():
 
 
 def fixture_documents():
-    """Every JSON ground truth among the shared fixtures, as documents."""
+    """Every JSON ground truth of the fixture collection (copied to tests/data/labels), as documents."""
     docs = []
     for path in sorted((FIXTURES / "zzzDavid-ICDAR-2019-SROIE" / "key").glob("*.json")):
         docs.append(json.dumps({"gt_parse": json.loads(path.read_text())}))
