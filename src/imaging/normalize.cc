@@ -4,6 +4,9 @@
 #include <bit>
 #include <string>
 
+#include "imaging/normalize_chw.h"
+#include "kernels/simd_mode.h"
+
 namespace docfeed::internal {
 namespace {
 
@@ -157,6 +160,13 @@ Status Normalize(const ImageView& image, const NormalizeTable& table, OutputLayo
       break;
     }
     case DType::kFloat32:
+      if (layout == OutputLayout::kChw && image.channels == 3 &&
+          CurrentSimdMode() == SimdMode::kAuto) {
+        const float* const tables[3] = {table.f32[0].data(), table.f32[1].data(),
+                                        table.f32[2].data()};
+        NormalizeChwFloat32(image, tables, static_cast<float*>(out));
+        break;
+      }
       Write<float>(image, TablesOf(table.f32), layout, out);
       break;
     case DType::kFloat16:

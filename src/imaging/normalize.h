@@ -8,6 +8,9 @@
 // the 0.5/0.5 defaults). float16 and bfloat16 outputs are that float32 rounded to nearest-even,
 // as torch's .to(float16/bfloat16) and numpy's astype(float16) do.
 //
+// The RGB -> CHW float32 case (pixel_values) runs a Highway writer (normalize_chw.h) that gathers
+// the same table entries; DOCFEED_SIMD=scalar selects the plain table loop.
+//
 // Thread safety: a NormalizeTable is immutable after MakeNormalizeTable; share it freely.
 #ifndef DOCFEED_IMAGING_NORMALIZE_H_
 #define DOCFEED_IMAGING_NORMALIZE_H_

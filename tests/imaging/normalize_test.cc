@@ -4,12 +4,16 @@
 #include "imaging/normalize.h"
 
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
+
+#include "kernels/simd_mode.h"
 
 namespace docfeed::internal {
 namespace {
@@ -252,6 +256,73 @@ TEST(Normalize, RejectsBadArguments) {
   EXPECT_FALSE(Normalize(bad, *table, OutputLayout::kChw, DType::kFloat32, out.data()).ok());
   EXPECT_FALSE(Normalize(p.Rgb(), *table, OutputLayout::kChw, DType::kFloat32, nullptr).ok());
 }
+
+// The SIMD CHW float32 writer (normalize_chw.cc) against the table read directly: every uint8
+// value in every channel, widths around the vector and head sizes, a padded stride, and output
+// planes at every float offset from a 64-byte boundary (streamed and unaligned stores).
+class NormalizeChwTarget : public ::testing::TestWithParam<int64_t> {
+ protected:
+  void SetUp() override { hwy::SetSupportedTargetsForTest(GetParam()); }
+  void TearDown() override { hwy::SetSupportedTargetsForTest(0); }
+};
+
+TEST_P(NormalizeChwTarget, Float32EqualsTableForEveryValueAndAlignment) {
+  DonutConfig config;
+  config.mean = {0.485, 0.456, 0.406};
+  config.std = {0.229, 0.224, 0.225};
+  Result<NormalizeTable> table = MakeNormalizeTable(config);
+  ASSERT_TRUE(table.ok());
+  for (int32_t width : {1, 15, 16, 17, 31, 64, 100, 256, 1200}) {
+    const int32_t height = 3;
+    const int32_t stride = width * 3 + 5;
+    std::vector<uint8_t> pixels(static_cast<size_t>(stride) * height);
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7 + i / 256);
+    const ImageView view{pixels.data(), width, height, 3, stride};
+    const size_t n = static_cast<size_t>(width) * height * 3;
+    std::vector<float> buffer(n + 32);
+    for (size_t shift = 0; shift < 16; ++shift) {
+      float* out =
+          buffer.data() + (16 - reinterpret_cast<uintptr_t>(buffer.data()) / 4 % 16) + shift;
+      ASSERT_TRUE(Normalize(view, *table, OutputLayout::kChw, DType::kFloat32, out).ok());
+      for (int c = 0; c < 3; ++c) {
+        for (int32_t y = 0; y < height; ++y) {
+          for (int32_t x = 0; x < width; ++x) {
+            const uint8_t v = pixels[static_cast<size_t>(y * stride + x * 3 + c)];
+            const size_t i = static_cast<size_t>((c * height + y) * width + x);
+            ASSERT_EQ(std::bit_cast<uint32_t>(out[i]), std::bit_cast<uint32_t>(table->f32[c][v]))
+                << "width " << width << " shift " << shift << " c " << c << " x " << x;
+          }
+        }
+      }
+    }
+  }
+  // All 256 values per channel, once through the SIMD path and once through the scalar one.
+  std::vector<uint8_t> ramp(256 * 3);
+  for (int v = 0; v < 256; ++v) {
+    for (int c = 0; c < 3; ++c) ramp[static_cast<size_t>(v * 3 + c)] = static_cast<uint8_t>(v);
+  }
+  const ImageView view{ramp.data(), 256, 1, 3, 256 * 3};
+  std::vector<float> simd(256 * 3), scalar(256 * 3);
+  ASSERT_TRUE(Normalize(view, *table, OutputLayout::kChw, DType::kFloat32, simd.data()).ok());
+  SetSimdModeOverride(SimdMode::kScalar);
+  const Status s = Normalize(view, *table, OutputLayout::kChw, DType::kFloat32, scalar.data());
+  ClearSimdModeOverride();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(std::memcmp(simd.data(), scalar.data(), simd.size() * sizeof(float)), 0);
+  for (int c = 0; c < 3; ++c) {
+    for (int v = 0; v < 256; ++v) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(simd[static_cast<size_t>(c * 256 + v)]),
+                std::bit_cast<uint32_t>(table->f32[c][v]));
+    }
+  }
+}
+
+std::string TargetParamName(const ::testing::TestParamInfo<int64_t>& param) {
+  return hwy::TargetName(param.param);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTargets, NormalizeChwTarget,
+                         ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()), TargetParamName);
 
 }  // namespace
 }  // namespace docfeed::internal
