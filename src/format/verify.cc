@@ -122,6 +122,10 @@ class Verifier {
       return;
     }
     const FileEntry& entry = manifest_.data_files[file_index];
+    std::vector<const Region*> batch_regions;  // the manifest's batches, by batch index
+    for (const Region& r : entry.regions) {
+      if (r.kind == Region::Kind::kBatch) batch_regions.push_back(&r);
+    }
     uint64_t rows = 0;
     for (uint32_t b = 0; !Full(); ++b) {
       arrow::RecordBatch batch;
@@ -131,7 +135,8 @@ class Verifier {
         return;
       }
       if (!*more) break;
-      CheckBatch(file.bytes().data(), file_index, b, batch, index);
+      const Region* region = b < batch_regions.size() ? batch_regions[b] : nullptr;
+      CheckBatch(file.bytes().data(), file_index, b, region, batch, index);
       rows += static_cast<uint64_t>(batch.num_rows);
     }
     if (rows != entry.num_rows) {
@@ -140,19 +145,10 @@ class Verifier {
     }
   }
 
-  const Region* BatchRegion(size_t file_index, uint32_t batch_index) const {
-    uint32_t b = 0;
-    for (const Region& r : manifest_.data_files[file_index].regions) {
-      if (r.kind != Region::Kind::kBatch) continue;
-      if (b++ == batch_index) return &r;
-    }
-    return nullptr;
-  }
-
-  void CheckBatch(const uint8_t* file_base, size_t file_index, uint32_t b,
+  // `region` is the manifest's entry for batch `b` (nullptr when the manifest lists fewer).
+  void CheckBatch(const uint8_t* file_base, size_t file_index, uint32_t b, const Region* region,
                   const arrow::RecordBatch& batch, const IndexView& index) {
     const std::string& name = manifest_.data_files[file_index].name;
-    const Region* region = BatchRegion(file_index, b);
     std::string where = JoinPath(dir_, name) + ": record batch " + std::to_string(b);
     if (region == nullptr || region->offset != batch.message_offset ||
         region->num_rows != static_cast<uint64_t>(batch.num_rows)) {

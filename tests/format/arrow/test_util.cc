@@ -130,46 +130,4 @@ Status CopyValue(const ArrayView& view, int64_t i, ArrayBuilder* builder) {
   }
 }
 
-uint64_t TouchAllValues(const ArrayView& view) {
-  uint64_t sum = 0;
-  for (int64_t i = 0; i < view.length; ++i) {
-    // Null slots too: their offsets are validated like any other.
-    sum += view.IsValid(i) ? 1 : 0;
-    switch (view.type()) {
-      case TypeId::kNull:
-        break;
-      case TypeId::kBool:
-        sum += view.GetBool(i) ? 1 : 0;
-        break;
-      case TypeId::kFloat16:
-      case TypeId::kFloat32:
-      case TypeId::kFloat64:
-        sum += std::bit_cast<uint64_t>(view.GetDouble(i));
-        break;
-      case TypeId::kBinary:
-      case TypeId::kLargeBinary:
-      case TypeId::kFixedSizeBinary:
-      case TypeId::kString:
-      case TypeId::kLargeString:
-        for (uint8_t b : view.GetBinary(i)) sum += b;
-        break;
-      case TypeId::kList:
-      case TypeId::kLargeList:
-      case TypeId::kFixedSizeList: {
-        const auto [begin, end] = view.GetListRange(i);
-        if (begin < 0 || begin > end || end > view.children[0].length) std::abort();
-        sum += static_cast<uint64_t>(end - begin);
-        break;
-      }
-      case TypeId::kStruct:
-        break;
-      default:
-        sum += view.GetUInt64(i);
-        break;
-    }
-  }
-  for (const ArrayView& child : view.children) sum += TouchAllValues(child);
-  return sum;
-}
-
 }  // namespace docfeed::internal::arrow::testing

@@ -13,6 +13,7 @@
 #include "docfeed/status.h"
 #include "format/arrow/builder.h"
 #include "format/arrow/reader.h"
+#include "touch_values.h"
 
 namespace docfeed::internal::arrow::testing {
 
@@ -40,7 +41,6 @@ nlohmann::json ColumnToJson(const ArrayView& view);
 Status CopyValue(const ArrayView& view, int64_t i, ArrayBuilder* builder);
 
 // Reads every value of the array through the typed accessors (exercises the validated bounds).
-uint64_t TouchAllValues(const ArrayView& view);
 
 }  // namespace docfeed::internal::arrow::testing
 
