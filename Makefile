@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 JOBS ?= $(shell nproc)
 
-.PHONY: help deps venv build build-asan test test-cpp test-asan test-tsan test-python test-fuzz demo format clean
+.PHONY: help deps venv python-install build build-asan test test-cpp test-asan test-python-asan test-tsan test-python test-fuzz demo format clean
 
 help:
 	@echo "make demo   pack the sample documents, verify them, show what was stored"
@@ -28,7 +28,22 @@ $(VENV)/.installed: python/requirements-dev.txt python/requirements-donut-ref.tx
 	$(VENV)/bin/pip install -q --no-deps --target $(VENV)/donut-ref -r python/requirements-donut-ref.txt
 	@touch $@
 
-venv: $(VENV)/.installed
+# .venv/train: torch + transformers 4.x + datasets 4.x + the docfeed package (pip install .),
+# for the Python front's tests (python/README.md says why it is a venv of its own).
+TRAIN_VENV := $(VENV)/train
+$(TRAIN_VENV)/.installed: python/requirements-train.txt
+	@$(MAKE) --no-print-directory deps
+	$(PYTHON) -m venv $(TRAIN_VENV)
+	$(TRAIN_VENV)/bin/pip install -q --upgrade pip
+	$(TRAIN_VENV)/bin/pip install -q -r python/requirements-train.txt
+	@touch $@
+
+venv: $(VENV)/.installed $(TRAIN_VENV)/.installed
+
+# The docfeed Python package (pyproject.toml: scikit-build-core + nanobind), rebuilt
+# incrementally in build/python/ and installed into .venv/train.
+python-install: $(TRAIN_VENV)/.installed
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(TRAIN_VENV)/bin/pip install -q --no-build-isolation --no-deps .
 
 build/CMakeCache.txt:
 	@$(MAKE) --no-print-directory deps
@@ -37,9 +52,12 @@ build/CMakeCache.txt:
 build: deps build/CMakeCache.txt
 	cmake --build build -j $(JOBS)
 
-build/asan/CMakeCache.txt:
+# build/asan also builds the Python extension (PIC, found via .venv/train's nanobind) for
+# test-python-asan.
+ASAN_PYTHON_FLAGS = -DDOCFEED_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(TRAIN_VENV)/bin/python
+build/asan/CMakeCache.txt: $(TRAIN_VENV)/.installed
 	@$(MAKE) --no-print-directory deps
-	cmake --preset asan
+	cmake --preset asan $(ASAN_PYTHON_FLAGS)
 
 build-asan: deps build/asan/CMakeCache.txt
 	cmake --build build/asan -j $(JOBS)
@@ -50,24 +68,43 @@ test-cpp: build
 test-asan: build-asan
 	ctest --test-dir build/asan --output-on-failure -j $(JOBS)
 
+# The Python front's lifetime tests (and the allocator hook, via the GPU-stage test) against
+# the ASan+UBSan extension. python is not instrumented, so the ASan runtime is preloaded, with
+# libstdc++ (else ASan's __cxa_throw interceptor finds no real one); leak checks off (the
+# interpreter's own allocations).
+ASAN_PY := build/asan/python-pkg
+test-python-asan: build-asan
+	cmake build/asan $(ASAN_PYTHON_FLAGS) > /dev/null
+	cmake --build build/asan -j $(JOBS) --target _docfeed docfeed
+	rm -rf $(ASAN_PY) && mkdir -p $(ASAN_PY)/docfeed
+	ln -s $(CURDIR)/python/docfeed/*.py $(ASAN_PY)/docfeed/
+	cp build/asan/python/src/_docfeed*.so $(ASAN_PY)/docfeed/
+	DOCFEED_ASAN=1 LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
+	  ASAN_OPTIONS=detect_leaks=0 DOCFEED_CLI=$(CURDIR)/build/asan/bin/docfeed \
+	  PYTHONPATH=$(CURDIR)/$(ASAN_PY) $(TRAIN_VENV)/bin/python -m pytest -q -p no:cacheprovider \
+	  tests/python/test_loader_asan.py tests/python/test_loader_gpu_stage.py
+
 build/tsan/CMakeCache.txt:
 	@$(MAKE) --no-print-directory deps
 	cmake --preset tsan
 
-# ThreadSanitizer over the tests that run threads (the pack pipeline and its ordered pool).
-TSAN_TESTS := base_test pack_test
+# ThreadSanitizer over the tests that run threads (the pack pipeline, its ordered pool, the loader).
+TSAN_TESTS := base_test pack_test pipeline_test migrate_test
 test-tsan: deps build/tsan/CMakeCache.txt
 	cmake --build build/tsan -j $(JOBS) --target $(TSAN_TESTS)
 	for t in $(TSAN_TESTS); do TSAN_OPTIONS=halt_on_error=1 build/tsan/bin/$$t || exit 1; done
 
-test-python: build venv
-	DOCFEED_BUILD_DIR=build $(VENV)/bin/python -m pytest -q tests/python tests/kernels
+PY_FRONT_TESTS := tests/python/test_loader_*.py tests/python/test_hf_*.py
+test-python: build venv python-install
+	DOCFEED_BUILD_DIR=build $(VENV)/bin/python -m pytest -q tests/python tests/kernels \
+	  --ignore-glob='*/test_loader_*' --ignore-glob='*/test_hf_*'
+	$(TRAIN_VENV)/bin/python -m pytest -q $(PY_FRONT_TESTS)
 
 # Each fuzz target briefly (libFuzzer + ASan/UBSan); `fuzz/run_fuzz.sh 600` for long runs.
 test-fuzz: deps
 	fuzz/run_fuzz.sh 10
 
-test: test-cpp test-python test-asan test-tsan test-fuzz
+test: test-cpp test-python test-asan test-python-asan test-tsan test-fuzz
 
 demo: build venv
 	scripts/demo.sh

@@ -28,7 +28,7 @@ seed() {  # seed <corpus-dir> <magic-hex>
 }
 
 status=0
-for target in jpeg png webp; do
+for target in jpeg png webp ppm; do
   bin="${out}/${target}_decode_fuzz"
   # Rebuild only when a source is newer than the binary (a second `make test` does no extra work).
   if [[ ! -x "${bin}" || -n "$(find "${root}/fuzz" "${root}/src/codec" "${root}/src/base" "${root}/include" -newer "${bin}" -name '*.[ch]*' | head -1)" ]]; then
@@ -40,6 +40,10 @@ for target in jpeg png webp; do
     jpeg) seed "${corpus}" ffd8ff ;;
     png) seed "${corpus}" 89504e47 ;;
     webp) seed "${corpus}" 52494646 ;;
+    ppm)  # No PPM files in tests/data/images: seed with two tiny hand-written ones.
+      mkdir -p "${corpus}"
+      printf 'P6\n2 1\n255\n\x01\x02\x03\x04\x05\x06' > "${corpus}/rgb.ppm"
+      printf 'P5 # gray\n3 1\n255\n\x10\x20\x30' > "${corpus}/gray.pgm" ;;
   esac
   echo "== running ${target}_decode_fuzz for ${seconds}s ($(ls "${corpus}" | wc -l) seeds)"
   if ! (cd "${out}/${target}" && "${bin}" -max_total_time="${seconds}" -rss_limit_mb=2048 \

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-docfeed=build/bin/docfeed
+docfeed=${DOCFEED:-build/bin/docfeed}
 src=tests/data/sample-docs
 out=out/demo.docfeed
 mkdir -p out
@@ -30,6 +30,21 @@ awk -v n="$samples" -v d="$total" -v r="$recipe" 'BEGIN {
   printf "  the recipe'"'"'s float32 pixel_values: %8.1f MB (22.4 MB a page)\n", r/1e6;
   printf "  ratio:                            %8.0fx smaller\n", r/d;
 }'
+
+# The loader: the same pages preprocessed at pack time (resize + thumbnail stored losslessly),
+# then batches of Donut pixel_values produced by docfeed's C++ workers, with nothing consuming
+# them: what a training loop could be fed.
+pre=out/demo-1553x1200.docfeed
+echo
+echo "== docfeed pack $src -o $pre --preprocess donut --size 1553x1200"
+"$docfeed" pack "$src" -o "$pre" --overwrite --preprocess donut --size 1553x1200 | tail -n 3
+echo
+echo "== docfeed bench $pre --batch-size 8 --epochs 3 --dtype uint8 (padded pixels, for the GPU to normalize)"
+"$docfeed" bench "$pre" --batch-size 8 --epochs 3 --dtype uint8 --baseline 20
+echo
+echo "== docfeed bench $out --batch-size 8 (original images: decode + exact resize on the fly)"
+"$docfeed" bench "$out" --batch-size 8 --dtype uint8 --baseline 20
+echo
 
 if [ -x .venv/bin/python ] && .venv/bin/python -c "import datasets" 2>/dev/null; then
   echo

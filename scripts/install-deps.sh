@@ -13,6 +13,8 @@ packages=(
   libxxhash-dev                                      # XXH3-64 checksums
   nlohmann-json3-dev                                 # JSON (metadata.jsonl, manifests)
   libhwy-dev                                         # Google Highway SIMD kernels
+  libcairo2-dev libpango1.0-dev libfontconfig-dev    # docfeed synth: rendering and text layout
+  fonts-liberation2 fonts-dejavu-core fonts-crosextra-carlito  # docfeed synth: the fonts
   libsentencepiece-dev sentencepiece                 # XLM-R tokenization of Donut labels
   libgtest-dev libgmock-dev libbenchmark-dev         # tests and benchmarks
   python3 python3-venv python3-dev                   # .venv for the interop tests

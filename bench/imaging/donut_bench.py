@@ -4,11 +4,19 @@ Times, in one run and on the same A4 scans, the time per page to produce 1553x12
   (a) transformers 4.57.6 DonutImageProcessor (Image.open + processor, numpy output),
   (b) Pillow's two resize calls alone (BILINEAR shortest edge + BICUBIC thumbnail) on a decoded
       image, i.e. the floor for any Pillow-based pipeline,
-  (c) docfeed exact: decode + resize + thumbnail + pad + normalize (`docfeed preprocess`),
-  (d) docfeed fast: the same with a DCT-scaled JPEG decode (--fast),
-  (e) docfeed's DecodeImage alone (the decode stage of (c)),
+  (c) docfeed exact: decode + resize + thumbnail + pad + normalize (`docfeed preprocess`; JPEGs
+      stream 16-row bands from libjpeg-turbo through both resizes, pad+normalize is one pass),
+  (c0) the same computed as separate whole-image steps (`--unfused`, the previous pipeline),
+  (d) docfeed fast: (c) with a DCT-scaled JPEG decode (--fast),
+  (e) the decode alone (`--decode-only`): libjpeg-turbo into a buffer reused across runs (no
+      allocation or page faults), i.e. the library's own decode time; PNG through DecodeImage,
+  (p) Pillow's decode alone, Image.open(page).load() (libjpeg-turbo too, with allocation),
 and the pixel cost of (d): max/mean absolute difference and PSNR of its padded uint8 image
 against (c)'s. Prints a markdown table.
+
+All times are CPU time per page (time.process_time() in Python, the thread's CPU clock inside
+`docfeed preprocess`), not wall time: on a shared machine the wall clock also counts the time
+other processes hold the core, which moved single numbers by 1.5-3x between runs.
 
 Usage (pin to one core; transformers comes from .venv/donut-ref, see
 python/requirements-donut-ref.txt):
@@ -41,10 +49,10 @@ proc = DonutImageProcessor(size={"height": 1553, "width": 1200})
 out = {}
 for page in pages:
     proc(Image.open(page), return_tensors="np")  # warm-up
-    t = time.perf_counter()
+    t = time.process_time()
     for _ in range(repeat):
         proc(Image.open(page), return_tensors="np")
-    out[page] = (time.perf_counter() - t) / repeat
+    out[page] = (time.process_time() - t) / repeat
 print(json.dumps(out))
 """
 
@@ -68,19 +76,27 @@ def time_pillow_resizes(page, repeat):
     elif rw > rh:
         th = int(rh * tw / rw)
     img.resize((rw, rh), Image.BILINEAR).resize((tw, th), Image.BICUBIC, reducing_gap=2.0)
-    t = time.perf_counter()
+    t = time.process_time()
     for _ in range(repeat):
         img.resize((rw, rh), Image.BILINEAR).resize((tw, th), Image.BICUBIC, reducing_gap=2.0)
-    return (time.perf_counter() - t) / repeat
+    return (time.process_time() - t) / repeat
 
 
 def docfeed(build, page, out, repeat, *extra):
-    """Runs `docfeed preprocess`; returns the stage times in seconds (decode, total)."""
+    """Runs `docfeed preprocess`; returns the mean CPU time per page in seconds."""
     proc = subprocess.run([str(build / "bin" / "docfeed"), "preprocess", page, "--preset", "donut",
                            "--size", f"{HEIGHT}x{WIDTH}", "-o", out, "--repeat", str(repeat),
                            *extra], capture_output=True, text=True, check=True)
-    m = re.search(r"decode ([\d.]+) ms.*total ([\d.]+) ms", proc.stderr)
-    return float(m.group(1)) / 1e3, float(m.group(2)) / 1e3
+    m = re.search(r"cpu per image \(mean of \d+\): ([\d.]+) ms", proc.stderr)
+    return float(m.group(1)) / 1e3
+
+
+def time_pillow_decode(page, repeat):
+    Image.open(page).load()
+    t = time.process_time()
+    for _ in range(repeat):
+        Image.open(page).load()
+    return (time.process_time() - t) / repeat
 
 
 def fast_cost(build, page, tmp):
@@ -111,21 +127,29 @@ def main():
             with Image.open(page) as im:
                 size, mode = f"{im.width}x{im.height}", im.mode
             pil = time_pillow_resizes(page, args.repeat)
-            decode, exact = docfeed(build, page, tmp / "c.npy", args.repeat)
-            _, fast = docfeed(build, page, tmp / "d.npy", args.repeat, "--fast")
-            rows.append((rel, size, mode, hf[page], pil, exact, fast, decode,
-                         fast_cost(build, page, tmp)))
-    print(f"Per page, one core, 1553x1200 output (repeat {args.repeat}; pages/s in brackets)\n")
+            pil_decode = time_pillow_decode(page, args.repeat)
+            # Interleaved, so that load changes hit the columns alike.
+            exact, unfused, decode = [], [], []
+            for _ in range(3):
+                exact.append(docfeed(build, page, tmp / "c.npy", args.repeat))
+                unfused.append(docfeed(build, page, tmp / "c0.npy", args.repeat, "--unfused"))
+                decode.append(docfeed(build, page, tmp / "e.npy", args.repeat, "--decode-only"))
+            fast = docfeed(build, page, tmp / "d.npy", args.repeat, "--fast")
+            med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
+            rows.append((rel, size, mode, hf[page], pil, med(exact), med(unfused), fast,
+                         med(decode), pil_decode, fast_cost(build, page, tmp)))
+    print(f"CPU time per page, one core, 1553x1200 output (repeat {args.repeat}; pages/s in "
+          "brackets)\n")
     print("| page | size | mode | (a) transformers | (b) Pillow resizes | (c) docfeed exact "
-          "| (d) docfeed fast | (e) decode only | (a)/(c) | (c)/(e) | fast: max / mean abs "
-          "diff, PSNR |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| (c0) unfused | (d) docfeed fast | (e) decode only | (p) Pillow decode | (a)/(c) "
+          "| (c)/(e) | (c0)/(e) | fast: max / mean abs diff, PSNR |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     ms = lambda s: f"{s * 1e3:.1f} ms ({1 / s:.1f})"  # noqa: E731
-    for rel, size, mode, a, b, c, d, e, (dmax, dmean, psnr) in rows:
+    for rel, size, mode, a, b, c, c0, d, e, p, (dmax, dmean, psnr) in rows:
         cost = "identical (no DCT scaling)" if dmax == 0 else \
             f"{dmax} / {dmean:.3f}, {psnr:.1f} dB"
-        print(f"| {rel} | {size} | {mode} | {ms(a)} | {ms(b)} | {ms(c)} | {ms(d)} | {ms(e)} "
-              f"| {a / c:.1f}x | {c / e:.2f} | {cost} |")
+        print(f"| {rel} | {size} | {mode} | {ms(a)} | {ms(b)} | {ms(c)} | {ms(c0)} | {ms(d)} "
+              f"| {ms(e)} | {ms(p)} | {a / c:.1f}x | {c / e:.2f} | {c0 / e:.2f} | {cost} |")
 
 
 if __name__ == "__main__":

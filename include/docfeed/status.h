@@ -26,6 +26,8 @@ enum class StatusCode : int {
   kCancelled,
   kInternal,
   kAlreadyExists,
+  kFailedPrecondition,  // the request does not fit the state (e.g. a dataset packed for another
+                        // size)
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -69,6 +71,7 @@ Status ResourceExhaustedError(std::string message);
 Status CancelledError(std::string message);
 Status InternalError(std::string message);
 Status AlreadyExistsError(std::string message);
+Status FailedPreconditionError(std::string message);
 
 // A value of type T, or the non-OK Status that explains why there is none.
 template <typename T>

@@ -30,6 +30,11 @@ class MappedFile {
 
   std::span<const uint8_t> bytes() const { return {data_, size_bytes_}; }
   const std::string& path() const { return path_; }
+  // Drops the pages of [offset, offset + length) (widened to whole pages) from this process's
+  // resident set (madvise MADV_DONTNEED). The bytes stay valid: a later access reads them from
+  // the file again. Lets a streaming reader keep its memory bounded on files larger than RAM.
+  // Out-of-range parts are ignored; advisory, so it cannot fail.
+  void DropPages(uint64_t offset, uint64_t length) const;
 
  private:
   std::string path_;

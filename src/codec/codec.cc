@@ -32,6 +32,8 @@ std::string_view ImageCodecName(ImageCodec codec) {
       return "bmp";
     case ImageCodec::kTiff:
       return "tiff";
+    case ImageCodec::kPpm:
+      return "ppm";
     case ImageCodec::kUnknown:
       break;
   }
@@ -39,7 +41,8 @@ std::string_view ImageCodecName(ImageCodec codec) {
 }
 
 // Signatures: JPEG SOI + first marker prefix (ITU-T T.81 B.1.1.3), PNG spec section 5.2,
-// WebP RFC 9649 section 2.4, GIF89a spec section 17, BMP "BM", TIFF 6.0 section 2 (and BigTIFF).
+// WebP RFC 9649 section 2.4, GIF89a spec section 17, BMP "BM", TIFF 6.0 section 2 (and BigTIFF),
+// Netpbm "P1".."P7" followed by whitespace (pbm(5), pgm(5), ppm(5), pam(5)).
 ImageCodec SniffCodec(std::span<const uint8_t> bytes) {
   using std::string_view_literals::operator""sv;
   if (HasPrefix(bytes, "\xFF\xD8\xFF"sv)) return ImageCodec::kJpeg;
@@ -49,6 +52,10 @@ ImageCodec SniffCodec(std::span<const uint8_t> bytes) {
   if (HasPrefix(bytes, "BM"sv)) return ImageCodec::kBmp;
   for (std::string_view magic : {"II*\0"sv, "MM\0*"sv, "II+\0"sv, "MM\0+"sv}) {
     if (HasPrefix(bytes, magic)) return ImageCodec::kTiff;
+  }
+  if (bytes.size() >= 3 && bytes[0] == 'P' && bytes[1] >= '1' && bytes[1] <= '7' &&
+      std::strchr(" \t\n\r\v\f", bytes[2]) != nullptr && bytes[2] != 0) {
+    return ImageCodec::kPpm;
   }
   return ImageCodec::kUnknown;
 }
@@ -111,12 +118,13 @@ Result<ImageCodec> DecodableCodec(std::span<const uint8_t> bytes, uint64_t max_i
     case ImageCodec::kJpeg:
     case ImageCodec::kPng:
     case ImageCodec::kWebp:
+    case ImageCodec::kPpm:
       return codec;
     case ImageCodec::kUnknown:
-      return UnsupportedError("unrecognised image format (no JPEG, PNG or WebP signature)");
+      return UnsupportedError("unrecognised image format (no JPEG, PNG, WebP or PPM signature)");
     default:
       return UnsupportedError(std::string(ImageCodecName(codec)) +
-                              " images are not supported (only JPEG, PNG and WebP)");
+                              " images are not supported (only JPEG, PNG, WebP and PPM)");
   }
 }
 
@@ -126,6 +134,7 @@ Result<ImageInfo> ProbeImage(std::span<const uint8_t> bytes) {
   DOCFEED_ASSIGN_OR_RETURN(ImageCodec codec, DecodableCodec(bytes, DecodeLimits{}.max_input_bytes));
   Result<ImageInfo> info = codec == ImageCodec::kJpeg  ? ProbeJpeg(bytes)
                            : codec == ImageCodec::kPng ? ProbePng(bytes)
+                           : codec == ImageCodec::kPpm ? ProbePpm(bytes)
                                                        : ProbeWebp(bytes);
   if (info.ok() && (info->width <= 0 || info->height <= 0)) {
     return CorruptionError("image has zero size");
@@ -140,6 +149,8 @@ Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& li
       return DecodeJpeg(bytes, limits);
     case ImageCodec::kPng:
       return DecodePng(bytes, limits);
+    case ImageCodec::kPpm:
+      return DecodePpm(bytes, limits);
     default:
       return DecodeWebp(bytes, limits);
   }

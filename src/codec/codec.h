@@ -1,5 +1,6 @@
 // docfeed's image codec: sniffs, probes, decodes and encodes the document images that go into
-// shards (JPEG via libjpeg-turbo, PNG via libspng, WebP via libwebp).
+// shards (JPEG via libjpeg-turbo, PNG via libspng, WebP via libwebp; binary PGM/PPM, the
+// container of preprocessed samples, in ppm.cc).
 //
 // The decoders are a C++ mirror of what Hugging Face `datasets` does with an Image column:
 // `PIL.Image.open(...).load()`, i.e. Pillow's natural 8-bit mode, pixel for pixel. EXIF
@@ -18,14 +19,16 @@
 #include <vector>
 
 #include "docfeed/status.h"
+#include "kernels/resize.h"  // ImageView (a plain struct; no link dependency)
 
 namespace docfeed::internal {
 
-// Container formats docfeed can recognise. Only JPEG, PNG and WebP are decoded; GIF, BMP and TIFF
-// are recognised so the error can say which format was refused.
-enum class ImageCodec { kUnknown, kJpeg, kPng, kWebp, kGif, kBmp, kTiff };
+// Container formats docfeed can recognise. JPEG, PNG, WebP and binary PGM/PPM (P5/P6, maxval 255)
+// are decoded; GIF, BMP, TIFF and the other Netpbm variants are recognised so the error can say
+// which format was refused.
+enum class ImageCodec { kUnknown, kJpeg, kPng, kWebp, kGif, kBmp, kTiff, kPpm };
 
-// "jpeg", "png", "webp", "gif", "bmp", "tiff" or "unknown".
+// "jpeg", "png", "webp", "gif", "bmp", "tiff", "ppm" or "unknown".
 std::string_view ImageCodecName(ImageCodec codec);
 
 // Identifies the format from its magic bytes (never from a file name). Returns kUnknown when no
@@ -84,11 +87,13 @@ struct Image {
 //   PNG:  L, LA, RGB, RGBA; palette through the palette to RGB (RGBA with tRNS); 1/2/4-bit gray
 //         scaled to L; 16-bit RGB/RGBA/LA reduced to their high byte (LA to RGBA), as Pillow does.
 //   WebP: RGB, or RGBA when the bitstream has alpha.
+//   PPM:  P5 -> L, P6 -> RGB (maxval 255 only; the raster is copied). See ViewPpm for the header
+//         rules.
 // EXIF orientation is NOT applied; see ApplyOrientation.
 // Errors: ResourceExhausted when bytes or pixels exceed `limits`; Corruption for corrupt or
 // truncated data (libjpeg warnings, e.g. premature end of data, are errors, not gray fill);
-// Unsupported for GIF/BMP/TIFF, CMYK/YCCK/12-bit/lossless JPEG, 16-bit grayscale PNG and
-// animated WebP.
+// Unsupported for GIF/BMP/TIFF, CMYK/YCCK/12-bit/lossless JPEG, 16-bit grayscale PNG,
+// animated WebP and Netpbm other than binary P5/P6 with maxval 255.
 Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& limits = {});
 
 // Lossless PNG, 8-bit, colour type from `image.channels` (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA),
@@ -107,6 +112,22 @@ Result<std::vector<uint8_t>> EncodeWebpLossless(const Image& image);
 // write RGBA as JPEG, the caller must drop or flatten alpha explicitly), a bad quality, or a side
 // above 65500 (JPEG's limit).
 Result<std::vector<uint8_t>> EncodeJpeg(const Image& image, int quality);
+
+// The zero-copy path for stored preprocessed samples: validates a binary PGM/PPM and returns a
+// view of its raster inside `bytes` (stride_bytes == width * channels; 1 channel for P5, 3 for
+// P6). Header: magic "P5"/"P6", width, height, maxval as decimals (at most 2^31 - 1) separated
+// by whitespace and '#' comments, one whitespace byte, then exactly width * height * channels
+// bytes: no more, no less. The header must fit in 4096 bytes.
+// REQUIRES: `bytes` outlives the view.
+// Errors: Corruption for a malformed or truncated header, zero size, a short raster or trailing
+// bytes; Unsupported for P1-P4/P7 and maxval other than 255; ResourceExhausted past `limits`.
+Result<ImageView> ViewPpm(std::span<const uint8_t> bytes, const DecodeLimits& limits = {});
+
+// Binary PGM (1 channel, "P5") or PPM (3 channels, "P6") with header
+// "P5\n<width> <height>\n255\n" (P6 likewise) followed by the rows; `image.stride_bytes` may
+// exceed a row. Pillow opens the result as mode L / RGB.
+// Errors: InvalidArgument for 2 or 4 channels, an empty image or a stride shorter than a row.
+Result<std::vector<uint8_t>> EncodePpm(const ImageView& image);
 
 // Returns `image` transposed the way PIL.ImageOps.exif_transpose does for EXIF orientation
 // 2..8 (mirror and/or 90/180/270 degree turn); any other value returns an unchanged copy.

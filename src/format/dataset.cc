@@ -33,11 +33,17 @@ Json ColumnFeature(ColumnType type) {
   return nullptr;
 }
 
-Json Features(const std::vector<ColumnSpec>& columns) {
+Json Features(const std::vector<ColumnSpec>& columns, bool keep_original) {
   Json features;
   features[kImageColumn] = {{"_type", "Image"}};
   for (const ColumnSpec& c : columns) features[c.name] = ColumnFeature(c.type);
+  if (keep_original) features[kOriginalColumn] = {{"_type", "Image"}};
   return features;
+}
+
+arrow::Field ImageField(const char* name) {
+  return arrow::MakeStruct(name, {arrow::MakeField("bytes", arrow::TypeId::kBinary),
+                                  arrow::MakeField("path", arrow::TypeId::kString)});
 }
 
 // The schema the data files must have: same names and types as DatasetSchema().
@@ -62,19 +68,18 @@ Status CheckSchema(const arrow::Schema& actual, const arrow::Schema& expected,
 
 }  // namespace
 
-arrow::Schema DatasetSchema(const std::vector<ColumnSpec>& columns) {
+arrow::Schema DatasetSchema(const std::vector<ColumnSpec>& columns, bool keep_original) {
   arrow::Schema schema;
-  schema.fields.push_back(
-      arrow::MakeStruct(kImageColumn, {arrow::MakeField("bytes", arrow::TypeId::kBinary),
-                                       arrow::MakeField("path", arrow::TypeId::kString)}));
+  schema.fields.push_back(ImageField(kImageColumn));
   for (const ColumnSpec& c : columns) schema.fields.push_back(ColumnField(c));
-  Json hf = {{"info", {{"features", Features(columns)}}}};
+  if (keep_original) schema.fields.push_back(ImageField(kOriginalColumn));
+  Json hf = {{"info", {{"features", Features(columns, keep_original)}}}};
   schema.metadata.emplace_back("huggingface", hf.dump());
   return schema;
 }
 
-std::string FeaturesJson(const std::vector<ColumnSpec>& columns) {
-  return Features(columns).dump();
+std::string FeaturesJson(const std::vector<ColumnSpec>& columns, bool keep_original) {
+  return Features(columns, keep_original).dump();
 }
 
 Dataset::~Dataset() = default;
@@ -96,7 +101,12 @@ Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
                            " samples, the manifest says " +
                            std::to_string(ds->manifest_.num_samples));
   }
-  ds->schema_ = DatasetSchema(ds->manifest_.columns);
+  if (!ds->manifest_.original_column.empty() && ds->manifest_.original_column != kOriginalColumn) {
+    return CorruptionError(manifest_path + ": field original_column is \"" +
+                           ds->manifest_.original_column + "\", expected \"" + kOriginalColumn +
+                           "\"");
+  }
+  ds->schema_ = DatasetSchema(ds->manifest_.columns, !ds->manifest_.original_column.empty());
   for (const FileEntry& f : ds->manifest_.data_files) {
     std::string path = JoinPath(dir, f.name);
     DOCFEED_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
@@ -153,6 +163,71 @@ Result<std::vector<uint8_t>> Dataset::ReadImage(uint64_t id) const {
   return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 
+Result<SampleBytes> Dataset::ReadSample(uint64_t id, bool with_labels) const {
+  if (id >= size()) return InvalidArgumentError("sample " + std::to_string(id) + " out of range");
+  const IndexRecord r = index_.Get(id);
+  DOCFEED_RETURN_IF_ERROR(CheckRecord(id, r));
+  const MappedFile& file = data_files_[r.file_index];
+  const bool compressed = manifest_.compression != "none";
+  SampleBytes out;
+  arrow::RecordBatch batch;
+  if (compressed || with_labels) {
+    DOCFEED_ASSIGN_OR_RETURN(batch, readers_[r.file_index].ReadBatchAt(r.batch_offset));
+    if (r.row >= static_cast<uint64_t>(batch.num_rows)) {
+      return CorruptionError(file.path() + ": sample " + std::to_string(id) + ": row past batch");
+    }
+  }
+  if (compressed) {
+    DOCFEED_ASSIGN_OR_RETURN(out.image, RowImage(batch, r.row));
+    // Keep the decompressed buffer the image lives in (moving a vector keeps its heap block).
+    for (std::vector<uint8_t>& buffer : batch.owned_buffers) {
+      const uint8_t* begin = buffer.data();
+      if (!out.image.empty() && out.image.data() >= begin &&
+          out.image.data() + out.image.size() <= begin + buffer.size()) {
+        out.owned = std::move(buffer);
+        break;
+      }
+    }
+  } else {
+    out.image = file.bytes().subspan(r.image_offset, r.image_length);
+  }
+  if (out.image.size() != r.image_length || Hash64(out.image) != r.image_hash) {
+    return CorruptionError(file.path() + ": sample " + std::to_string(id) +
+                           ": image bytes do not match their checksum");
+  }
+  if (with_labels) {
+    Result<std::vector<Value>> values =
+        RowValues(batch, r.row, manifest_.columns, TrailingColumns());
+    if (!values.ok()) return values.status().WithContext(file.path());
+    if (HashLabels(manifest_.columns, *values) != r.label_hash) {
+      return CorruptionError(file.path() + ": sample " + std::to_string(id) +
+                             ": labels do not match their checksum");
+    }
+    out.labels = std::move(values).value();
+  }
+  return out;
+}
+
+void Dataset::DropPages(uint64_t id) const {
+  if (id >= size()) return;
+  const IndexRecord r = index_.Get(id);
+  if (r.file_index >= data_files_.size()) return;
+  const MappedFile& file = data_files_[r.file_index];
+  if (manifest_.compression == "none") {
+    file.DropPages(r.image_offset, r.image_length);
+    return;
+  }
+  // The batch ends where the next sample's batch starts in the same file, else at the file's end.
+  uint64_t end = file.bytes().size();
+  if (id + 1 < size()) {
+    const IndexRecord next = index_.Get(id + 1);
+    if (next.file_index == r.file_index && next.batch_offset > r.batch_offset) {
+      end = next.batch_offset;
+    }
+  }
+  if (end > r.batch_offset) file.DropPages(r.batch_offset, end - r.batch_offset);
+}
+
 Result<std::vector<Value>> Dataset::ReadLabels(uint64_t id) const {
   if (id >= size()) return InvalidArgumentError("sample " + std::to_string(id) + " out of range");
   IndexRecord r = index_.Get(id);
@@ -163,7 +238,7 @@ Result<std::vector<Value>> Dataset::ReadLabels(uint64_t id) const {
   if (r.row >= static_cast<uint64_t>(batch.num_rows)) {
     return CorruptionError(file.path() + ": sample " + std::to_string(id) + ": row past batch");
   }
-  Result<std::vector<Value>> values = RowValues(batch, r.row, manifest_.columns);
+  Result<std::vector<Value>> values = RowValues(batch, r.row, manifest_.columns, TrailingColumns());
   if (!values.ok()) return values.status().WithContext(file.path());
   if (HashLabels(manifest_.columns, *values) != r.label_hash) {
     return CorruptionError(file.path() + ": sample " + std::to_string(id) +

@@ -24,6 +24,18 @@
 
 namespace docfeed::internal {
 
+// One sample as ReadSample returns it. Movable; moving keeps `image` valid (it points into the
+// dataset's mapping, which lives as long as the Dataset, or into `owned`, whose heap buffer a
+// std::vector move keeps in place). Do not copy it: a copy's `image` would still point into the
+// original's `owned`.
+struct SampleBytes {
+  std::span<const uint8_t> image;  // the stored image bytes (for preprocessed datasets: a PPM)
+  // Backing store when the record batch body was compressed: `image` points into it (or into the
+  // mapping when the writer stored that buffer uncompressed because compression did not help).
+  std::vector<uint8_t> owned;
+  std::vector<Value> labels;  // manifest column order; empty unless requested
+};
+
 class Dataset {
  public:
   static Result<std::unique_ptr<Dataset>> Open(const std::string& dir);
@@ -45,9 +57,27 @@ class Dataset {
   // The non-image column values of sample `id`, in manifest column order.
   Result<std::vector<Value>> ReadLabels(uint64_t id) const;
 
+  // The loader's read: the stored image bytes and (when `with_labels`) the labels of sample
+  // `id`, decoding the record batch at most once and copying nothing but the labels. Uncompressed
+  // bodies: the image is a view into the mapping, and the batch is read only for labels.
+  // Compressed bodies: the batch is decompressed once (1-row batches for preprocessed datasets,
+  // so that is one sample) and the image's decompressed buffer is moved into `owned`.
+  // Checks the image and label checksums as ReadImage/ReadLabels do; errors name the file and
+  // sample. Thread-safe.
+  Result<SampleBytes> ReadSample(uint64_t id, bool with_labels) const;
+
+  // Drops the mapped pages that hold sample `id`'s stored bytes (its image for uncompressed
+  // bodies, its record batch otherwise) from this process's resident set; the page cache keeps
+  // them and a later read faults them back in. Call after the sample's bytes were used, so that
+  // reading a dataset larger than RAM keeps the resident set flat. Safe while other threads read
+  // the same pages. Advisory: cannot fail; out-of-range ids are ignored.
+  void DropPages(uint64_t id) const;
+
  private:
   Dataset() = default;
   Status CheckRecord(uint64_t id, const IndexRecord& r) const;
+  // Columns after the label columns (the `original` image column), which RowValues skips.
+  size_t TrailingColumns() const { return manifest_.original_column.empty() ? 0 : 1; }
 
   std::string dir_;
   Manifest manifest_;
@@ -59,10 +89,11 @@ class Dataset {
 };
 
 // The Arrow schema docfeed writes for these columns (image struct first), with the
-// `huggingface` features metadata that `datasets` reads.
-arrow::Schema DatasetSchema(const std::vector<ColumnSpec>& columns);
+// `huggingface` features metadata that `datasets` reads. With `keep_original`, a second Image
+// column kOriginalColumn (struct<bytes, path>, the untouched source file) comes last.
+arrow::Schema DatasetSchema(const std::vector<ColumnSpec>& columns, bool keep_original = false);
 // The `features` object of dataset_info.json for these columns, as JSON text.
-std::string FeaturesJson(const std::vector<ColumnSpec>& columns);
+std::string FeaturesJson(const std::vector<ColumnSpec>& columns, bool keep_original = false);
 
 }  // namespace docfeed::internal
 

@@ -49,6 +49,8 @@ std::string_view StoredCodecName(StoredCodec codec) {
       return "png";
     case StoredCodec::kWebp:
       return "webp";
+    case StoredCodec::kPpm:
+      return "ppm";
   }
   return "unknown";
 }

@@ -22,9 +22,10 @@ inline constexpr size_t kIndexRecordBytes = 64;
 inline constexpr size_t kIndexFooterBytes = 8;
 
 // Codes stored in IndexRecord::codec. Never renumber: they are on disk.
-enum class StoredCodec : uint8_t { kJpeg = 1, kPng = 2, kWebp = 3 };
+// kPpm is binary PGM/PPM (P5/P6, maxval 255), the container of preprocessed samples.
+enum class StoredCodec : uint8_t { kJpeg = 1, kPng = 2, kWebp = 3, kPpm = 4 };
 
-// "jpeg", "png", "webp" ("unknown" for other values).
+// "jpeg", "png", "webp", "ppm" ("unknown" for other values).
 std::string_view StoredCodecName(StoredCodec codec);
 
 // One sample's entry; all integers little-endian on disk, in this field order.

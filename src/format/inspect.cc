@@ -116,6 +116,16 @@ std::string StatsToJson(const DatasetStats& s) {
   j["stored_codecs"] = s.manifest.stored_codecs;
   j["channels"] = s.channels;
   j["compression"] = s.manifest.compression;
+  const PreprocessInfo& p = s.manifest.preprocess;
+  if (p.preprocessed()) {
+    j["preprocess"] = {{"preset", p.preset},
+                       {"height", p.height},
+                       {"width", p.width},
+                       {"align_long_axis", p.align_long_axis}};
+  } else {
+    j["preprocess"] = nullptr;  // original images
+  }
+  if (!s.manifest.original_column.empty()) j["original_column"] = s.manifest.original_column;
   j["source_bytes"] = s.manifest.source_bytes;
   j["stored_image_bytes"] = s.manifest.stored_image_bytes;
   j["total_bytes"] = s.total_bytes;

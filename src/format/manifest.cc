@@ -104,6 +104,32 @@ Result<ColumnType> ParseColumnType(const std::string& s) {
   return CorruptionError("unknown column type " + s);
 }
 
+Json PreprocessToJson(const PreprocessInfo& p) {
+  Json j;
+  j["preset"] = p.preset;
+  j["height"] = p.height;
+  j["width"] = p.width;
+  j["align_long_axis"] = p.align_long_axis;
+  return j;
+}
+
+Result<PreprocessInfo> PreprocessFromJson(const Json& j) {
+  PreprocessInfo p;
+  p.preset = j.at("preset").get<std::string>();
+  p.height = j.at("height").get<int32_t>();
+  p.width = j.at("width").get<int32_t>();
+  p.align_long_axis = j.at("align_long_axis").get<bool>();
+  if (p.preset != kPreprocessDonut) {
+    return UnsupportedError("field preprocess.preset: unknown preprocessing \"" + p.preset +
+                            "\" (this docfeed knows \"donut\")");
+  }
+  if (p.height < 1 || p.height > 65535 || p.width < 1 || p.width > 65535) {
+    return CorruptionError("field preprocess: size " + std::to_string(p.height) + "x" +
+                           std::to_string(p.width) + " is outside 1..65535");
+  }
+  return p;
+}
+
 Result<Manifest> ManifestFromJson(const Json& j) {
   Manifest m;
   m.format_version = j.at("format_version").get<int>();
@@ -127,6 +153,12 @@ Result<Manifest> ManifestFromJson(const Json& j) {
   m.source_bytes = j.at("source_bytes").get<uint64_t>();
   m.stored_image_bytes = j.at("stored_image_bytes").get<uint64_t>();
   m.rejected = j.at("rejected").get<uint64_t>();
+  if (j.contains("preprocess")) {
+    DOCFEED_ASSIGN_OR_RETURN(m.preprocess, PreprocessFromJson(j.at("preprocess")));
+  }
+  if (j.contains("original_column")) {
+    m.original_column = j.at("original_column").get<std::string>();
+  }
   for (const Json& f : j.at("data_files")) {
     DOCFEED_ASSIGN_OR_RETURN(FileEntry e, FileFromJson(f, "data_files"));
     m.data_files.push_back(std::move(e));
@@ -166,6 +198,9 @@ std::string EncodeManifest(const Manifest& m) {
   j["source_bytes"] = m.source_bytes;
   j["stored_image_bytes"] = m.stored_image_bytes;
   j["rejected"] = m.rejected;
+  // Both fields are omitted for original images, so such manifests read as before.
+  if (m.preprocess.preprocessed()) j["preprocess"] = PreprocessToJson(m.preprocess);
+  if (!m.original_column.empty()) j["original_column"] = m.original_column;
   Json data = Json::array();
   for (const FileEntry& f : m.data_files) data.push_back(FileToJson(f));
   j["data_files"] = std::move(data);

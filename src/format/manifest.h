@@ -20,6 +20,8 @@ inline constexpr char kManifestFileName[] = "docfeed.json";
 inline constexpr char kIndexFileName[] = "docfeed.index";
 inline constexpr char kRejectsFileName[] = "rejects.jsonl";
 inline constexpr char kImageColumn[] = "image";
+inline constexpr char kOriginalColumn[] = "original";  // pack --preprocess ... --keep-original
+inline constexpr char kPreprocessDonut[] = "donut";    // PreprocessInfo::preset
 
 // A byte range of an Arrow file with its XXH3-64.
 struct Region {
@@ -40,6 +42,21 @@ struct FileEntry {
   std::vector<Region> regions;  // Arrow data files only, in file order, covering the whole file
 };
 
+// What the stored images are (docs/format.md, "Preprocessed datasets"). The default value means
+// the original source images; with preset "donut" every stored image is DonutResize's output (the
+// "resized" stage of src/imaging/donut.h: align, shortest-edge resize, thumbnail) for a
+// DonutConfig with this height, width and align_long_axis, stored as binary PGM/PPM (1 channel
+// for grayscale sources, 3 for RGB), so loading only decodes and pads.
+struct PreprocessInfo {
+  std::string preset;  // "" = original images, "donut" = DonutResize output
+  int32_t height = 0;
+  int32_t width = 0;
+  bool align_long_axis = false;
+
+  bool preprocessed() const { return !preset.empty(); }
+  bool operator==(const PreprocessInfo&) const = default;
+};
+
 struct Manifest {
   int format_version = kFormatVersion;
   std::string created_by;
@@ -53,7 +70,10 @@ struct Manifest {
   uint64_t source_bytes = 0;                      // bytes of the source images
   uint64_t stored_image_bytes = 0;                // bytes of the stored images
   uint64_t rejected = 0;                          // samples written to rejects.jsonl (--skip-bad)
-  std::vector<FileEntry> data_files;              // data-NNNNN-of-NNNNN.arrow, in order
+  PreprocessInfo preprocess;  // "preprocess" in docfeed.json; absent there = original images
+  // Name of the extra column holding the untouched source bytes (pack --keep-original), or "".
+  std::string original_column;
+  std::vector<FileEntry> data_files;   // data-NNNNN-of-NNNNN.arrow, in order
   std::vector<FileEntry> other_files;  // docfeed.index, dataset_info.json, state.json, ...
 };
 

@@ -64,10 +64,12 @@ arrow::Field ColumnField(const ColumnSpec& c) {
 }
 
 Result<std::vector<Value>> RowValues(const arrow::RecordBatch& batch, int64_t row,
-                                     const std::vector<ColumnSpec>& columns) {
-  if (batch.columns.size() != columns.size() + 1) {
+                                     const std::vector<ColumnSpec>& columns,
+                                     size_t trailing_columns) {
+  if (batch.columns.size() != columns.size() + 1 + trailing_columns) {
     return CorruptionError("record batch has " + std::to_string(batch.columns.size()) +
-                           " columns, the manifest names " + std::to_string(columns.size() + 1));
+                           " columns, the manifest names " +
+                           std::to_string(columns.size() + 1 + trailing_columns));
   }
   std::vector<Value> out;
   out.reserve(columns.size());

@@ -12,10 +12,12 @@
 
 namespace docfeed::internal {
 
-// `batch.columns[0]` is the image; columns[1 + i] holds `columns[i]`.
+// `batch.columns[0]` is the image; columns[1 + i] holds `columns[i]`; `trailing_columns` more
+// columns may follow them (the `original` image column of pack --keep-original) and are ignored.
 // REQUIRES: row < batch.num_rows.
 Result<std::vector<Value>> RowValues(const arrow::RecordBatch& batch, int64_t row,
-                                     const std::vector<ColumnSpec>& columns);
+                                     const std::vector<ColumnSpec>& columns,
+                                     size_t trailing_columns = 0);
 
 // The stored image bytes of `row`: the `bytes` child of the image struct column.
 // Corruption if the image is null or the column is not struct<bytes: binary, ...>.

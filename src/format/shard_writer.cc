@@ -84,7 +84,7 @@ class ArrowShardWriter final : public ShardWriter {
   ArrowShardWriter(ShardWriterOptions options, arrow::Compression compression)
       : options_(std::move(options)),
         compression_(compression),
-        schema_(DatasetSchema(options_.columns)),
+        schema_(DatasetSchema(options_.columns, options_.keep_original)),
         builders_(arrow::ArrayBuilder::ForSchema(schema_)) {
     for (size_t i = 0; i < options_.columns.size(); ++i) {
       if (options_.columns[i].name == options_.label_column) label_index_ = i;
@@ -110,8 +110,17 @@ class ArrowShardWriter final : public ShardWriter {
     for (size_t i = 0; i < options_.columns.size(); ++i) {
       DOCFEED_RETURN_IF_ERROR(AppendValue(builders_[i + 1], s.values[i], options_.columns[i].type));
     }
+    if (options_.keep_original) {
+      arrow::ArrayBuilder& original = builders_.back();
+      DOCFEED_RETURN_IF_ERROR(original.child(0).AppendBinary(s.original));
+      DOCFEED_RETURN_IF_ERROR(original.child(1).AppendString(s.path));
+      DOCFEED_RETURN_IF_ERROR(original.AppendStruct());
+    }
     pending_.push_back(r);
     auto batch_bytes = static_cast<uint64_t>(builders_[0].child(0).values_bytes());
+    if (options_.keep_original) {
+      batch_bytes += static_cast<uint64_t>(builders_.back().child(0).values_bytes());
+    }
     if (pending_.size() >= options_.max_batch_rows || batch_bytes >= options_.max_batch_bytes ||
         writer_->size_bytes() + batch_bytes >= options_.max_file_bytes) {
       DOCFEED_RETURN_IF_ERROR(FlushBatch());
@@ -132,6 +141,7 @@ class ArrowShardWriter final : public ShardWriter {
     manifest.columns = options_.columns;
     manifest.label_column = options_.label_column;
     manifest.compression = options_.compression;
+    if (options_.keep_original) manifest.original_column = kOriginalColumn;
     manifest.data_files = files_;
     for (const IndexRecord& r : records_) {
       manifest.stored_image_bytes += r.image_length;
@@ -170,7 +180,7 @@ class ArrowShardWriter final : public ShardWriter {
     Json info;
     info["citation"] = "";
     info["description"] = "";
-    info["features"] = Json::parse(FeaturesJson(options_.columns));
+    info["features"] = Json::parse(FeaturesJson(options_.columns, options_.keep_original));
     info["homepage"] = "";
     info["license"] = "";
     return info.dump(2) + "\n";

@@ -22,9 +22,11 @@
 namespace docfeed::internal {
 
 struct ShardWriterOptions {
-  std::string directory;             // must exist and be empty
-  std::vector<ColumnSpec> columns;   // non-image columns
-  std::string label_column;          // "" for none; must name one of `columns`
+  std::string directory;            // must exist and be empty
+  std::vector<ColumnSpec> columns;  // non-image columns
+  std::string label_column;         // "" for none; must name one of `columns`
+  // Adds the kOriginalColumn Image column after `columns` (SampleToWrite::original).
+  bool keep_original = false;
   std::string compression = "none";  // Arrow IPC body compression: none | zstd | lz4_frame
   // A new data file starts once the current one holds this many bytes (datasets' default
   // max_shard_size is 500 MB).
@@ -47,7 +49,8 @@ struct SampleToWrite {
   uint32_t height = 0;
   uint8_t channels = 0;
   uint8_t orientation = 1;
-  std::vector<Value> values;  // one per ShardWriterOptions::columns
+  std::vector<Value> values;          // one per ShardWriterOptions::columns
+  std::span<const uint8_t> original;  // with keep_original: the untouched source file
 };
 
 class ShardWriter {

@@ -199,7 +199,9 @@ class Verifier {
       return CorruptionError("index geometry " + std::to_string(r.width) + "x" +
                              std::to_string(r.height) + " differs from the image's");
     }
-    DOCFEED_ASSIGN_OR_RETURN(std::vector<Value> values, RowValues(batch, row, manifest_.columns));
+    DOCFEED_ASSIGN_OR_RETURN(
+        std::vector<Value> values,
+        RowValues(batch, row, manifest_.columns, manifest_.original_column.empty() ? 0 : 1));
     if (HashLabels(manifest_.columns, values) != r.label_hash) {
       return CorruptionError("labels do not match their checksum");
     }

@@ -76,6 +76,13 @@ int32_t ChooseJpegScaleDenom(int32_t width, int32_t height, int32_t needed_width
 
 Result<ScaledSource> DecodeJpegScaled(std::span<const uint8_t> bytes, int32_t scale_denom,
                                       const DecodeLimits& limits) {
+  ScaledSource source;
+  DOCFEED_RETURN_IF_ERROR(DecodeJpegScaledInto(bytes, scale_denom, limits, &source));
+  return source;
+}
+
+Status DecodeJpegScaledInto(std::span<const uint8_t> bytes, int32_t scale_denom,
+                            const DecodeLimits& limits, ScaledSource* out) {
   if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8) {
     return InvalidArgumentError("JPEG scale_denom must be 1, 2, 4 or 8, got " +
                                 std::to_string(scale_denom));
@@ -93,7 +100,7 @@ Result<ScaledSource> DecodeJpegScaled(std::span<const uint8_t> bytes, int32_t sc
   ScaleArgs scale{&cinfo, static_cast<unsigned int>(scale_denom),
                   channels == 1 ? JCS_GRAYSCALE : JCS_RGB};
   DOCFEED_RETURN_IF_ERROR(decoder.Run(CalcDimensionsStep, &scale));
-  ScaledSource source;
+  ScaledSource& source = *out;
   source.full_width = static_cast<int32_t>(cinfo.image_width);
   source.full_height = static_cast<int32_t>(cinfo.image_height);
   source.scale_denom = scale_denom;
@@ -103,8 +110,7 @@ Result<ScaledSource> DecodeJpegScaled(std::span<const uint8_t> bytes, int32_t sc
   image.channels = channels;
   image.pixels.resize(image.stride_bytes() * static_cast<size_t>(image.height));
   ScaledDecodeArgs args{&cinfo, image.pixels.data(), image.stride_bytes()};
-  DOCFEED_RETURN_IF_ERROR(decoder.Run(DecodeStep, &args));
-  return source;
+  return decoder.Run(DecodeStep, &args);
 }
 
 Result<ScaledSource> DecodeForDonut(std::span<const uint8_t> bytes, const DonutConfig& config,

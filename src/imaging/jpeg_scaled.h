@@ -42,6 +42,22 @@ Result<ScaledSource> DecodeJpegScaled(std::span<const uint8_t> bytes, int32_t sc
 Result<ScaledSource> DecodeForDonut(std::span<const uint8_t> bytes, const DonutConfig& config,
                                     DonutDecodeMode mode, const DecodeLimits& limits = {});
 
+// DecodeJpegScaled into `out`, reusing out->image.pixels when it is large enough (no allocation,
+// zero fill or page faults for a buffer that is kept across images). Same results and errors.
+Status DecodeJpegScaledInto(std::span<const uint8_t> bytes, int32_t scale_denom,
+                            const DecodeLimits& limits, ScaledSource* out);
+
+// The "resized" stage straight from the bytes: DecodeForDonut(bytes, config, mode) followed by
+// DonutResizeScaled, identical bytes, written into `out` (whose pixel buffer is reused when it is
+// large enough). JPEGs (baseline or progressive, L or RGB) that need no rotation and whose
+// thumbnail needs no reduce() step are decoded band by band (16 rows), and each band goes
+// through both resizes while it is in cache (MakeResizeStream): the full-size image is never
+// stored. Everything else, and any error, takes the DecodeForDonut + DonutResizeScaled path,
+// so the errors are theirs.
+// REQUIRES: out != nullptr.
+Status DecodeAndResizeForDonut(std::span<const uint8_t> bytes, const DonutConfig& config,
+                               DonutDecodeMode mode, Image* out, const DecodeLimits& limits = {});
+
 }  // namespace docfeed::internal
 
 #endif  // DOCFEED_IMAGING_JPEG_SCALED_H_

@@ -60,6 +60,21 @@ Result<NormalizeTable> MakeNormalizeTable(const DonutConfig& config);
 Status Normalize(const ImageView& image, const NormalizeTable& table, OutputLayout layout,
                  DType dtype, void* out);
 
+// Padding and normalization in one pass, for loaders: writes exactly what DonutPad(resized,
+// offsets, canvas of height x width x 3) followed by Normalize(canvas, table, layout, dtype, out)
+// writes, without the intermediate canvas. Padding pixels are the value 0 of every channel
+// (table entry 0, e.g. -1.0 with the default mean/std); a 1-channel `resized` is replicated to
+// RGB. DType::kUint8 writes the padded pixels themselves (HWC: the "padded" stage; CHW: planes).
+// Every element of `out` is written. The CHW float32 case runs the SIMD writer over bands of
+// padded rows (DOCFEED_SIMD=scalar: the plain loop; same bits).
+// REQUIRES: out holds height * width * 3 * DTypeSize(dtype) bytes, aligned for the dtype, and
+// does not overlap `resized`.
+// Errors: InvalidArgument for a bad view (null, empty, channels not 1 or 3, short stride), a
+// null `out`, height or width < 1, or `resized` not fitting in the canvas at `offsets` (as
+// DonutPad).
+Status NormalizePadded(const ImageView& resized, PadOffsets offsets, int32_t height, int32_t width,
+                       const NormalizeTable& table, OutputLayout layout, DType dtype, void* out);
+
 }  // namespace docfeed::internal
 
 #endif  // DOCFEED_IMAGING_NORMALIZE_H_

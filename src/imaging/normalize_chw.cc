@@ -82,10 +82,10 @@ void Row(const uint8_t* src, int32_t width, const float* const tables[3], float*
 
 }  // namespace
 
-void NormalizeChwFloat32Impl(const ImageView& image, const float* const tables[3], float* out) {
-  const size_t plane = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
+void NormalizeChwFloat32Impl(const ImageView& image, const float* const tables[3], float* out,
+                             size_t plane, size_t row_stride) {
   for (int32_t y = 0; y < image.height; ++y) {
-    const size_t offset = static_cast<size_t>(y) * static_cast<size_t>(image.width);
+    const size_t offset = static_cast<size_t>(y) * row_stride;
     float* const dst[3] = {out + offset, out + plane + offset, out + 2 * plane + offset};
     Row(image.data + y * image.stride_bytes, image.width, tables, dst);
   }
@@ -103,7 +103,14 @@ namespace docfeed::internal {
 HWY_EXPORT(NormalizeChwFloat32Impl);
 
 void NormalizeChwFloat32(const ImageView& image, const float* const tables[3], float* out) {
-  HWY_DYNAMIC_DISPATCH(NormalizeChwFloat32Impl)(image, tables, out);
+  const auto width = static_cast<size_t>(image.width);
+  HWY_DYNAMIC_DISPATCH(NormalizeChwFloat32Impl)
+  (image, tables, out, width * static_cast<size_t>(image.height), width);
+}
+
+void NormalizeChwFloat32Strided(const ImageView& image, const float* const tables[3], float* out,
+                                size_t plane_stride, size_t row_stride) {
+  HWY_DYNAMIC_DISPATCH(NormalizeChwFloat32Impl)(image, tables, out, plane_stride, row_stride);
 }
 
 }  // namespace docfeed::internal

@@ -15,6 +15,12 @@ namespace docfeed::internal {
 // REQUIRES: image.channels == 3, a valid view, out not overlapping it, tables of 256 entries.
 void NormalizeChwFloat32(const ImageView& image, const float* const tables[3], float* out);
 
+// The same into a window of larger planes: pixel (x, y) of channel c goes to
+// out[c * plane_stride + y * row_stride + x] (strides in floats). Does not touch other elements.
+// REQUIRES: as above; row_stride >= image.width; the planes do not overlap.
+void NormalizeChwFloat32Strided(const ImageView& image, const float* const tables[3], float* out,
+                                size_t plane_stride, size_t row_stride);
+
 }  // namespace docfeed::internal
 
 #endif  // DOCFEED_IMAGING_NORMALIZE_CHW_H_

@@ -88,12 +88,12 @@ void VerticalRow(const uint8_t* src, ptrdiff_t stride, int32_t row_bytes, const 
   }
 }
 
-// Output rows [o0, o1); `src` starts at source row `src_row0`.
+// Output rows [o0, o1) at dst + (o - o0) * dst_stride; `src` starts at source row `src_row0`.
 void VerticalRows(const uint8_t* src, ptrdiff_t src_stride, int32_t src_row0, int32_t row_bytes,
                   const CoeffTable& y, int32_t o0, int32_t o1, uint8_t* dst, ptrdiff_t dst_stride) {
   for (int32_t o = o0; o < o1; ++o) {
     VerticalRow(src + (y.first(o) - src_row0) * src_stride, src_stride, row_bytes, y.row(o),
-                y.taps(o), dst + o * dst_stride);
+                y.taps(o), dst + (o - o0) * dst_stride);
   }
 }
 
@@ -234,6 +234,10 @@ class HorizontalPlan {
  public:
   HorizontalPlan(const CoeffTable& x, int32_t channels, int32_t src_width)
       : x_(x), channels_(channels), src_width_(src_width) {
+#if HWY_TARGET == HWY_AVX3_DL
+    quad_ = BuildQuadTables(x, channels, &quad_tables_);
+    if (quad_) return;
+#endif
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
     permute_ = BuildPermuteTables(x, channels, &permute_tables_);
     if (permute_) return;
@@ -243,6 +247,9 @@ class HorizontalPlan {
 
   void Run(const uint8_t* src, ptrdiff_t src_stride, int32_t rows, uint8_t* dst,
            ptrdiff_t dst_stride) const {
+#if HWY_TARGET == HWY_AVX3_DL
+    if (quad_) return QuadRows(quad_tables_, src, src_stride, rows, dst, dst_stride);
+#endif
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
     if (permute_) return PermuteRows(permute_tables_, src, src_stride, rows, dst, dst_stride);
 #endif
@@ -263,6 +270,10 @@ class HorizontalPlan {
   int32_t channels_;
   int32_t src_width_;
   GroupTables groups_;
+#if HWY_TARGET == HWY_AVX3_DL
+  bool quad_ = false;
+  QuadTables quad_tables_;
+#endif
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   bool permute_ = false;
   PermuteTables permute_tables_;
@@ -278,7 +289,7 @@ class VerticalPlan {
 #endif
   }
 
-  // Output rows [o0, o1); `src` starts at source row `src_row0`.
+  // Output rows [o0, o1) at dst + (o - o0) * dst_stride; `src` starts at source row `src_row0`.
   void Run(const uint8_t* src, ptrdiff_t src_stride, int32_t src_row0, int32_t row_bytes,
            int32_t o0, int32_t o1, uint8_t* dst, ptrdiff_t dst_stride) const {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
@@ -355,10 +366,47 @@ void SeparableImpl(const uint8_t* src, ptrdiff_t src_stride, int32_t src_width, 
     }
     horizontal.Run(src + (first + keep) * src_stride, src_stride, last - first - keep,
                    buffer.get() + keep * stride, stride);
-    vertical.Run(buffer.get(), stride, first, static_cast<int32_t>(stride), o0, o1, dst,
-                 dst_stride);
+    vertical.Run(buffer.get(), stride, first, static_cast<int32_t>(stride), o0, o1,
+                 dst + o0 * dst_stride, dst_stride);
     have_first = first, have_last = last;
   }
+}
+
+// The streaming kernels (resample.h) over this target's plans. The plans keep references to the
+// tables, which the caller keeps alive.
+class HorizontalKernelImpl final : public HorizontalKernel {
+ public:
+  HorizontalKernelImpl(const CoeffTable& x, int32_t channels, int32_t src_width)
+      : plan_(x, channels, src_width) {}
+  void Run(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t rows, uint8_t* dst,
+           ptrdiff_t dst_stride_bytes) const override {
+    plan_.Run(src, src_stride_bytes, rows, dst, dst_stride_bytes);
+  }
+
+ private:
+  HorizontalPlan plan_;
+};
+
+class VerticalKernelImpl final : public VerticalKernel {
+ public:
+  VerticalKernelImpl(const CoeffTable& y, int32_t row_bytes) : plan_(y), row_bytes_(row_bytes) {}
+  void Run(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t src_row0, int32_t o0, int32_t o1,
+           uint8_t* dst, ptrdiff_t dst_stride_bytes) const override {
+    plan_.Run(src, src_stride_bytes, src_row0, row_bytes_, o0, o1, dst, dst_stride_bytes);
+  }
+
+ private:
+  VerticalPlan plan_;
+  int32_t row_bytes_;
+};
+
+std::unique_ptr<HorizontalKernel> MakeHorizontalKernelImpl(const CoeffTable& x, int32_t channels,
+                                                           int32_t src_width) {
+  return std::make_unique<HorizontalKernelImpl>(x, channels, src_width);
+}
+
+std::unique_ptr<VerticalKernel> MakeVerticalKernelImpl(const CoeffTable& y, int32_t row_bytes) {
+  return std::make_unique<VerticalKernelImpl>(y, row_bytes);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -371,6 +419,67 @@ namespace docfeed::internal {
 HWY_EXPORT(HorizontalPassImpl);
 HWY_EXPORT(VerticalPassImpl);
 HWY_EXPORT(SeparableImpl);
+HWY_EXPORT(MakeHorizontalKernelImpl);
+HWY_EXPORT(MakeVerticalKernelImpl);
+
+namespace {
+
+// The reference passes behind the kernel interfaces (DOCFEED_SIMD=scalar).
+class HorizontalReferenceKernel final : public HorizontalKernel {
+ public:
+  HorizontalReferenceKernel(const CoeffTable& x, int32_t channels, int32_t src_width)
+      : x_(x), channels_(channels), src_width_(src_width) {}
+  void Run(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t rows, uint8_t* dst,
+           ptrdiff_t dst_stride_bytes) const override {
+    ResampleHorizontalReference(src, src_stride_bytes, src_width_, rows, channels_, x_, dst,
+                                dst_stride_bytes);
+  }
+
+ private:
+  const CoeffTable& x_;
+  int32_t channels_;
+  int32_t src_width_;
+};
+
+class VerticalReferenceKernel final : public VerticalKernel {
+ public:
+  VerticalReferenceKernel(const CoeffTable& y, int32_t row_bytes) : y_(y), row_bytes_(row_bytes) {}
+  void Run(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t src_row0, int32_t o0, int32_t o1,
+           uint8_t* dst, ptrdiff_t dst_stride_bytes) const override {
+    // Pillow's loop (resample_reference.cc) on one output row at a time.
+    for (int32_t o = o0; o < o1; ++o) {
+      const uint8_t* in = src + (y_.first(o) - src_row0) * src_stride_bytes;
+      const int32_t* k = y_.row(o);
+      uint8_t* out = dst + (o - o0) * dst_stride_bytes;
+      for (int32_t i = 0; i < row_bytes_; ++i) {
+        int32_t acc = kRoundingBias;
+        for (int32_t t = 0; t < y_.taps(o); ++t) acc += in[t * src_stride_bytes + i] * k[t];
+        out[i] = static_cast<uint8_t>(std::clamp(acc >> kPrecisionBits, 0, 255));
+      }
+    }
+  }
+
+ private:
+  const CoeffTable& y_;
+  int32_t row_bytes_;
+};
+
+}  // namespace
+
+std::unique_ptr<HorizontalKernel> MakeHorizontalKernel(const CoeffTable& x, int32_t channels,
+                                                       int32_t src_width) {
+  if (CurrentSimdMode() == SimdMode::kScalar) {
+    return std::make_unique<HorizontalReferenceKernel>(x, channels, src_width);
+  }
+  return HWY_DYNAMIC_DISPATCH(MakeHorizontalKernelImpl)(x, channels, src_width);
+}
+
+std::unique_ptr<VerticalKernel> MakeVerticalKernel(const CoeffTable& y, int32_t row_bytes) {
+  if (CurrentSimdMode() == SimdMode::kScalar) {
+    return std::make_unique<VerticalReferenceKernel>(y, row_bytes);
+  }
+  return HWY_DYNAMIC_DISPATCH(MakeVerticalKernelImpl)(y, row_bytes);
+}
 
 void ResampleHorizontalSimd(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t src_width,
                             int32_t rows, int32_t channels, const CoeffTable& x, uint8_t* dst,

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "kernels/resample_coeffs.h"
 
@@ -67,6 +68,38 @@ void ResampleVerticalSimd(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_
 void ResampleSeparableSimd(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t src_width,
                            int32_t channels, const CoeffTable& x, const CoeffTable& y, uint8_t* dst,
                            ptrdiff_t dst_stride_bytes);
+
+// ------------------------------------------------------------------ row streaming
+//
+// The passes above work on whole images. The kernels below run one pass on any rows, with the
+// weights prepared once, so that a resize can consume its source band by band (e.g. straight
+// from a decoder) while the rows are still in cache: see MakeResizeStream (resize.h).
+
+// One horizontal pass over `x`, prepared once (SIMD group tables), run on any rows.
+class HorizontalKernel {
+ public:
+  virtual ~HorizontalKernel() = default;
+  // As ResampleHorizontal on `rows` rows. REQUIRES: as ResampleHorizontal.
+  virtual void Run(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t rows, uint8_t* dst,
+                   ptrdiff_t dst_stride_bytes) const = 0;
+};
+
+// One vertical pass over `y`, prepared once, run on any range of output rows.
+class VerticalKernel {
+ public:
+  virtual ~VerticalKernel() = default;
+  // Output rows [o0, o1) of ResampleVertical, written at dst + (o - o0) * dst_stride_bytes.
+  // `src` points at source row `src_row0`.
+  // REQUIRES: every row the outputs read lies in [src_row0, src_row0 + rows held at src).
+  virtual void Run(const uint8_t* src, ptrdiff_t src_stride_bytes, int32_t src_row0, int32_t o0,
+                   int32_t o1, uint8_t* dst, ptrdiff_t dst_stride_bytes) const = 0;
+};
+
+// Kernels for the current SIMD mode (the reference when DOCFEED_SIMD=scalar, else the best
+// Highway target). They keep a reference to the table: REQUIRES: it outlives the kernel.
+std::unique_ptr<HorizontalKernel> MakeHorizontalKernel(const CoeffTable& x, int32_t channels,
+                                                       int32_t src_width);
+std::unique_ptr<VerticalKernel> MakeVerticalKernel(const CoeffTable& y, int32_t row_bytes);
 
 }  // namespace docfeed::internal
 

@@ -62,9 +62,10 @@ constexpr int32_t kWindowBytes = 64;
 constexpr int32_t kGroupLanes = 16;
 
 // Greedy grouping: extend a group while its lanes fit one vector and its window fits 64 bytes.
-// Returns false if a single output pixel's taps span more than the window.
+// Each group gets ceil(taps / taps_per_unit) units of `vectors_per_unit` table vectors (stored
+// in `pairs`). Returns false if a single output pixel's taps span more than the window.
 bool PlanGroups(const CoeffTable& x, int32_t channels, std::vector<PermuteGroup>* groups,
-                size_t* vectors) {
+                size_t* vectors, int32_t taps_per_unit = 2, int32_t vectors_per_unit = 3) {
   *vectors = 0;
   for (int32_t o = 0; o < x.out_size;) {
     int32_t lo = x.first(o), hi = x.first(o) + x.taps(o), taps = x.taps(o), m = 1;
@@ -80,10 +81,10 @@ bool PlanGroups(const CoeffTable& x, int32_t channels, std::vector<PermuteGroup>
         PermuteGroup{.base_bytes = lo * channels,
                      .out_bytes = o * channels,
                      .out_mask = static_cast<uint32_t>((uint64_t{1} << (m * channels)) - 1),
-                     .pairs = (taps + 1) / 2,
+                     .pairs = (taps + taps_per_unit - 1) / taps_per_unit,
                      .load_mask = span >= 64 ? ~uint64_t{0} : (uint64_t{1} << span) - 1,
                      .table = *vectors});
-    *vectors += static_cast<size_t>(groups->back().pairs) * 3;
+    *vectors += static_cast<size_t>(groups->back().pairs) * static_cast<size_t>(vectors_per_unit);
     o += m;
   }
   return true;
@@ -173,6 +174,127 @@ void PermuteRows(const PermuteTables& t, const uint8_t* src, ptrdiff_t src_strid
     }
   }
 }
+#if HWY_TARGET == HWY_AVX3_DL
+// ------------------------------------------------------------------ horizontal pass, VBMI + VNNI
+//
+// AVX3_DL adds byte permutes (vpermb) and 8-bit dot products (vpdpbusd: four unsigned-byte by
+// signed-byte products summed into each int32 lane, without saturation). Groups are planned as
+// above, but each 32-bit lane now takes four taps at once: per "quad" of taps, one vpermb picks
+// lane j's four source bytes from the 64-byte window, and each weight is split into three signed
+// bytes, k = w2 * 2^16 + w1 * 2^8 + w0 (w0, w1 in [-128, 127], w2 what remains, which must fit
+// a signed byte: |k| < 2^23 - 2^15 suffices; Pillow's 8-bit weights are at most ~2^22). Then
+// sum_t p_t k_t = (S2 << 16) + (S1 << 8) + S0 with S_d = sum_t p_t w_d,t, each S_d exact in
+// int32, and the sum is taken modulo 2^32 like the reference's int32 accumulator: same value,
+// same shift and clamp. Tables per quad: byte indices, w0, w1, w2 (4 vectors of 64 bytes).
+
+HWY_INLINE __m512i DotBytes(__m512i acc, __m512i pixels, __m512i weights) {
+  // Highway 1.0's AVX3_DL target string lacks avx512vnni (see MulAdd16): emitted directly.
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(pixels), "v"(weights));
+  return acc;
+}
+
+// Splits k into signed bytes (see above); false if w2 does not fit.
+bool SplitWeightBytes(int32_t k, int8_t w[3]) {
+  const int32_t w0 = ((k + 128) & 255) - 128;
+  const int32_t k1 = (k - w0) / 256;  // Exact: k - w0 is a multiple of 256.
+  const int32_t w1 = ((k1 + 128) & 255) - 128;
+  const int32_t w2 = (k1 - w1) / 256;
+  if (w2 < -128 || w2 > 127) return false;
+  w[0] = static_cast<int8_t>(w0), w[1] = static_cast<int8_t>(w1), w[2] = static_cast<int8_t>(w2);
+  return true;
+}
+
+bool FillQuadGroup(const CoeffTable& x, int32_t channels, const PermuteGroup& g, int8_t* v) {
+  const int32_t base_pixel = g.base_bytes / channels;
+  const int32_t first_out = g.out_bytes / channels;
+  for (int32_t q = 0; q < g.pairs; ++q, v += 4 * 64) {
+    for (int32_t j = 0; j < kGroupLanes; ++j) {
+      const int32_t o = first_out + j / channels;
+      const bool lane_used = ((g.out_mask >> j) & 1) != 0;
+      for (int32_t s = 0; s < 4; ++s) {
+        const int32_t t = 4 * q + s;
+        const bool used = lane_used && t < x.taps(o);
+        const int32_t k = used ? x.row(o)[t] : 0;
+        v[4 * j + s] =
+            static_cast<int8_t>(used ? (x.first(o) + t - base_pixel) * channels + j % channels : 0);
+        int8_t w[3];
+        if (!SplitWeightBytes(k, w)) return false;
+        for (int32_t d = 0; d < 3; ++d) v[64 * (d + 1) + 4 * j + s] = w[d];
+      }
+    }
+  }
+  return true;
+}
+
+// Same groups as PermuteTables; `vectors` holds 4 x 64 bytes per quad.
+struct QuadTables {
+  std::vector<PermuteGroup> groups;
+  hwy::AlignedFreeUniquePtr<int8_t[]> vectors;
+};
+
+bool BuildQuadTables(const CoeffTable& x, int32_t channels, QuadTables* t) {
+  size_t vectors = 0;
+  if (!PlanGroups(x, channels, &t->groups, &vectors, 4, 4)) return false;
+  t->vectors = hwy::AllocateAligned<int8_t>(vectors * 64 + 64);
+  for (const PermuteGroup& g : t->groups) {
+    if (!FillQuadGroup(x, channels, g, t->vectors.get() + g.table * 64)) return false;
+  }
+  return true;
+}
+
+HWY_INLINE void StoreQuadGroup(__m512i s0, __m512i s1, __m512i s2, const PermuteGroup& g,
+                               uint8_t* out) {
+  const __m512i sum =
+      _mm512_add_epi32(_mm512_add_epi32(s0, _mm512_slli_epi32(s1, 8)), _mm512_slli_epi32(s2, 16));
+  const __m512i acc =
+      _mm512_max_epi32(_mm512_srai_epi32(sum, kPrecisionBits), _mm512_setzero_si512());
+  _mm_mask_storeu_epi8(out + g.out_bytes, g.out_mask, _mm512_cvtusepi32_epi8(acc));
+}
+
+// One group on two rows a, b (the tables are read once for both).
+HWY_INLINE void QuadGroupRows(const uint8_t* src_a, const uint8_t* src_b, const PermuteGroup& g,
+                              const __m512i* v, uint8_t* out_a, uint8_t* out_b) {
+  const __m512i a = _mm512_maskz_loadu_epi8(g.load_mask, src_a + g.base_bytes);
+  const __m512i b = _mm512_maskz_loadu_epi8(g.load_mask, src_b + g.base_bytes);
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i a0 = _mm512_set1_epi32(kRoundingBias), a1 = zero, a2 = zero;
+  __m512i b0 = a0, b1 = zero, b2 = zero;
+  for (int32_t q = 0; q < g.pairs; ++q, v += 4) {
+    const __m512i index = _mm512_load_si512(v);
+    const __m512i pa = _mm512_permutexvar_epi8(index, a);
+    const __m512i pb = _mm512_permutexvar_epi8(index, b);
+    const __m512i w0 = _mm512_load_si512(v + 1);
+    a0 = DotBytes(a0, pa, w0);
+    b0 = DotBytes(b0, pb, w0);
+    const __m512i w1 = _mm512_load_si512(v + 2);
+    a1 = DotBytes(a1, pa, w1);
+    b1 = DotBytes(b1, pb, w1);
+    const __m512i w2 = _mm512_load_si512(v + 3);
+    a2 = DotBytes(a2, pa, w2);
+    b2 = DotBytes(b2, pb, w2);
+  }
+  StoreQuadGroup(a0, a1, a2, g, out_a);
+  if (out_b != nullptr) StoreQuadGroup(b0, b1, b2, g, out_b);
+}
+
+void QuadRows(const QuadTables& t, const uint8_t* src, ptrdiff_t src_stride, int32_t rows,
+              uint8_t* dst, ptrdiff_t dst_stride) {
+  const auto* vectors = reinterpret_cast<const __m512i*>(t.vectors.get());
+  constexpr int32_t kRowBlock = 4;
+  for (int32_t r0 = 0; r0 < rows; r0 += kRowBlock) {
+    const int32_t r1 = std::min(rows, r0 + kRowBlock);
+    for (const PermuteGroup& g : t.groups) {
+      for (int32_t r = r0; r < r1; r += 2) {
+        const bool pair = r + 1 < r1;
+        const uint8_t* a = src + r * src_stride;
+        QuadGroupRows(a, pair ? a + src_stride : a, g, vectors + g.table, dst + r * dst_stride,
+                      pair ? dst + (r + 1) * dst_stride : nullptr);
+      }
+    }
+  }
+}
+#endif  // HWY_TARGET == HWY_AVX3_DL
+
 // ------------------------------------------------------------------ vertical pass, AVX-512BW
 
 // Taps go in pairs (t, t + 1): bytes of the two rows are interleaved and zero-extended so that
@@ -237,14 +359,14 @@ HWY_INLINE void VerticalChunk(const uint8_t* src, ptrdiff_t stride, int32_t taps
   _mm512_mask_storeu_epi8(out, mask, bytes);
 }
 
-// Output rows [o0, o1); `src` starts at source row `src_row0`.
+// Output rows [o0, o1) at dst + (o - o0) * dst_stride; `src` starts at source row `src_row0`.
 void VerticalRowsAvx3(const VerticalPairs& v, const uint8_t* src, ptrdiff_t src_stride,
                       int32_t src_row0, int32_t row_bytes, const CoeffTable& y, int32_t o0,
                       int32_t o1, uint8_t* dst, ptrdiff_t dst_stride) {
   for (int32_t o = o0; o < o1; ++o) {
     const uint8_t* rows = src + (y.first(o) - src_row0) * src_stride;
     const int32_t* weights = v.weights.data() + 2 * static_cast<size_t>(v.start[o]);
-    uint8_t* out = dst + o * dst_stride;
+    uint8_t* out = dst + (o - o0) * dst_stride;
     for (int32_t i = 0; i < row_bytes; i += 64) {
       const int32_t n = row_bytes - i;
       const __mmask64 mask = n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;

@@ -8,12 +8,14 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/pixel_ops.h"
 #include "kernels/reduce.h"
 #include "kernels/resample.h"
 #include "kernels/resample_coeffs.h"
+#include "kernels/resample_stream.h"
 
 namespace docfeed::internal {
 namespace {
@@ -103,8 +105,8 @@ void ResampleVerticalFirst(const ImageView& src, const MutableImageView& dst, Co
                      dst.stride_bytes);
 }
 
-bool VerticalFirst(const ImageView& src, const MutableImageView& dst) {
-  return dst.height < src.height && src.height - dst.height > 2 * (src.width - dst.width);
+bool VerticalFirst(int32_t src_w, int32_t src_h, int32_t dst_w, int32_t dst_h) {
+  return dst_h < src_h && src_h - dst_h > 2 * (src_w - dst_w);
 }
 
 // ImagingResampleInner: a pass runs only when its axis changes (size or box); with both, the
@@ -124,7 +126,7 @@ Status Resample(const ImageView& src, const MutableImageView& dst, ResampleFilte
     DOCFEED_RETURN_IF_ERROR(ComputeCoeffs(src.height, box[1], box[3], dst.height, filter, &y));
   }
   if (need_h && need_v) {
-    if (VerticalFirst(src, dst)) {
+    if (VerticalFirst(src.width, src.height, dst.width, dst.height)) {
       ResampleVerticalFirst(src, dst, &x, y);
     } else {
       // ImagingResampleInner's order: horizontal pass over the rows the vertical weights read.
@@ -229,7 +231,79 @@ ImageView Premultiplied(const ImageView& src) {
   return ImageView{data, src.width, src.height, src.channels, stride};
 }
 
+// MakeResizeStream's plan: Resize's decisions (ResizeOpaque, ResizeC, Resample) without the
+// pixels. Returns false for the cases the stream leaves to Resize.
+Result<bool> PlanStream(int32_t src_w, int32_t src_h, int32_t dst_w, int32_t dst_h,
+                        ResampleFilter filter, const Box& box, double reducing_gap,
+                        StreamPlan* plan) {
+  plan->out_width = dst_w;
+  plan->out_height = dst_h;
+  const bool is_full = box.x0 == 0 && box.y0 == 0 && box.x1 == src_w && box.y1 == src_h;
+  if (is_full && dst_w == src_w && dst_h == src_h) return true;  // A copy: no pass.
+  if (HasAlpha(plan->channels) || filter == ResampleFilter::kNearest) return false;
+  float fbox[4];
+  ToFloatBox(box, fbox);
+  DOCFEED_RETURN_IF_ERROR(ValidateFloatBox(fbox, src_w, src_h));
+  if (reducing_gap != 0 && (static_cast<int32_t>((box.x1 - box.x0) / dst_w / reducing_gap) > 1 ||
+                            static_cast<int32_t>((box.y1 - box.y0) / dst_h / reducing_gap) > 1)) {
+    return false;  // ReduceBox first.
+  }
+  const auto x0 = static_cast<int32_t>(fbox[0]);
+  const auto y0 = static_cast<int32_t>(fbox[1]);
+  if (fbox[0] - static_cast<float>(x0) == 0 && fbox[2] - fbox[0] == static_cast<float>(dst_w) &&
+      fbox[1] - static_cast<float>(y0) == 0 && fbox[3] - fbox[1] == static_cast<float>(dst_h)) {
+    return false;  // ResizeC's crop.
+  }
+  plan->has_x = dst_w != src_w || fbox[0] != 0 || fbox[2] != static_cast<float>(dst_w);
+  plan->has_y = dst_h != src_h || fbox[1] != 0 || fbox[3] != static_cast<float>(dst_h);
+  if (plan->has_x) {
+    DOCFEED_RETURN_IF_ERROR(ComputeCoeffs(src_w, fbox[0], fbox[2], dst_w, filter, &plan->x));
+  }
+  if (plan->has_y) {
+    DOCFEED_RETURN_IF_ERROR(ComputeCoeffs(src_h, fbox[1], fbox[3], dst_h, filter, &plan->y));
+  }
+  plan->vertical_first = plan->has_x && plan->has_y && VerticalFirst(src_w, src_h, dst_w, dst_h);
+  return true;
+}
+
 }  // namespace
+
+Result<std::unique_ptr<RowSink>> MakeResizeStream(int32_t src_width, int32_t src_height,
+                                                  int32_t channels, int32_t dst_width,
+                                                  int32_t dst_height, ResampleFilter filter,
+                                                  const Box* box, double reducing_gap,
+                                                  StreamOutput out) {
+  if (src_width < 1 || src_height < 1 || dst_width < 1 || dst_height < 1 || channels < 1 ||
+      channels > 4) {
+    return InvalidArgumentError("resize stream: bad sizes " + std::to_string(src_width) + "x" +
+                                std::to_string(src_height) + " -> " + std::to_string(dst_width) +
+                                "x" + std::to_string(dst_height) + " with " +
+                                std::to_string(channels) + " channels");
+  }
+  if (out.dst == nullptr && out.next == nullptr) {
+    return InvalidArgumentError("resize stream: no output (dst or next)");
+  }
+  if (out.dst != nullptr &&
+      out.dst_stride_bytes < static_cast<ptrdiff_t>(RowBytes(dst_width, channels))) {
+    return InvalidArgumentError("resize stream: destination stride smaller than a row");
+  }
+  if (!(reducing_gap == 0 || reducing_gap >= 1.0)) {
+    return InvalidArgumentError("reducing_gap must be 0 (none) or >= 1.0, got " +
+                                std::to_string(reducing_gap));
+  }
+  const Box b = box != nullptr
+                    ? *box
+                    : Box{0, 0, static_cast<double>(src_width), static_cast<double>(src_height)};
+  StreamPlan plan;
+  plan.src_width = src_width;
+  plan.src_height = src_height;
+  plan.channels = channels;
+  DOCFEED_ASSIGN_OR_RETURN(
+      const bool streamed,
+      PlanStream(src_width, src_height, dst_width, dst_height, filter, b, reducing_gap, &plan));
+  if (!streamed) return std::unique_ptr<RowSink>();
+  return MakeResampleStream(std::move(plan), out);
+}
 
 Status Resize(const ImageView& src, const MutableImageView& dst, ResampleFilter filter,
               const Box* box, double reducing_gap) {

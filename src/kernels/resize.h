@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "docfeed/status.h"
 
@@ -78,6 +79,41 @@ Status Resize(const ImageView& src, const MutableImageView& dst, ResampleFilter 
 // the image or is empty, or a dst of the wrong size.
 Status Reduce(const ImageView& src, int32_t factor_x, int32_t factor_y, const Box* box,
               const MutableImageView& dst);
+
+// Receives the rows of an image top to bottom, over any number of calls.
+class RowSink {
+ public:
+  virtual ~RowSink() = default;
+  // `count` rows, `stride_bytes` apart, continuing where the previous call stopped. The rows are
+  // read during the call only. REQUIRES: count >= 0.
+  virtual void PushRows(const uint8_t* rows, ptrdiff_t stride_bytes, int32_t count) = 0;
+};
+
+// Where a stream's output rows go: into `dst` (row o at dst + o * dst_stride_bytes) when it is
+// set, else to `next`, in order, in bands of a few rows.
+struct StreamOutput {
+  uint8_t* dst = nullptr;
+  ptrdiff_t dst_stride_bytes = 0;
+  RowSink* next = nullptr;
+};
+
+// Resize() as a stream, for a source that arrives band by band (a decoder) and a destination
+// that may be the next stage: push the src_width x src_height source's rows in order, and the
+// output rows arrive in order at `out`, byte-identical to Resize(src, dst, filter, box,
+// reducing_gap) with dst of dst_width x dst_height. Rows are consumed as they arrive (a few
+// rows of state, no whole intermediate image), so the source can live in a small reused buffer.
+// Returns nullptr (and no error) for the cases it does not stream, where the caller uses
+// Resize(): 2 or 4 channels (alpha), NEAREST, a reduce() pre-step (reducing_gap large enough to
+// reduce), and a crop that Pillow copies. Once all source rows are pushed, every output row has
+// been delivered. REQUIRES: out.dst (if set) holds dst_height rows of dst_width * channels
+// bytes; out.next (if used) outlives the stream.
+// Errors: as Resize for bad sizes, channels, box or reducing_gap; InvalidArgument if out has
+// neither dst nor next.
+Result<std::unique_ptr<RowSink>> MakeResizeStream(int32_t src_width, int32_t src_height,
+                                                  int32_t channels, int32_t dst_width,
+                                                  int32_t dst_height, ResampleFilter filter,
+                                                  const Box* box, double reducing_gap,
+                                                  StreamOutput out);
 
 }  // namespace docfeed::internal
 

@@ -101,8 +101,8 @@ Status WriteOne(const ImageFolder& folder, size_t i, Slot& slot, const PackOptio
     return Reject(dir, src, why, &state.rejects);
   }
   const EncodedImage& img = *slot.encoded;
-  SampleToWrite sample{img.bytes,  src.relative_path, img.codec,       img.width,
-                       img.height, img.channels,      img.orientation, src.values};
+  SampleToWrite sample{img.bytes,    src.relative_path, img.codec,  img.width,   img.height,
+                       img.channels, img.orientation,   src.values, img.original};
   for (Value& v : slot.label_values) sample.values.push_back(std::move(v));
   DOCFEED_RETURN_IF_ERROR(writer.Add(sample));
   ++state.summary.samples;
@@ -125,6 +125,11 @@ Status WriteAll(const ImageFolder& folder, const PackOptions& options, const std
   wopts.label_column = PickLabelColumn(wopts.columns);
   wopts.compression = options.compression;
   wopts.max_file_bytes = options.max_file_bytes;
+  wopts.keep_original = options.encode.keep_original;
+  // Preprocessed pages are ~4 MB raw: one row per batch, so a random read decompresses one page.
+  if (options.encode.preprocess.preprocessed() && options.compression != "none") {
+    wopts.max_batch_rows = 1;
+  }
   DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer, ShardWriter::Create(wopts));
   int threads = options.threads > 0
                     ? options.threads
@@ -157,6 +162,8 @@ Status WriteAll(const ImageFolder& folder, const PackOptions& options, const std
   manifest.jpeg_quality =
       options.encode.codec == CodecChoice::kJpeg ? options.encode.jpeg_quality : 0;
   manifest.source_bytes = state.summary.source_bytes;
+  manifest.preprocess = options.encode.preprocess;
+  if (manifest.preprocess.preprocessed()) manifest.codec = "ppm";
   manifest.rejected = state.rejects.count;
   DOCFEED_ASSIGN_OR_RETURN(Manifest written, writer->Finish(std::move(manifest)));
   for (const FileEntry& f : written.data_files) {
@@ -211,6 +218,11 @@ Result<PackSummary> Pack(const PackOptions& options) {
   std::string output = options.output;
   while (output.size() > 1 && output.back() == '/') output.pop_back();
   if (output.empty()) return InvalidArgumentError("no output directory given (-o OUT)");
+  if (options.encode.keep_original && !options.encode.preprocess.preprocessed()) {
+    return InvalidArgumentError(
+        "--keep-original needs --preprocess (without it the original is "
+        "what is stored)");
+  }
   if (PathExists(output) && !options.overwrite) {
     return AlreadyExistsError(output + " already exists; pass --overwrite to replace it");
   }

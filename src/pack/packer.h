@@ -25,10 +25,15 @@ struct PackProgress {
   double elapsed_seconds = 0;
 };
 
+// Arrow body compression `docfeed pack --preprocess` uses unless --compression says otherwise:
+// LZ4_FRAME decompresses a 1553x1200 page ~2.4x faster than zstd (level 1, docfeed's writer) for
+// ~27% more bytes (docs/format.md, "Preprocessed datasets").
+inline constexpr char kPreprocessedDefaultCompression[] = "lz4_frame";
+
 struct PackOptions {
   std::string source;
   std::string output;
-  EncodeOptions encode;
+  EncodeOptions encode;    // encode.preprocess / encode.keep_original: pack --preprocess
   int threads = 0;         // 0: one per hardware thread
   bool skip_bad = false;   // reject bad samples into rejects.jsonl instead of stopping
   bool overwrite = false;  // replace an existing output directory

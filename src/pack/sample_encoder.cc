@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "imaging/donut.h"
+
 namespace docfeed::internal {
 namespace {
 
@@ -13,9 +15,11 @@ Result<StoredCodec> ToStoredCodec(ImageCodec codec) {
       return StoredCodec::kPng;
     case ImageCodec::kWebp:
       return StoredCodec::kWebp;
+    case ImageCodec::kPpm:
+      return StoredCodec::kPpm;
     default:
       return UnsupportedError(std::string(ImageCodecName(codec)) +
-                              " images are not supported (docfeed stores JPEG, PNG and WebP)");
+                              " images are not supported (docfeed stores JPEG, PNG, WebP and PPM)");
   }
 }
 
@@ -55,6 +59,29 @@ Result<std::vector<uint8_t>> Reencode(const Image& image, const EncodeOptions& o
   return InternalError("Reencode called for codec keep");
 }
 
+// The deterministic Donut stages, exactly as the loader's on-the-fly path runs them: orientation
+// as `datasets` applies it, convert("RGB") (keeping L as L), align + resize + thumbnail.
+Result<EncodedImage> Preprocess(Image image, const ImageInfo& info, const PreprocessInfo& p) {
+  if (p.preset != kPreprocessDonut) {
+    return InvalidArgumentError("unknown preprocessing \"" + p.preset + "\" (expected donut)");
+  }
+  DonutConfig config;
+  config.height = p.height;
+  config.width = p.width;
+  config.align_long_axis = p.align_long_axis;
+  if (info.exif_orientation != 1) image = ApplyOrientation(image, info.exif_orientation);
+  DOCFEED_ASSIGN_OR_RETURN(Image input, ToDonutInput(std::move(image)));
+  DOCFEED_ASSIGN_OR_RETURN(Image resized, DonutResize(input, config));
+  EncodedImage out;
+  DOCFEED_ASSIGN_OR_RETURN(out.bytes, EncodePpm(ViewOf(resized)));
+  out.codec = StoredCodec::kPpm;
+  out.width = static_cast<uint32_t>(resized.width);
+  out.height = static_cast<uint32_t>(resized.height);
+  out.channels = static_cast<uint8_t>(resized.channels);
+  out.orientation = 1;
+  return out;
+}
+
 }  // namespace
 
 Result<CodecChoice> ParseCodecChoice(std::string_view name) {
@@ -85,6 +112,12 @@ Result<EncodedImage> EncodeSample(std::vector<uint8_t> source, const EncodeOptio
   DOCFEED_ASSIGN_OR_RETURN(StoredCodec source_codec, ToStoredCodec(info.codec));
   // A full decode validates every byte a trainer will later decode.
   DOCFEED_ASSIGN_OR_RETURN(Image image, DecodeImage(source, options.limits));
+  if (options.preprocess.preprocessed()) {
+    DOCFEED_ASSIGN_OR_RETURN(EncodedImage out,
+                             Preprocess(std::move(image), info, options.preprocess));
+    if (options.keep_original) out.original = std::move(source);
+    return out;
+  }
   EncodedImage out;
   if (options.codec == CodecChoice::kKeep) {
     out.bytes = std::move(source);

@@ -1,6 +1,7 @@
 // Turns one source image file into the bytes a shard stores: validates it by a full decode
 // (so a corrupt or truncated file is caught at pack time, not in training), then keeps the
-// original bytes or re-encodes them (PNG, lossless WebP, JPEG at a quality).
+// original bytes or re-encodes them (PNG, lossless WebP, JPEG at a quality), or, with
+// `--preprocess donut`, stores the Donut "resized" stage as binary PGM/PPM.
 #ifndef DOCFEED_PACK_SAMPLE_ENCODER_H_
 #define DOCFEED_PACK_SAMPLE_ENCODER_H_
 
@@ -13,6 +14,7 @@
 #include "codec/codec.h"
 #include "docfeed/status.h"
 #include "format/index.h"
+#include "format/manifest.h"
 
 namespace docfeed::internal {
 
@@ -27,6 +29,10 @@ struct EncodeOptions {
   int jpeg_quality = 90;
   int png_level = 6;
   DecodeLimits limits;
+  // preset "donut": store DonutResize's output (after EXIF orientation and ToDonutInput) as PPM
+  // (P5 for grayscale sources, P6 for RGB); `codec` is then ignored.
+  PreprocessInfo preprocess;
+  bool keep_original = false;  // also return the source bytes in EncodedImage::original
 };
 
 struct EncodedImage {
@@ -38,10 +44,12 @@ struct EncodedImage {
   // EXIF orientation a reader must still apply (1..8): the source's for `keep`, 1 after a
   // re-encode (which applies it to the pixels, as `datasets` does when it decodes).
   uint8_t orientation = 1;
+  std::vector<uint8_t> original;  // the source file, with EncodeOptions::keep_original
 };
 
 // REQUIRES: `source` is the whole file. Errors carry no file name; the caller adds it.
 // For kJpeg, alpha is dropped (LA -> L, RGBA -> RGB) as Pillow's convert("RGB") does.
+// With a preprocess preset, errors also cover the resize (e.g. an extreme aspect ratio).
 Result<EncodedImage> EncodeSample(std::vector<uint8_t> source, const EncodeOptions& options);
 
 }  // namespace docfeed::internal

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <random>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -223,6 +224,88 @@ TEST(FastMode, ChoosesPowerOfTwoScales) {
   std::vector<uint8_t> truncated = ReadSample("sroie/027.jpg");
   truncated.resize(truncated.size() / 2);
   EXPECT_FALSE(DecodeJpegScaled(truncated, 2).ok());
+}
+
+// ---- DecodeAndResizeForDonut: the streamed decode + resizes ----
+
+// The whole-image path the stream must equal.
+Result<Image> DecodeThenResize(std::span<const uint8_t> bytes, const DonutConfig& config,
+                               DonutDecodeMode mode) {
+  DOCFEED_ASSIGN_OR_RETURN(const ScaledSource source, DecodeForDonut(bytes, config, mode));
+  return DonutResizeScaled(source, config);
+}
+
+// Smooth gradients with sharp "text" strokes, so that JPEG keeps detail in every band.
+Image PageLike(int32_t w, int32_t h, int32_t c, uint32_t seed) {
+  Image image = RandomImage(w, h, c, seed);
+  for (int32_t y = 0; y < h; ++y) {
+    for (int32_t x = 0; x < w * c; ++x) {
+      uint8_t& p = image.pixels[static_cast<size_t>(y) * w * c + x];
+      p = ((x / c + y) / 9) % 4 == 0 ? static_cast<uint8_t>(p / 4)
+                                     : static_cast<uint8_t>(200 + p % 50);
+    }
+  }
+  return image;
+}
+
+TEST(DecodeAndResizeForDonut, StreamedJpegEqualsWholeImagePath) {
+  struct Case {
+    int32_t w, h, c, cfg_h, cfg_w;
+    bool align, fast;
+  };
+  // Portrait and landscape pages, a tall receipt (vertical pass first), an upscale, gray, fast
+  // mode (DCT-scaled bands), a rotation and a thumbnail that needs reduce() (both take the
+  // whole-image path), and a target that needs no thumbnail.
+  const Case cases[] = {
+      {620, 877, 3, 776, 600, false, false},  {877, 620, 3, 776, 600, false, false},
+      {300, 1500, 3, 776, 600, false, false}, {200, 283, 3, 776, 600, false, false},
+      {620, 877, 1, 776, 600, false, false},  {1300, 1800, 3, 320, 240, false, true},
+      {877, 620, 3, 776, 600, true, false},   {300, 3000, 1, 320, 240, false, false},
+      {400, 400, 3, 300, 300, false, false}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE(std::to_string(k.w) + "x" + std::to_string(k.h) + "x" + std::to_string(k.c));
+    Result<std::vector<uint8_t>> jpeg = EncodeJpeg(PageLike(k.w, k.h, k.c, 3), 90);
+    ASSERT_TRUE(jpeg.ok());
+    DonutConfig config = Config(k.cfg_h, k.cfg_w);
+    config.align_long_axis = k.align;
+    const DonutDecodeMode mode = k.fast ? DonutDecodeMode::kFast : DonutDecodeMode::kExact;
+    Result<Image> want = DecodeThenResize(*jpeg, config, mode);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    Image got = RandomImage(7, 5, 3);  // Reused output with other contents.
+    ASSERT_TRUE(DecodeAndResizeForDonut(*jpeg, config, mode, &got).ok());
+    EXPECT_EQ(got.width, want->width);
+    EXPECT_EQ(got.height, want->height);
+    EXPECT_EQ(got.channels, want->channels);
+    EXPECT_EQ(got.pixels, want->pixels);
+  }
+}
+
+TEST(DecodeAndResizeForDonut, SampleScanAndOtherFormats) {
+  const DonutConfig config = Config(1553, 1200);
+  for (const char* name : {"sroie/027.jpg", "invoices/simple-invoice.png"}) {
+    const std::vector<uint8_t> bytes = ReadSample(name);
+    Result<Image> want = DecodeThenResize(bytes, config, DonutDecodeMode::kExact);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    Image got;
+    ASSERT_TRUE(DecodeAndResizeForDonut(bytes, config, DonutDecodeMode::kExact, &got).ok());
+    EXPECT_EQ(got.pixels, want->pixels) << name;
+  }
+}
+
+TEST(DecodeAndResizeForDonut, ErrorsAreThoseOfTheWholeImagePath) {
+  const DonutConfig config = Config(1553, 1200);
+  std::vector<uint8_t> truncated = ReadSample("sroie/027.jpg");
+  truncated.resize(truncated.size() * 2 / 3);
+  Image out;
+  const Status got = DecodeAndResizeForDonut(truncated, config, DonutDecodeMode::kExact, &out);
+  const Result<Image> want = DecodeThenResize(truncated, config, DonutDecodeMode::kExact);
+  ASSERT_FALSE(got.ok());
+  ASSERT_FALSE(want.ok());
+  EXPECT_EQ(got.ToString(), want.status().ToString());
+  std::vector<uint8_t> garbage(100, 0xFF);
+  garbage[0] = 0xFF, garbage[1] = 0xD8, garbage[2] = 0xFF;
+  EXPECT_FALSE(DecodeAndResizeForDonut(garbage, config, DonutDecodeMode::kExact, &out).ok());
+  EXPECT_FALSE(DecodeAndResizeForDonut({}, config, DonutDecodeMode::kExact, &out).ok());
 }
 
 // ---- padding ----

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -323,6 +324,68 @@ std::string TargetParamName(const ::testing::TestParamInfo<int64_t>& param) {
 
 INSTANTIATE_TEST_SUITE_P(AllTargets, NormalizeChwTarget,
                          ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()), TargetParamName);
+
+// NormalizePadded equals DonutPad into a canvas followed by Normalize, for every dtype, layout,
+// source channel count and SIMD mode, with the image at corners, edges and inside; the canvas
+// widths make the SIMD writer's rows start at every alignment.
+TEST(NormalizePadded, EqualsPadThenNormalize) {
+  DonutConfig config;
+  config.mean = {0.485, 0.456, 0.406};
+  config.std = {0.229, 0.224, 0.225};
+  Result<NormalizeTable> table = MakeNormalizeTable(config);
+  ASSERT_TRUE(table.ok());
+  std::mt19937 rng(5);
+  for (SimdMode mode : {SimdMode::kAuto, SimdMode::kScalar}) {
+    SetSimdModeOverride(mode);
+    for (int iter = 0; iter < 60; ++iter) {
+      const int32_t cw = 1 + static_cast<int32_t>(rng() % 70),
+                    ch = 1 + static_cast<int32_t>(rng() % 9);
+      const int32_t w = 1 + static_cast<int32_t>(rng() % cw),
+                    h = 1 + static_cast<int32_t>(rng() % ch);
+      const int32_t c = rng() % 2 == 0 ? 3 : 1;
+      const PadOffsets at{static_cast<int32_t>(rng() % (ch - h + 1)),
+                          static_cast<int32_t>(rng() % (cw - w + 1))};
+      std::vector<uint8_t> pixels(static_cast<size_t>(w) * h * c + 5);
+      for (uint8_t& v : pixels) v = static_cast<uint8_t>(rng());
+      const ImageView image{pixels.data(), w, h, c, static_cast<ptrdiff_t>(w) * c};
+      std::vector<uint8_t> canvas(static_cast<size_t>(cw) * ch * 3);
+      ASSERT_TRUE(DonutPad(image, at, MutableImageView{canvas.data(), cw, ch, 3, cw * 3}).ok());
+      const ImageView padded{canvas.data(), cw, ch, 3, cw * 3};
+      for (DType dtype : {DType::kUint8, DType::kFloat32, DType::kFloat16, DType::kBfloat16}) {
+        for (OutputLayout layout : {OutputLayout::kChw, OutputLayout::kHwc}) {
+          const size_t bytes = canvas.size() * DTypeSize(dtype);
+          std::vector<float> want(bytes / 4 + 1), got(bytes / 4 + 1, 12345.0f);
+          ASSERT_TRUE(Normalize(padded, *table, layout, dtype, want.data()).ok());
+          ASSERT_TRUE(NormalizePadded(image, at, ch, cw, *table, layout, dtype, got.data()).ok());
+          ASSERT_EQ(std::memcmp(want.data(), got.data(), bytes), 0)
+              << w << "x" << h << "x" << c << " in " << cw << "x" << ch << " at " << at.left << ","
+              << at.top << " dtype " << static_cast<int>(dtype);
+        }
+      }
+    }
+  }
+  ClearSimdModeOverride();
+}
+
+TEST(NormalizePadded, RejectsWhatDoesNotFit) {
+  Result<NormalizeTable> table = MakeNormalizeTable(DonutConfig{});
+  ASSERT_TRUE(table.ok());
+  std::vector<uint8_t> pixels(4 * 3 * 3);
+  const ImageView image{pixels.data(), 4, 3, 3, 12};
+  std::vector<float> out(5 * 5 * 3);
+  const auto run = [&](PadOffsets at, int32_t h, int32_t w, const ImageView& v, void* dst) {
+    return NormalizePadded(v, at, h, w, *table, OutputLayout::kChw, DType::kFloat32, dst);
+  };
+  EXPECT_TRUE(run({1, 1}, 5, 5, image, out.data()).ok());
+  EXPECT_FALSE(run({3, 0}, 5, 5, image, out.data()).ok());  // Bottom edge.
+  EXPECT_FALSE(run({0, 2}, 5, 5, image, out.data()).ok());  // Right edge.
+  EXPECT_FALSE(run({-1, 0}, 5, 5, image, out.data()).ok());
+  EXPECT_FALSE(run({0, 0}, 0, 5, image, out.data()).ok());
+  EXPECT_FALSE(run({0, 0}, 5, 5, image, nullptr).ok());
+  ImageView bad = image;
+  bad.channels = 2;
+  EXPECT_FALSE(run({0, 0}, 5, 5, bad, out.data()).ok());
+}
 
 }  // namespace
 }  // namespace docfeed::internal

@@ -14,6 +14,8 @@ int RunPack(const Args& args);
 int RunInspect(const Args& args);
 int RunVerify(const Args& args);
 int RunPreprocess(const Args& args);
+int RunSynth(const Args& args);
+int RunBench(const Args& args);
 
 }  // namespace docfeed::tools
 

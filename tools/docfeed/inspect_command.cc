@@ -31,6 +31,16 @@ void PrintText(const internal::DatasetStats& s) {
   for (const auto& [codec, n] : m.stored_codecs) {
     std::printf(" %s=%llu", codec.c_str(), static_cast<unsigned long long>(n));
   }
+  if (m.preprocess.preprocessed()) {
+    std::printf("\npreprocessing   %s resized stage for size %dx%d (HxW)%s, stored as PGM/PPM%s",
+                m.preprocess.preset.c_str(), m.preprocess.height, m.preprocess.width,
+                m.preprocess.align_long_axis ? ", align_long_axis" : "",
+                m.original_column.empty()
+                    ? ""
+                    : (", originals in column \"" + m.original_column + "\"").c_str());
+  } else {
+    std::printf("\npreprocessing   none (original images)");
+  }
   std::printf("\nchannels       ");
   for (const auto& [mode, n] : s.channels) {
     std::printf(" %s=%llu", mode.c_str(), static_cast<unsigned long long>(n));

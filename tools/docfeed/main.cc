@@ -20,6 +20,10 @@ constexpr char kUsage[] =
     "  inspect OUT [--json]  describe a packed dataset\n"
     "  verify OUT            re-check every checksum and the index; exit 1 if anything is wrong\n"
     "  preprocess IMAGE --preset donut -o OUT  Donut pixel_values as .npy/.png (see --help)\n"
+    "  synth -o OUT --n N [--seed S] [--kind invoice|receipt|mixed]\n"
+    "                      synthetic invoices and receipts with ground truth (image folder)\n"
+    "  bench DATASET [--batch-size 8] [--threads N] [--epochs E] [--json]\n"
+    "                      run the loader with no consumer: pages/s, stage times, memory\n"
     "\n"
     "docfeed <command> --help shows the command's options.\n";
 
@@ -41,6 +45,8 @@ int main(int argc, char** argv) {
   if (command == "inspect") return docfeed::tools::RunInspect(args);
   if (command == "verify") return docfeed::tools::RunVerify(args);
   if (command == "preprocess") return docfeed::tools::RunPreprocess(args);
+  if (command == "synth") return docfeed::tools::RunSynth(args);
+  if (command == "bench") return docfeed::tools::RunBench(args);
   std::fprintf(stderr, "docfeed: unknown command \"%.*s\"\n\n%s", static_cast<int>(command.size()),
                command.data(), kUsage);
   return 2;

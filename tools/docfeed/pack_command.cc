@@ -1,8 +1,10 @@
 // docfeed pack: argument handling, progress bar and the closing summary.
 #include <cstdio>
+#include <string>
 
 #include "args.h"
 #include "commands.h"
+#include "migrate_command.h"
 #include "pack/packer.h"
 #include "progress.h"
 
@@ -15,6 +17,8 @@ constexpr char kPackHelp[] =
     "SRC is an image folder in the layout of Hugging Face datasets' imagefolder: images at any\n"
     "depth and an optional metadata.jsonl whose rows name an image by file_name and carry any\n"
     "other columns. Samples keep metadata.jsonl order (sorted paths without one).\n"
+    "A datasets save_to_disk directory with a float pixel_values column is migrated instead\n"
+    "(docfeed pack SAVED_DATASET --help lists those options).\n"
     "\n"
     "options:\n"
     "  -o, --output OUT       output directory (written atomically)\n"
@@ -26,6 +30,14 @@ constexpr char kPackHelp[] =
     "  --compression C        Arrow IPC buffer compression: none (default), zstd, lz4_frame\n"
     "  --max-file-mb N        start a new data file after N MB (default 500)\n"
     "\n"
+    "Pack-time preprocessing (docs/format.md, \"Preprocessed datasets\"):\n"
+    "  --preprocess donut     store the Donut preset's deterministic stages (EXIF orientation,\n"
+    "                         align, resize, thumbnail) as PGM/PPM, so loading only pads;\n"
+    "                         default --compression lz4_frame, one sample per record batch\n"
+    "  --size HxW             the DonutImageProcessor size, e.g. 1553x1200 (height x width)\n"
+    "  --align-long-axis      the processor's do_align_long_axis\n"
+    "  --keep-original        also store the source file in an Image column `original`\n"
+    "\n"
     "Donut labels (the columns labels and target_sequence, and OUT/tokenizer/):\n"
     "  --tokenizer DIR        XLM-RoBERTa tokenizer folder with sentencepiece.bpe.model\n"
     "  --target-field F       column holding the JSON ground truth (default ground_truth)\n"
@@ -35,6 +47,43 @@ constexpr char kPackHelp[] =
     "  --max-length N         truncate labels to N tokens and pad to N with -100 (default 512)\n"
     "  --no-pad-labels        store labels without padding to --max-length\n"
     "  --strict               reject a target longer than --max-length instead of truncating\n";
+
+// "HxW" with both sides in 1..65535.
+Status ParseSize(const std::string& text, internal::PreprocessInfo* p) {
+  const size_t x = text.find('x');
+  if (x == std::string::npos) return InvalidArgumentError("--size must be HxW, e.g. 1553x1200");
+  DOCFEED_ASSIGN_OR_RETURN(p->height, ParseInt("--size height", text.substr(0, x), 1, 65535));
+  DOCFEED_ASSIGN_OR_RETURN(p->width, ParseInt("--size width", text.substr(x + 1), 1, 65535));
+  return Status::Ok();
+}
+
+Status ParsePreprocess(const ParsedArgs& parsed, internal::EncodeOptions* e) {
+  const std::string preset = parsed.Get("--preprocess", "");
+  const bool has_size = parsed.options.count("--size") > 0;
+  const bool has_flags =
+      has_size || parsed.Has("--align-long-axis") || parsed.Has("--keep-original");
+  if (preset.empty()) {
+    if (has_flags) {
+      return InvalidArgumentError(
+          "--size, --align-long-axis and --keep-original need --preprocess");
+    }
+    return Status::Ok();
+  }
+  if (preset != internal::kPreprocessDonut) {
+    return InvalidArgumentError("--preprocess must be donut, not " + preset);
+  }
+  if (!has_size) return InvalidArgumentError("--preprocess donut needs --size HxW");
+  if (parsed.options.count("--codec") > 0) {
+    return InvalidArgumentError(
+        "--codec does not apply with --preprocess (pages are stored as "
+        "PGM/PPM)");
+  }
+  e->preprocess.preset = preset;
+  DOCFEED_RETURN_IF_ERROR(ParseSize(parsed.Get("--size", ""), &e->preprocess));
+  e->preprocess.align_long_axis = parsed.Has("--align-long-axis");
+  e->keep_original = parsed.Has("--keep-original");
+  return Status::Ok();
+}
 
 Result<internal::PackOptions> ToOptions(const ParsedArgs& parsed) {
   internal::PackOptions o;
@@ -52,7 +101,10 @@ Result<internal::PackOptions> ToOptions(const ParsedArgs& parsed) {
   DOCFEED_ASSIGN_OR_RETURN(
       int max_mb, ParseInt("--max-file-mb", parsed.Get("--max-file-mb", "500"), 1, 1 << 20));
   o.max_file_bytes = static_cast<uint64_t>(max_mb) * 1'000'000;
-  o.compression = parsed.Get("--compression", "none");
+  DOCFEED_RETURN_IF_ERROR(ParsePreprocess(parsed, &o.encode));
+  o.compression = parsed.Get("--compression", o.encode.preprocess.preprocessed()
+                                                  ? internal::kPreprocessedDefaultCompression
+                                                  : "none");
   if (o.compression != "none" && o.compression != "zstd" && o.compression != "lz4_frame") {
     return InvalidArgumentError("--compression must be none, zstd or lz4_frame");
   }
@@ -114,11 +166,15 @@ void PrintSummary(const internal::PackOptions& o, const internal::PackSummary& s
 }  // namespace
 
 int RunPack(const Args& args) {
+  // A save_to_disk directory of float pixel_values tensors: the migration (src/migrate/).
+  if (IsSavedDatasetSource(args)) return RunPackSavedDataset(args);
   Result<ParsedArgs> parsed =
-      ParseArgs(args, {"--skip-bad", "--overwrite", "--help", "-h", "--strict", "--no-pad-labels"},
+      ParseArgs(args,
+                {"--skip-bad", "--overwrite", "--help", "-h", "--strict", "--no-pad-labels",
+                 "--align-long-axis", "--keep-original"},
                 {"-o", "--output", "--codec", "--quality", "--threads", "--compression",
                  "--max-file-mb", "--tokenizer", "--target-field", "--task-token",
-                 "--prompt-end-token", "--recipe", "--max-length"});
+                 "--prompt-end-token", "--recipe", "--max-length", "--preprocess", "--size"});
   if (parsed.ok() && (parsed->Has("--help") || parsed->Has("-h"))) {
     std::fputs(kPackHelp, stdout);
     return 0;

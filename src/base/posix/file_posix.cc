@@ -88,6 +88,16 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_bytes_);
 }
 
+void MappedFile::DropPages(uint64_t offset, uint64_t length) const {
+  if (data_ == nullptr || offset >= size_bytes_) return;
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t begin = offset / page * page;
+  const uint64_t end = std::min<uint64_t>(size_bytes_, offset + std::min(length, size_bytes_));
+  if (end <= begin) return;
+  // The mapping is read-only and file-backed, so dropped pages are re-read, never lost.
+  ::madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_DONTNEED);
+}
+
 Result<std::vector<uint8_t>> ReadFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoError("cannot open", path, errno);

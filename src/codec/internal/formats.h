@@ -20,6 +20,9 @@ Result<Image> DecodePng(std::span<const uint8_t> bytes, const DecodeLimits& limi
 Result<ImageInfo> ProbeWebp(std::span<const uint8_t> bytes);
 Result<Image> DecodeWebp(std::span<const uint8_t> bytes, const DecodeLimits& limits);
 
+Result<ImageInfo> ProbePpm(std::span<const uint8_t> bytes);
+Result<Image> DecodePpm(std::span<const uint8_t> bytes, const DecodeLimits& limits);
+
 // The checks every decoder runs on header geometry before allocating: both sides positive
 // (Corruption otherwise) and width * height <= limits.max_pixels (ResourceExhausted otherwise).
 Status CheckGeometry(uint64_t width, uint64_t height, const DecodeLimits& limits);

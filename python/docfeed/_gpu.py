@@ -1,0 +1,145 @@
+"""The CUDA stage of docfeed.Loader and the table normalization it runs.
+
+normalize(): uint8 pixels -> float through the C++ loader's exact 3 x 256 float32 table
+(docfeed._docfeed.normalize_table, the one src/imaging/normalize.h builds). A lookup involves no
+arithmetic, so on any device it gives the C++ float32 path's bits; float16/bfloat16 are that
+float32 rounded to nearest-even by torch's .to(), as the C++ tables are. Tested on CPU tensors
+(tests/python/test_loader_tensors.py); bench/gpu/gpu_check.py checks it on a GPU.
+
+GpuStage: per batch, on a side stream, copies the uint8 pixels from the pinned pool buffer to
+the GPU (non_blocking) and normalizes them there; the consumer's stream waits on an event, and the
+host buffer (the docfeed Batch) is kept referenced until that event has completed, so the
+loader cannot refill it while the copy reads it.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Any, Optional, Tuple
+
+from docfeed import _docfeed
+
+_TABLE_CACHE: dict = {}
+
+
+def normalize_table(device: Any = "cpu", rescale_factor: float = 1.0 / 255.0,
+                    mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5)):
+    """The (3, 256) float32 table of the C++ loader, as a torch tensor on `device`."""
+    import torch
+
+    key = (str(device), rescale_factor, tuple(mean), tuple(std))
+    table = _TABLE_CACHE.get(key)
+    if table is None:
+        flat = _docfeed.normalize_table(rescale_factor=rescale_factor, mean=list(mean),
+                                        std=list(std))
+        table = torch.tensor(flat, dtype=torch.float32).view(3, 256).to(device)
+        _TABLE_CACHE[key] = table
+    return table
+
+
+def normalize(pixels, table, dtype: Any = None, layout: str = "chw"):
+    """uint8 (B, 3, H, W) ("chw") or (B, H, W, 3) ("hwc") -> float32 (then `dtype`) by table
+    lookup, on pixels' device. table: (3, 256) float32 on the same device."""
+    import torch
+
+    if pixels.dtype != torch.uint8:
+        raise TypeError(f"normalize needs uint8 pixels, got {pixels.dtype}")
+    out = torch.empty(pixels.shape, dtype=torch.float32, device=pixels.device)
+    for c in range(3):
+        src = pixels[:, c] if layout == "chw" else pixels[..., c]
+        dst = out[:, c] if layout == "chw" else out[..., c]
+        # index_select over the flattened values: one gather, no arithmetic.
+        dst.copy_(table[c].index_select(0, src.reshape(-1).to(torch.int32)).view(src.shape))
+    if dtype is not None and dtype != torch.float32:
+        out = out.to(dtype)
+    return out
+
+
+class GpuStage:
+    """Moves batches to a CUDA device (see the module docstring). One per Loader."""
+
+    @staticmethod
+    def create(device: Any, dtype_name: str, layout: str, max_held: int) -> Optional["GpuStage"]:
+        if device is None:
+            return None
+        import torch
+
+        device = torch.device(device)
+        if device.type == "cpu":
+            return None
+        if device.type != "cuda":
+            raise ValueError(f"device must be None, 'cpu' or a CUDA device, not {device}")
+        if not torch.cuda.is_available():
+            raise RuntimeError("device='cuda' but torch.cuda.is_available() is False")
+        if device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        return GpuStage(device, getattr(torch, dtype_name), layout, max_held)
+
+    def __init__(self, device, dtype, layout: str, max_held: int) -> None:
+        import torch
+
+        self.device = device
+        self.dtype = dtype
+        self.layout = layout
+        self.max_held = max_held
+        self.stream = torch.cuda.Stream(device=device)
+        self.table = normalize_table(device)
+        # (event, docfeed batch, host views) per copy still possibly reading a host buffer.
+        self.in_flight: collections.deque = collections.deque()
+
+    @staticmethod
+    def pinned_allocator(nbytes: int):
+        """The loader's buffer allocator: page-locked host memory from torch's caching host
+        allocator (page aligned, so 64-byte aligned as the loader requires)."""
+        import torch
+
+        return torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+
+    def reap(self, block: bool = False) -> None:
+        """Drops the host batches whose copies have completed (the oldest first)."""
+        while self.in_flight:
+            event = self.in_flight[0][0]
+            if not event.query():
+                if not block:
+                    return
+                event.synchronize()
+            self.in_flight.popleft()
+
+    def drain(self) -> None:
+        self.reap(block=True)
+
+    def transfer(self, raw) -> Tuple[Any, Any]:
+        """Starts the copy + normalization of docfeed batch `raw`; returns (pixel_values, labels)
+        on the device, ready for use on the current stream."""
+        import torch
+
+        self.reap()
+        while len(self.in_flight) >= self.max_held:
+            event = self.in_flight[0][0]
+            event.synchronize()
+            self.in_flight.popleft()
+        host_pixels = raw.pixels()  # uint8, pinned
+        host_labels = raw.labels()
+        consumer = torch.cuda.current_stream(self.device)
+        with torch.cuda.stream(self.stream):
+            # The side stream must not overwrite memory the consumer may still read (tensors
+            # of earlier batches freed into the caching allocator are reused safely because
+            # record_stream below ties them to the consumer's stream).
+            self.stream.wait_stream(consumer)
+            wire = torch.empty(host_pixels.shape, dtype=torch.uint8, device=self.device)
+            wire.copy_(host_pixels, non_blocking=True)
+            labels = None
+            if host_labels is not None:
+                labels = torch.empty(host_labels.shape, dtype=torch.int64, device=self.device)
+                labels.copy_(host_labels, non_blocking=True)
+            if self.dtype == torch.uint8:
+                pixels = wire
+            else:
+                pixels = normalize(wire, self.table, self.dtype, self.layout)
+            event = torch.cuda.Event()
+            event.record(self.stream)
+        consumer.wait_event(event)
+        pixels.record_stream(consumer)
+        if labels is not None:
+            labels.record_stream(consumer)
+        self.in_flight.append((event, raw, host_pixels, host_labels))
+        return pixels, labels

@@ -1,0 +1,264 @@
+"""docfeed.Loader: batches of Donut pixel_values and labels as torch tensors.
+
+The C++ loader (src/pipeline/loader.h) fills a fixed pool of batch buffers on its own threads;
+this class hands them out as torch tensors that *view* those buffers (DLPack, no copy). A buffer
+returns to the pool when the batch and every tensor made from it are gone, so holding a batch is
+always safe; the pool has `prefetch + max_held` buffers, and asking for a batch while `max_held`
+are still referenced raises (hold fewer, raise max_held, or .clone() what you keep).
+
+Order and padding are functions of (seed, epoch, position) only: any thread count gives the same
+batches, a resumed run continues with exactly the batches an uninterrupted one would have seen,
+and ranks of a torch.distributed job read disjoint parts of one global order.
+
+With device="cuda" the loader moves uint8 pixels (a quarter of float32's bytes) from pinned host
+buffers to the GPU on a side stream and normalizes them there through the same 3 x 256 table as
+the C++ float32 path (docfeed._gpu), so the GPU tensors equal the CPU ones bit for bit. A host
+buffer is returned to the pool only after its copy has completed (a CUDA event).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, Optional, Tuple, Union
+
+from docfeed import _docfeed
+from docfeed import _gpu
+
+_DTYPE_NAMES = ("uint8", "float32", "float16", "bfloat16")
+
+
+def _dtype_name(dtype: Any) -> str:
+    if isinstance(dtype, str):
+        name = dtype
+    else:
+        name = str(dtype).replace("torch.", "")
+    if name not in _DTYPE_NAMES:
+        raise ValueError(f"dtype must be one of torch.uint8/float32/float16/bfloat16, not {dtype!r}")
+    return name
+
+
+def _distributed_defaults(rank: Optional[int], world_size: Optional[int]) -> Tuple[int, int]:
+    if rank is not None and world_size is not None:
+        return int(rank), int(world_size)
+    dist_rank, dist_world = 0, 1
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            dist_rank, dist_world = dist.get_rank(), dist.get_world_size()
+    except ImportError:
+        pass
+    return (dist_rank if rank is None else int(rank),
+            dist_world if world_size is None else int(world_size))
+
+
+class Batch(dict):
+    """One batch: {"pixel_values": tensor, "labels": tensor} (labels only when the dataset has
+    them), with the batch's metadata as attributes (CPU tensors / ints):
+
+    sample_ids (B,) int64, pad_offsets (B, 2) int32 (top, left), content_sizes (B, 2) int32
+    (height, width), epoch, index (this rank's batch number in the epoch), resume_state (the
+    loader state_dict() that continues after this batch).
+
+    A plain dict for everything else (Trainer's input preparation keeps only the items).
+    """
+
+    sample_ids: Any = None
+    pad_offsets: Any = None
+    content_sizes: Any = None
+    epoch: int = 0
+    index: int = 0
+    resume_state: Optional[Dict[str, int]] = None
+
+
+class Loader:
+    """Iterable over batches of a docfeed dataset (see the module docstring).
+
+    Args:
+      path: a docfeed dataset directory (`docfeed pack` output).
+      batch_size: samples per batch on this rank.
+      image_size: (height, width) of pixel_values, DonutImageProcessor's size; a dataset packed
+        with `--preprocess donut` must have been packed at this size.
+      shuffle, seed: one permutation per (seed, epoch); shuffle=False keeps storage order.
+      pad: "random" (the processor's random_padding, redrawn per epoch) or "center".
+      dtype: torch.float32 / float16 / bfloat16 (normalized) or torch.uint8 (padded pixels).
+      device: None (CPU tensors viewing docfeed's buffers) or a CUDA device.
+      drop_last: drop the positions that do not fill a whole step (every rank gets the same
+        number of full batches). False: a short last batch with one process; with several the last
+        step wraps around to the start of the order, as DistributedSampler pads.
+      num_threads: decode/resize threads (0: one per core); prefetch: batches filled ahead;
+      max_held: batches the consumer may reference at once.
+      rank, world_size: default to torch.distributed's when it is initialized, else 0 and 1.
+      on_error: "raise" on the first unreadable sample (naming it), or "skip" it (replaced by the
+        next good sample; at most max_bad_samples in the loader's life).
+      align_long_axis: the processor's do_align_long_axis.
+      label_column: None or "" (default): the dataset's label column when it holds token ids
+        (packed with a tokenizer), else no labels; a name picks a list<int64> column (strict);
+        "-" for none. label_length: pad labels to this length with -100 (0: the batch's longest
+        row).
+      layout: "chw" (pixel_values) or "hwc".
+    """
+
+    def __init__(self, path: Union[str, "os.PathLike[str]"], batch_size: int,
+                 image_size: Tuple[int, int] = (2560, 1920), shuffle: bool = True, seed: int = 0,
+                 pad: str = "random", dtype: Any = "float32", device: Any = None,
+                 drop_last: bool = True, num_threads: int = 0, prefetch: int = 4,
+                 rank: Optional[int] = None, world_size: Optional[int] = None,
+                 on_error: str = "raise", *, max_held: int = 3, align_long_axis: bool = False,
+                 label_column: Optional[str] = None, label_length: int = 0, max_bad_samples: int = 100,
+                 layout: str = "chw") -> None:
+        import os
+
+        self._rank, self._world_size = _distributed_defaults(rank, world_size)
+        self._dtype = _dtype_name(dtype)
+        self._gpu = _gpu.GpuStage.create(device, self._dtype, layout, max_held)
+        height, width = (int(v) for v in image_size)
+        if drop_last:
+            remainder = "drop"
+        else:
+            remainder = "partial" if self._world_size == 1 else "wrap"
+        options = {
+            "path": os.fspath(path), "height": height, "width": width,
+            "align_long_axis": bool(align_long_axis), "batch_size": int(batch_size),
+            "shuffle": bool(shuffle), "seed": int(seed), "pad": pad,
+            "dtype": "uint8" if self._gpu is not None else self._dtype, "layout": layout,
+            "rank": self._rank, "world_size": self._world_size, "remainder": remainder,
+            "num_threads": int(num_threads), "prefetch": int(prefetch),
+            # The GPU stage keeps host buffers until their copies finish: one more.
+            "max_held": int(max_held) + (1 if self._gpu is not None else 0),
+            "label_column": "" if label_column is None else label_column,
+            "label_length": int(label_length),
+            "on_error": on_error, "max_bad_samples": int(max_bad_samples),
+            "allocator": self._gpu.pinned_allocator if self._gpu is not None else None,
+        }
+        self._core = _docfeed.Loader(options)
+        self.image_size = (height, width)
+        self.batch_size = int(batch_size)
+        self.seed = int(seed)
+        self.max_held = int(max_held)
+        seed_, epoch, position = self._core.state()
+        self._state = {"seed": seed_, "epoch": epoch, "position": position}
+        self._epoch_done = False
+        self._restored = False
+
+    # ---- properties ----
+    @property
+    def rank(self) -> int:
+        return self._rank
+
+    @property
+    def world_size(self) -> int:
+        return self._world_size
+
+    @property
+    def num_samples(self) -> int:
+        return self._core.num_samples
+
+    @property
+    def epoch(self) -> int:
+        return self._state["epoch"]
+
+    @property
+    def preprocessed(self) -> bool:
+        """True when the dataset stores the resized stage (packed with --preprocess donut)."""
+        return self._core.preprocessed
+
+    def __len__(self) -> int:
+        """Batches this rank gets in the current epoch, counted from where the epoch (or a
+        restored state) starts."""
+        return self._core.num_batches
+
+    # ---- epochs and state ----
+    def set_epoch(self, epoch: int) -> None:
+        """Starts `epoch` from its beginning, unless a load_state_dict() of that same epoch has
+        not been iterated yet (then its position is kept, so `load_state_dict(); set_epoch(e)`
+        resumes mid-epoch as a Trainer-style loop expects)."""
+        if self._restored and int(epoch) == self._state["epoch"]:
+            return
+        self._start(int(epoch), 0)
+
+    def state_dict(self) -> Dict[str, int]:
+        """Where the batches handed out so far end: load_state_dict() of it continues with the
+        next batch. Positions are global (all ranks), so any rank's state is valid for all."""
+        return dict(self._state, batch_size=self.batch_size, world_size=self._world_size,
+                    num_samples=self.num_samples)
+
+    def load_state_dict(self, state: Dict[str, int]) -> None:
+        """Continues from a state_dict() (of this dataset and seed; the world size may differ)."""
+        if int(state["seed"]) != self.seed:
+            raise ValueError(f"state_dict is for seed {state['seed']}, this loader has {self.seed}")
+        if "num_samples" in state and int(state["num_samples"]) != self.num_samples:
+            raise ValueError(f"state_dict is for {state['num_samples']} samples, this dataset has "
+                             f"{self.num_samples}")
+        self._core.restore(int(state["seed"]), int(state["epoch"]), int(state["position"]))
+        self._state = {"seed": int(state["seed"]), "epoch": int(state["epoch"]),
+                       "position": int(state["position"])}
+        self._epoch_done = False
+        self._restored = True
+
+    def _start(self, epoch: int, position: int) -> None:
+        if self._gpu is not None:
+            self._gpu.drain()
+        self._core.start_epoch(epoch, position)
+        self._state = {"seed": self.seed, "epoch": epoch, "position": position}
+        self._epoch_done = False
+        self._restored = False
+
+    # ---- iteration ----
+    def __iter__(self) -> Iterator[Batch]:
+        """One epoch: continues where the last iteration stopped; after a finished epoch, the
+        next one starts (set_epoch() chooses another)."""
+        if self._epoch_done:
+            self._start(self._state["epoch"] + 1, 0)
+        while True:
+            batch = self.next()
+            if batch is None:
+                return
+            yield batch
+
+    def next(self) -> Optional[Batch]:
+        """The next batch, or None at the end of the epoch."""
+        try:
+            raw = self._core.next()
+        except RuntimeError as e:
+            if "ResourceExhausted" in str(e):
+                raise RuntimeError(
+                    f"{e} (docfeed.Loader: max_held={self.max_held} batches are still referenced; "
+                    "drop them, .clone() what you keep, or pass a larger max_held)") from None
+            raise
+        if raw is None:
+            self._epoch_done = True
+            return None
+        self._restored = False
+        seed, epoch, position = raw.resume_state
+        self._state = {"seed": seed, "epoch": epoch, "position": position}
+        out = Batch()
+        if self._gpu is not None:
+            out["pixel_values"], labels = self._gpu.transfer(raw)
+        else:
+            out["pixel_values"] = raw.pixels()
+            labels = raw.labels()
+        if labels is not None:
+            out["labels"] = labels
+        # Copies (a few bytes), so only pixel_values and labels keep the pool buffer.
+        out.sample_ids = raw.sample_ids().clone()
+        out.pad_offsets = raw.pad_offsets().clone()
+        out.content_sizes = raw.content_sizes().clone()
+        out.epoch = raw.epoch
+        out.index = raw.index
+        out.resume_state = dict(self._state)
+        return out
+
+    def stats(self) -> Dict[str, Any]:
+        """Counters and stage times (count, seconds) of the C++ loader."""
+        return self._core.stats()
+
+    def close(self) -> None:
+        """Stops the workers. Batches still referenced stay valid."""
+        if self._gpu is not None:
+            self._gpu.drain()
+        self._core.close()
+
+    def __enter__(self) -> "Loader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,425 @@
+#include "migrate/migrate.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/file.h"
+#include "format/arrow/reader.h"
+#include "migrate/assemble.h"
+#include "migrate/piece.h"
+#include "migrate/source.h"
+
+namespace docfeed::internal::migrate {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::ordered_json;
+
+constexpr char kJournalFile[] = "journal.json";
+constexpr char kLockFile[] = "lock";
+
+// One input file and the piece it becomes.
+struct Job {
+  size_t split = 0;
+  std::string path;
+  std::string label;  // "<split>/<file name>" or "<file name>"
+  uint64_t bytes = 0;
+  uint64_t rows = 0;
+  std::string piece_dir;
+  bool finished = false;  // found complete in the work directory
+};
+
+struct Plan {
+  SavedDataset source;
+  std::vector<SourceLayout> layouts;  // per split
+  std::vector<Job> jobs;              // split by split, in state.json order
+  uint64_t total_rows = 0;
+};
+
+std::string SplitLabel(const SplitSource& split, const std::string& path) {
+  return split.name.empty() ? BaseName(path) : split.name + "/" + BaseName(path);
+}
+
+Result<Plan> ScanSource(const MigrateOptions& options) {
+  Plan plan;
+  DOCFEED_ASSIGN_OR_RETURN(plan.source, OpenSavedDataset(options.source));
+  for (size_t s = 0; s < plan.source.splits.size(); ++s) {
+    const SplitSource& split = plan.source.splits[s];
+    for (size_t f = 0; f < split.data_files.size(); ++f) {
+      Job job;
+      job.split = s;
+      job.path = split.data_files[f];
+      job.label = SplitLabel(split, job.path);
+      job.bytes = split.file_bytes[f];
+      DOCFEED_ASSIGN_OR_RETURN(
+          FileScan scan, ScanFile(job.path, job.label, options.pixel_column, options.drop_columns));
+      if (f == 0) plan.layouts.push_back(scan.layout);
+      job.rows = scan.rows;
+      plan.total_rows += scan.rows;
+      job.piece_dir = std::to_string(s) + "-" + std::to_string(f);
+      plan.jobs.push_back(std::move(job));
+    }
+  }
+  return plan;
+}
+
+// Tries each normalization on the dataset's first tensor and returns the first that holds all
+// of its values (or, with allow_lossy, the closest).
+Result<NormalizeCandidate> ChooseNormalization(const Plan& plan, const MigrateOptions& options) {
+  const std::vector<NormalizeCandidate> candidates =
+      options.candidates.empty() ? DefaultCandidates() : options.candidates;
+  const auto job =
+      std::find_if(plan.jobs.begin(), plan.jobs.end(), [](const Job& j) { return j.rows > 0; });
+  if (job == plan.jobs.end()) return candidates.front();
+  const SourceLayout& layout = plan.layouts[job->split];
+  DOCFEED_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(job->path));
+  DOCFEED_ASSIGN_OR_RETURN(arrow::StreamReader reader,
+                           arrow::StreamReader::Open(file.bytes(), job->label));
+  arrow::RecordBatch batch;
+  do {
+    DOCFEED_ASSIGN_OR_RETURN(bool more, reader.Next(&batch));
+    if (!more) return InternalError(job->label + ": rows vanished");
+  } while (batch.num_rows == 0);
+  Result<TensorRow> tensor =
+      ReadTensorRow(batch.columns[static_cast<size_t>(layout.pixel_column)], 0, layout.float_type);
+  if (!tensor.ok()) return tensor.status().WithContext(job->label + ": row 0");
+  if (tensor->channels != 3) {
+    return InvalidArgumentError(job->label + ": row 0: column '" + options.pixel_column +
+                                "' holds " + std::to_string(tensor->channels) +
+                                " channels; Donut pixel_values have 3 (C x H x W)");
+  }
+  const size_t plane = static_cast<size_t>(tensor->height) * static_cast<size_t>(tensor->width);
+  const size_t bytes = FloatTypeBytes(layout.float_type);
+  std::vector<uint8_t> scratch(plane * 3);
+  std::string tried;
+  std::optional<std::pair<double, size_t>> closest;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    DOCFEED_ASSIGN_OR_RETURN(GridInverter inv, GridInverter::Create(candidates[i]));
+    RecoveryStats all;
+    for (int c = 0; c < 3; ++c) {
+      all.Merge(inv.Recover(c, layout.float_type,
+                            tensor->values.data() + static_cast<size_t>(c) * plane * bytes, plane,
+                            scratch.data() + c, 3),
+                0);
+    }
+    if (all.off_grid == 0) return candidates[i];
+    tried += "; " + candidates[i].name + ": " + std::to_string(all.off_grid) + " of " +
+             std::to_string(all.values) + " values off the grid, largest deviation " +
+             std::to_string(all.max_deviation);
+    if (!closest || all.max_deviation < closest->first) closest = {all.max_deviation, i};
+  }
+  if (options.allow_lossy && closest && std::isfinite(closest->first)) {
+    return candidates[closest->second];
+  }
+  return InvalidArgumentError(
+      job->label + ": row 0 of column '" + options.pixel_column +
+      "' is not on the normalization grid of any known mean/std (" + tried.substr(2) +
+      "). Pass --mean/--std for the processor's image_mean/image_std, or --allow-lossy");
+}
+
+std::string JournalText(const MigrateOptions& options, const Plan& plan) {
+  Json j;
+  j["format"] = "docfeed-migrate-journal";
+  j["version"] = 1;
+  Result<std::string> real = RealPath(options.source);
+  j["source"] = real.ok() ? *real : options.source;
+  Json files = Json::array();
+  for (const Job& job : plan.jobs) files.push_back({job.label, job.bytes});
+  j["files"] = files;
+  Json o;
+  o["pixel_column"] = options.pixel_column;
+  Json cands = Json::array();
+  for (const NormalizeCandidate& c : options.candidates) cands.push_back({c.name, c.mean, c.std});
+  o["candidates"] = cands;
+  o["allow_lossy"] = options.allow_lossy;
+  o["box"] = static_cast<int>(options.box);
+  o["compression"] = options.compression;
+  o["max_file_bytes"] = options.max_file_bytes;
+  o["drop_columns"] = options.drop_columns;
+  j["options"] = o;
+  return j.dump(1) + "\n";
+}
+
+void Note(const MigrateOptions& options, const std::string& text) {
+  if (options.on_note) options.on_note(text);
+}
+
+// Creates or reuses OUT.partial: reused only when its journal equals this run's (same source
+// files and sizes, same options), so finished pieces are valid for this run.
+Status PrepareWorkDirectory(const std::string& work, const std::string& journal,
+                            const MigrateOptions& options) {
+  const std::string lock = JoinPath(work, kLockFile);
+  if (IsDirectory(work)) {
+    Result<std::string> pid_text = ReadTextFile(lock);
+    const int pid = pid_text.ok() ? std::atoi(pid_text->c_str()) : 0;
+    if (pid > 0 && pid != CurrentProcessId() && ProcessExists(pid)) {
+      return AlreadyExistsError("another docfeed (pid " + std::to_string(pid) + ") is writing " +
+                                work);
+    }
+    Result<std::string> old = ReadTextFile(JoinPath(work, kJournalFile));
+    if (old.ok() && *old == journal) {
+      Note(options, "resuming the interrupted migration in " + work);
+    } else {
+      Note(options, "discarding " + work + " (left by a run with other inputs or options)");
+      DOCFEED_RETURN_IF_ERROR(RemoveAll(work));
+    }
+  }
+  if (!IsDirectory(work)) {
+    DOCFEED_RETURN_IF_ERROR(CreateDirectory(work));
+    DOCFEED_RETURN_IF_ERROR(CreateDirectory(JoinPath(work, "pieces")));
+    DOCFEED_RETURN_IF_ERROR(WriteTextFile(JoinPath(work, kJournalFile), journal));
+  }
+  DOCFEED_RETURN_IF_ERROR(RemoveAll(JoinPath(work, "final")));  // an interrupted assembly
+  return WriteTextFile(lock, std::to_string(CurrentProcessId()) + "\n");
+}
+
+// Shared state of the worker threads.
+class Runner {
+ public:
+  Runner(const MigrateOptions& options, const Plan& plan, Clock::time_point start)
+      : options_(options), plan_(plan), start_(start) {
+    const char* kill = std::getenv("DOCFEED_MIGRATE_KILL_AFTER_ROWS");  // test hook: resume
+    kill_after_rows_ = kill != nullptr ? std::strtoull(kill, nullptr, 10) : 0;
+  }
+
+  Status Run(const std::vector<PieceConfig>& configs, int threads) {
+    for (const Job& job : plan_.jobs) {
+      if (job.finished) rows_done_ += job.rows;
+    }
+    Report(0);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) workers.emplace_back([&] { Work(configs); });
+    for (std::thread& w : workers) w.join();
+    return first_error_index_ == SIZE_MAX ? Status::Ok() : first_error_;
+  }
+
+ private:
+  void Work(const std::vector<PieceConfig>& configs) {
+    while (!stop_.load()) {
+      const size_t i = next_.fetch_add(1);
+      if (i >= plan_.jobs.size()) return;
+      const Job& job = plan_.jobs[i];
+      if (job.finished) continue;
+      Status status = ProcessPiece({job.path, job.label, job.piece_dir}, configs[job.split],
+                                   [this](uint64_t bytes) { return AfterRow(bytes); });
+      if (!status.ok()) Fail(i, status);
+    }
+  }
+
+  Status AfterRow(uint64_t bytes) {
+    if (stop_.load()) return CancelledError("stopped after an error in another file");
+    const uint64_t run_rows = ++rows_this_run_;
+    rows_done_ += 1;
+    bytes_done_ += bytes;
+    if (kill_after_rows_ > 0 && run_rows >= kill_after_rows_) std::raise(SIGKILL);
+    if (options_.should_stop && options_.should_stop()) {
+      return CancelledError("stopped on request; rerun to resume");
+    }
+    Report(bytes);
+    return Status::Ok();
+  }
+
+  void Report(uint64_t) {
+    if (!options_.on_progress) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    options_.on_progress({rows_done_.load(), plan_.total_rows, bytes_done_.load(), elapsed});
+  }
+
+  // Keeps the error of the earliest input file, so the message does not depend on timing.
+  void Fail(size_t index, const Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    if (status.code() == StatusCode::kCancelled && first_error_index_ != SIZE_MAX) return;
+    if (index < first_error_index_ || first_error_.code() == StatusCode::kCancelled) {
+      first_error_index_ = index;
+      first_error_ = status;
+    }
+  }
+
+  const MigrateOptions& options_;
+  const Plan& plan_;
+  Clock::time_point start_;
+  uint64_t kill_after_rows_ = 0;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> rows_done_{0};
+  std::atomic<uint64_t> rows_this_run_{0};
+  std::atomic<uint64_t> bytes_done_{0};
+  std::mutex mu_;
+  size_t first_error_index_ = SIZE_MAX;
+  Status first_error_ = Status::Ok();
+};
+
+std::string BoxPolicyName(BoxPolicy box) {
+  switch (box) {
+    case BoxPolicy::kCentred:
+      return "centred";
+    case BoxPolicy::kTight:
+      return "tight";
+    case BoxPolicy::kKeep:
+      return "keep";
+  }
+  return "?";
+}
+
+// migration.json: where the samples came from and what recovery and padding detection found.
+std::string MigrationJson(const SplitSource& split, const SourceLayout& layout,
+                          const NormalizeCandidate& norm, const MigrateOptions& options,
+                          const std::vector<PieceInfo>& infos) {
+  PieceInfo all;
+  Json boxes = Json::array();
+  for (const PieceInfo& p : infos) {
+    all.rows += p.rows;
+    if (p.rows > 0 && all.height == 0) all.height = p.height, all.width = p.width;
+    all.off_grid += p.off_grid;
+    all.max_deviation = std::max(all.max_deviation, p.max_deviation);
+    all.cropped += p.cropped;
+    all.off_centre += p.off_centre;
+    all.grayscale += p.grayscale;
+    for (const auto& b : p.boxes) boxes.push_back(b);
+  }
+  Json j;
+  Result<std::string> real = RealPath(split.dir);
+  j["source"] = real.ok() ? *real : split.dir;
+  j["pixel_column"] = options.pixel_column;
+  j["tensor_type"] = layout.pixel_type;
+  j["array3d"] = layout.array3d;
+  j["normalization"] = {{"name", norm.name}, {"mean", norm.mean}, {"std", norm.std}};
+  j["box_policy"] = BoxPolicyName(options.box);
+  j["samples"] = all.rows;
+  j["tensor_height"] = all.height;
+  j["tensor_width"] = all.width;
+  j["off_grid_values"] = all.off_grid;
+  j["max_deviation"] = all.max_deviation;
+  j["cropped"] = all.cropped;
+  j["off_centre"] = all.off_centre;
+  j["grayscale"] = all.grayscale;
+  j["box_fields"] = {"top",       "left",       "height",       "width",
+                     "tight_top", "tight_left", "tight_height", "tight_width"};
+  // One box per line: readable, and far smaller than one number per line.
+  std::string text = j.dump(1);
+  text.resize(text.size() - 2);  // "\n}"
+  text += ",\n \"boxes\": [";
+  for (size_t i = 0; i < boxes.size(); ++i) text += (i ? ",\n  " : "\n  ") + boxes[i].dump();
+  return text + (boxes.empty() ? "]\n}\n" : "\n ]\n}\n");
+}
+
+Status CheckNotInsideOutput(const std::string& source, const std::string& output) {
+  Result<std::string> src = RealPath(source);
+  Result<std::string> out = RealPath(output);
+  if (!src.ok() || !out.ok()) return Status::Ok();
+  if (*src == *out || src->rfind(*out + "/", 0) == 0) {
+    return InvalidArgumentError("refusing to overwrite " + output + ": it holds the source " +
+                                source);
+  }
+  return Status::Ok();
+}
+
+Status PlaceOutput(const std::string& final_dir, const std::string& output) {
+  if (!PathExists(output)) return Rename(final_dir, output);
+  const std::string old = output + ".old-" + std::to_string(CurrentProcessId());
+  DOCFEED_RETURN_IF_ERROR(Rename(output, old));
+  DOCFEED_RETURN_IF_ERROR(Rename(final_dir, output));
+  return RemoveAll(old);
+}
+
+Status AssembleAll(const Plan& plan, const std::string& work, const NormalizeCandidate& norm,
+                   const MigrateOptions& options, MigrateSummary* summary) {
+  const std::string final_dir = JoinPath(work, "final");
+  if (plan.source.is_dict) DOCFEED_RETURN_IF_ERROR(CreateDirectory(final_dir));
+  for (size_t s = 0; s < plan.source.splits.size(); ++s) {
+    const SplitSource& split = plan.source.splits[s];
+    std::vector<std::string> dirs;
+    std::vector<PieceInfo> infos;
+    for (const Job& job : plan.jobs) {
+      if (job.split != s) continue;
+      dirs.push_back(JoinPath(JoinPath(work, "pieces"), job.piece_dir));
+      DOCFEED_ASSIGN_OR_RETURN(PieceInfo info, LoadFinishedPiece(dirs.back()));
+      infos.push_back(std::move(info));
+    }
+    const std::string out = split.name.empty() ? final_dir : JoinPath(final_dir, split.name);
+    DOCFEED_ASSIGN_OR_RETURN(
+        uint64_t bytes,
+        AssembleSplit(dirs, out, MigrationJson(split, plan.layouts[s], norm, options, infos)));
+    SplitSummary ss;
+    ss.name = split.name;
+    ss.output = split.name.empty() ? options.output : JoinPath(options.output, split.name);
+    ss.output_bytes = bytes;
+    for (const PieceInfo& p : infos) {
+      ss.samples += p.rows;
+      if (p.rows > 0) ss.height = p.height, ss.width = p.width;
+      summary->off_grid_values += p.off_grid;
+      summary->max_deviation = std::max(summary->max_deviation, p.max_deviation);
+      summary->cropped += p.cropped;
+      summary->off_centre += p.off_centre;
+      summary->grayscale += p.grayscale;
+    }
+    summary->rows += ss.samples;
+    summary->output_bytes += bytes;
+    summary->splits.push_back(ss);
+  }
+  if (plan.source.is_dict) {
+    DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> dict,
+                             ReadFile(JoinPath(plan.source.root, "dataset_dict.json")));
+    DOCFEED_RETURN_IF_ERROR(WriteFile(JoinPath(final_dir, "dataset_dict.json"), dict));
+    summary->output_bytes += dict.size();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string WorkDirectory(const std::string& output) { return output + ".partial"; }
+
+Result<MigrateSummary> Migrate(const MigrateOptions& options_in) {
+  const Clock::time_point start = Clock::now();
+  MigrateOptions options = options_in;
+  while (options.output.size() > 1 && options.output.back() == '/') options.output.pop_back();
+  if (options.output.empty()) return InvalidArgumentError("no output directory given (-o OUT)");
+  if (PathExists(options.output) && !options.overwrite) {
+    return AlreadyExistsError(options.output + " already exists; pass --overwrite to replace it");
+  }
+  DOCFEED_RETURN_IF_ERROR(CheckNotInsideOutput(options.source, options.output));
+  DOCFEED_ASSIGN_OR_RETURN(Plan plan, ScanSource(options));
+  DOCFEED_ASSIGN_OR_RETURN(NormalizeCandidate norm, ChooseNormalization(plan, options));
+  DOCFEED_ASSIGN_OR_RETURN(GridInverter inverter, GridInverter::Create(norm));
+  const std::string work = WorkDirectory(options.output);
+  DOCFEED_RETURN_IF_ERROR(PrepareWorkDirectory(work, JournalText(options, plan), options));
+  MigrateSummary summary;
+  for (Job& job : plan.jobs) {
+    job.piece_dir = JoinPath(JoinPath(work, "pieces"), job.piece_dir);
+    job.finished = LoadFinishedPiece(job.piece_dir).ok();
+    summary.resumed_files += job.finished ? 1 : 0;
+  }
+  std::vector<PieceConfig> configs;
+  for (const SourceLayout& layout : plan.layouts) {
+    configs.push_back({&inverter, layout, options.pixel_column, options.drop_columns, options.box,
+                       options.allow_lossy, options.compression, options.max_file_bytes});
+  }
+  const int threads = options.threads > 0
+                          ? options.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  Runner runner(options, plan, start);
+  DOCFEED_RETURN_IF_ERROR(
+      runner.Run(configs, std::min<int>(threads, static_cast<int>(plan.jobs.size()))));
+  for (Job& job : plan.jobs) job.piece_dir = BaseName(job.piece_dir);
+  DOCFEED_RETURN_IF_ERROR(AssembleAll(plan, work, norm, options, &summary));
+  DOCFEED_RETURN_IF_ERROR(PlaceOutput(JoinPath(work, "final"), options.output));
+  DOCFEED_RETURN_IF_ERROR(RemoveAll(work));
+  summary.normalization = norm;
+  summary.float_type = plan.layouts.front().float_type;
+  summary.pixel_type = plan.layouts.front().pixel_type;
+  summary.array3d = plan.layouts.front().array3d;
+  summary.input_bytes = plan.source.total_bytes;
+  summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return summary;
+}
+
+}  // namespace docfeed::internal::migrate

@@ -1,0 +1,143 @@
+// Dataset::ReadSample (the loader's read) against ReadImage + ReadLabels for every body
+// compression, with and without preprocessing; checksum failures; and the manifest's
+// `preprocess` / `original_column` fields (absent in datasets packed before them).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "format/dataset.h"
+#include "format/manifest.h"
+#include "pack/packer.h"
+#include "pack/test_folder.h"
+#include "testing/temp_dir.h"
+
+namespace docfeed::internal {
+namespace {
+
+using testing::TempDir;
+
+class ReadSampleTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {
+ protected:
+  void SetUp() override {
+    testing::MakeSmallFolder(dir_.Join("src"));
+    PackOptions o;
+    o.source = dir_.Join("src");
+    o.output = dir_.Join("out");
+    o.threads = 1;
+    o.compression = std::get<0>(GetParam());
+    if (std::get<1>(GetParam())) {
+      o.encode.preprocess = {kPreprocessDonut, 10, 8, false};
+      o.encode.keep_original = true;
+    }
+    Result<PackSummary> summary = Pack(o);
+    ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+    Result<std::unique_ptr<Dataset>> ds = Dataset::Open(dir_.Join("out"));
+    ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+    ds_ = std::move(ds).value();
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Dataset> ds_;
+};
+
+TEST_P(ReadSampleTest, EqualsReadImageAndReadLabels) {
+  ASSERT_EQ(ds_->size(), 4u);
+  for (uint64_t id = 0; id < ds_->size(); ++id) {
+    Result<std::vector<uint8_t>> image = ds_->ReadImage(id);
+    Result<std::vector<Value>> labels = ds_->ReadLabels(id);
+    ASSERT_TRUE(image.ok() && labels.ok());
+    Result<SampleBytes> with = ds_->ReadSample(id, true);
+    ASSERT_TRUE(with.ok()) << with.status().ToString();
+    EXPECT_TRUE(std::equal(with->image.begin(), with->image.end(), image->begin(), image->end()))
+        << id;
+    EXPECT_EQ(with->labels, *labels) << id;
+    // Moving keeps the image view valid (it points into the mapping or into `owned`).
+    SampleBytes moved = std::move(with).value();
+    EXPECT_TRUE(std::equal(moved.image.begin(), moved.image.end(), image->begin(), image->end()))
+        << id;
+    if (!moved.owned.empty()) {
+      EXPECT_GE(moved.image.data(), moved.owned.data());
+      EXPECT_LE(moved.image.data() + moved.image.size(), moved.owned.data() + moved.owned.size());
+    }
+    Result<SampleBytes> without = ds_->ReadSample(id, false);
+    ASSERT_TRUE(without.ok()) << without.status().ToString();
+    EXPECT_TRUE(without->labels.empty());
+    EXPECT_TRUE(
+        std::equal(without->image.begin(), without->image.end(), image->begin(), image->end()));
+  }
+  EXPECT_EQ(ds_->ReadSample(4, false).status().code(), StatusCode::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Bodies, ReadSampleTest,
+                         ::testing::Combine(::testing::Values("none", "zstd", "lz4_frame"),
+                                            ::testing::Bool()));
+
+// Flips one byte of sample 0's stored image (uncompressed body, located by the index).
+TEST(ReadSampleCorruptionTest, ImageChecksumMismatchNamesFileAndSample) {
+  TempDir dir;
+  testing::MakeSmallFolder(dir.Join("src"));
+  PackOptions o;
+  o.source = dir.Join("src");
+  o.output = dir.Join("out");
+  o.encode.preprocess = {kPreprocessDonut, 10, 8, false};
+  Result<PackSummary> summary = Pack(o);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  uint64_t offset = 0;
+  std::string file;
+  {
+    Result<std::unique_ptr<Dataset>> ds = Dataset::Open(dir.Join("out"));
+    ASSERT_TRUE(ds.ok());
+    const IndexRecord r = (*ds)->record(0);
+    offset = r.image_offset + r.image_length - 1;  // the last pixel byte
+    file = JoinPath(dir.Join("out"), (*ds)->manifest().data_files[r.file_index].name);
+  }
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(offset));
+    const char c = static_cast<char>(f.get() ^ 0x5A);
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.put(c);
+  }
+  Result<std::unique_ptr<Dataset>> ds = Dataset::Open(dir.Join("out"));
+  ASSERT_TRUE(ds.ok());
+  Result<SampleBytes> sample = (*ds)->ReadSample(0, false);
+  ASSERT_FALSE(sample.ok());
+  EXPECT_EQ(sample.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(sample.status().message().find("sample 0: image bytes do not match"), std::string::npos)
+      << sample.status().ToString();
+  EXPECT_TRUE((*ds)->ReadSample(1, true).ok());
+}
+
+TEST(ManifestPreprocessTest, RoundTripsAndIsAbsentForOriginals) {
+  Manifest m;
+  m.created_by = "test";
+  std::string text = EncodeManifest(m);
+  EXPECT_EQ(text.find("\"preprocess\""), std::string::npos);
+  EXPECT_EQ(text.find("\"original_column\""), std::string::npos);
+  Result<Manifest> back = DecodeManifest(text, "docfeed.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_FALSE(back->preprocess.preprocessed());
+  m.preprocess = {kPreprocessDonut, 1553, 1200, true};
+  m.original_column = kOriginalColumn;
+  back = DecodeManifest(EncodeManifest(m), "docfeed.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->preprocess, m.preprocess);
+  EXPECT_EQ(back->original_column, kOriginalColumn);
+}
+
+TEST(ManifestPreprocessTest, UnknownPresetAndBadSizeAreRefused) {
+  Manifest m;
+  m.preprocess = {"pix2struct", 10, 10, false};
+  Result<Manifest> back = DecodeManifest(EncodeManifest(m), "x/docfeed.json");
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(back.status().message().find("x/docfeed.json"), std::string::npos);
+  EXPECT_NE(back.status().message().find("pix2struct"), std::string::npos);
+  m.preprocess = {kPreprocessDonut, 0, 10, false};
+  back = DecodeManifest(EncodeManifest(m), "x/docfeed.json");
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.status().message().find("preprocess"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace docfeed::internal

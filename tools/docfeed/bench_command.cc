@@ -1,0 +1,344 @@
+// docfeed bench: runs the loader with no consumer work and reports what it delivers: pages/s,
+// stored MB/s, time per stage, waits, time to the first batch and memory. With --baseline it
+// also times, in the same run and on one thread, the floor the loader is held to: reading and
+// decoding the stored images alone (plus the exact resize when the dataset holds originals).
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "args.h"
+#include "codec/codec.h"
+#include "commands.h"
+#include "format/dataset.h"
+#include "imaging/jpeg_scaled.h"
+#include "pipeline/loader.h"
+#include "progress.h"
+
+namespace docfeed::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using internal::DType;
+using internal::Loader;
+using internal::LoaderOptions;
+using internal::LoaderStats;
+using internal::OutputLayout;
+
+constexpr char kBenchHelp[] =
+    "usage: docfeed bench DATASET [options]\n"
+    "\n"
+    "Runs the loader on DATASET with no consumer and prints pages/s, stored MB/s, the time per\n"
+    "stage, waits, time to first batch and peak memory.\n"
+    "\n"
+    "options:\n"
+    "  --batch-size N     samples per batch (default 8)\n"
+    "  --threads N        decode workers (default: all cores)\n"
+    "  --epochs E         epochs to run (default 1)\n"
+    "  --max-batches N    stop each epoch after N batches (default: the whole epoch)\n"
+    "  --size HxW         output size (default: the size a preprocessed dataset was packed for,\n"
+    "                     else 1553x1200)\n"
+    "  --dtype T          uint8 (padded pixels, HWC), float32 (default), float16, bfloat16\n"
+    "  --pad P            random (default) or center\n"
+    "  --prefetch N       batches filled ahead (default 4)\n"
+    "  --seed N           shuffle and padding seed (default 0)\n"
+    "  --baseline N       also time reading + decoding N stored images (+ the exact resize for\n"
+    "                     original images) on one thread, in this run (default 0: skip)\n"
+    "  --json             print one JSON object instead of the table\n";
+
+struct BenchConfig {
+  LoaderOptions loader;
+  int epochs = 1;
+  uint64_t max_batches = 0;
+  int baseline_samples = 0;
+  bool json = false;
+};
+
+Result<DType> ParseDType(const std::string& s) {
+  if (s == "uint8") return DType::kUint8;
+  if (s == "float32") return DType::kFloat32;
+  if (s == "float16") return DType::kFloat16;
+  if (s == "bfloat16") return DType::kBfloat16;
+  return InvalidArgumentError("--dtype must be uint8, float32, float16 or bfloat16");
+}
+
+Result<std::pair<int, int>> ParseSize(const std::string& s) {
+  const size_t x = s.find('x');
+  if (x == std::string::npos) return InvalidArgumentError("--size must look like 1553x1200");
+  DOCFEED_ASSIGN_OR_RETURN(int h, ParseInt("--size", s.substr(0, x), 1, 65535));
+  DOCFEED_ASSIGN_OR_RETURN(int w, ParseInt("--size", s.substr(x + 1), 1, 65535));
+  return std::make_pair(h, w);
+}
+
+Result<BenchConfig> ToConfig(const ParsedArgs& p) {
+  if (p.positional.size() != 1) return InvalidArgumentError("bench takes one dataset");
+  BenchConfig c;
+  LoaderOptions& o = c.loader;
+  o.path = p.positional[0];
+  DOCFEED_ASSIGN_OR_RETURN(int batch,
+                           ParseInt("--batch-size", p.Get("--batch-size", "8"), 1, 1 << 16));
+  o.batch_size = static_cast<uint32_t>(batch);
+  DOCFEED_ASSIGN_OR_RETURN(o.num_threads, ParseInt("--threads", p.Get("--threads", "0"), 0, 1024));
+  DOCFEED_ASSIGN_OR_RETURN(c.epochs, ParseInt("--epochs", p.Get("--epochs", "1"), 1, 1 << 20));
+  DOCFEED_ASSIGN_OR_RETURN(int max_batches,
+                           ParseInt("--max-batches", p.Get("--max-batches", "0"), 0, 1 << 30));
+  c.max_batches = static_cast<uint64_t>(max_batches);
+  DOCFEED_ASSIGN_OR_RETURN(o.prefetch, ParseInt("--prefetch", p.Get("--prefetch", "4"), 1, 1024));
+  DOCFEED_ASSIGN_OR_RETURN(int seed, ParseInt("--seed", p.Get("--seed", "0"), 0, 1 << 30));
+  o.seed = static_cast<uint64_t>(seed);
+  DOCFEED_ASSIGN_OR_RETURN(c.baseline_samples,
+                           ParseInt("--baseline", p.Get("--baseline", "0"), 0, 1 << 20));
+  DOCFEED_ASSIGN_OR_RETURN(o.dtype, ParseDType(p.Get("--dtype", "float32")));
+  o.layout = o.dtype == DType::kUint8 ? OutputLayout::kHwc : OutputLayout::kChw;
+  const std::string pad = p.Get("--pad", "random");
+  if (pad != "random" && pad != "center") {
+    return InvalidArgumentError("--pad must be random or center");
+  }
+  o.pad = pad == "center" ? internal::PadMode::kCenter : internal::PadMode::kRandom;
+  o.remainder = internal::Remainder::kPartial;
+  c.json = p.Has("--json");
+  // The size: given, else the packed one, else the recipe's.
+  std::string size = p.Get("--size", "");
+  if (size.empty()) {
+    DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<internal::Dataset> ds,
+                             internal::Dataset::Open(o.path));
+    const internal::PreprocessInfo& pre = ds->manifest().preprocess;
+    if (pre.preprocessed()) {
+      o.donut.height = pre.height;
+      o.donut.width = pre.width;
+      o.donut.align_long_axis = pre.align_long_axis;
+      return c;
+    }
+    size = "1553x1200";
+  }
+  DOCFEED_ASSIGN_OR_RETURN(auto hw, ParseSize(size));
+  o.donut.height = hw.first;
+  o.donut.width = hw.second;
+  return c;
+}
+
+double Seconds(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+uint64_t PeakRssBytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<uint64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+uint64_t CurrentRssBytes() {
+  long pages = 0;
+  long resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+  std::fclose(f);
+  return static_cast<uint64_t>(resident) * 4096;
+}
+
+// The single-thread floor, in seconds per page: read + decode the stored image of the first
+// `n` samples, plus the exact Donut resize when the dataset holds originals.
+Result<double> MeasureBaseline(const LoaderOptions& o, int n) {
+  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<internal::Dataset> ds, internal::Dataset::Open(o.path));
+  const bool preprocessed = ds->manifest().preprocess.preprocessed();
+  const uint64_t count = std::min<uint64_t>(static_cast<uint64_t>(n), ds->size());
+  if (count == 0) return 0.0;
+  uint64_t checksum = 0;    // keeps the work observable
+  internal::Image scratch;  // reused across pages, as a loader worker reuses its own
+  // Two passes over the same pages, the first untimed: the loader is measured warm too (page
+  // cache, mapping, scratch buffers), so the floor must be.
+  Clock::time_point start;
+  for (int pass = 0; pass < 2; ++pass) {
+    start = Clock::now();
+    for (uint64_t id = 0; id < count; ++id) {
+      DOCFEED_ASSIGN_OR_RETURN(internal::SampleBytes s, ds->ReadSample(id, false));
+      if (preprocessed) {
+        DOCFEED_ASSIGN_OR_RETURN(internal::ImageView v, internal::ViewPpm(s.image));
+        checksum += v.data[0];
+        continue;
+      }
+      const int32_t orientation = ds->record(id).flags & 0xF;
+      if (orientation <= 1) {  // the imaging issue's streamed decode + exact resize
+        DOCFEED_RETURN_IF_ERROR(internal::DecodeAndResizeForDonut(
+            s.image, o.donut, internal::DonutDecodeMode::kExact, &scratch));
+        checksum += scratch.pixels[0];
+        continue;
+      }
+      DOCFEED_ASSIGN_OR_RETURN(internal::Image img, internal::DecodeImage(s.image));
+      img = internal::ApplyOrientation(img, orientation);
+      DOCFEED_ASSIGN_OR_RETURN(internal::Image rgb, internal::ToDonutInput(std::move(img)));
+      DOCFEED_ASSIGN_OR_RETURN(internal::Image resized, internal::DonutResize(rgb, o.donut));
+      checksum += resized.pixels[0];
+    }
+  }
+  const double seconds = Seconds(start);
+  if (checksum == ~uint64_t{0}) std::fputs("", stderr);
+  return seconds / static_cast<double>(count);
+}
+
+struct RunResult {
+  double first_batch_seconds = 0;
+  double seconds = 0;
+  uint64_t pages = 0;
+  uint64_t batches = 0;
+  std::vector<uint64_t> rss_after_epoch;
+  LoaderStats stats;
+  int threads = 0;
+  bool preprocessed = false;
+};
+
+Result<RunResult> RunLoader(const BenchConfig& c) {
+  RunResult r;
+  const Clock::time_point created = Clock::now();
+  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<Loader> loader, Loader::Create(c.loader));
+  r.preprocessed = loader->preprocessed();
+  r.threads = c.loader.num_threads > 0
+                  ? c.loader.num_threads
+                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ProgressBar bar("bench");
+  Clock::time_point start = created;
+  for (int epoch = 0; epoch < c.epochs; ++epoch) {
+    DOCFEED_RETURN_IF_ERROR(loader->StartEpoch(static_cast<uint64_t>(epoch)));
+    uint64_t total = loader->num_batches();
+    if (c.max_batches > 0) total = std::min(total, c.max_batches);
+    for (uint64_t k = 0; k < total; ++k) {
+      DOCFEED_ASSIGN_OR_RETURN(internal::Batch batch, loader->Next());
+      if (!batch.valid()) break;
+      if (r.batches == 0) {
+        r.first_batch_seconds = Seconds(created);
+        start = Clock::now();  // throughput counts from the first batch on
+      } else {
+        r.pages += batch.size();
+      }
+      ++r.batches;
+      bar.Update(k + 1, total, 0, Seconds(created));
+    }
+    r.rss_after_epoch.push_back(CurrentRssBytes());
+  }
+  bar.Finish();
+  r.seconds = Seconds(start);
+  r.stats = loader->stats();
+  return r;
+}
+
+double MsPer(const internal::StageTime& t, uint64_t pages) {
+  return pages == 0 ? 0 : static_cast<double>(t.nanos) / 1e6 / static_cast<double>(pages);
+}
+
+void PrintTable(const BenchConfig& c, const RunResult& r, double baseline_s) {
+  const LoaderStats& s = r.stats;
+  const double pages_s = r.seconds > 0 ? static_cast<double>(r.pages) / r.seconds : 0;
+  const double mb_s = r.seconds > 0 ? static_cast<double>(s.stored_bytes) / 1e6 /
+                                          (r.seconds + r.first_batch_seconds)
+                                    : 0;
+  std::printf("%s: %s, %d threads, batch %u, %dx%d %s\n", c.loader.path.c_str(),
+              r.preprocessed ? "preprocessed" : "original images", r.threads, c.loader.batch_size,
+              c.loader.donut.height, c.loader.donut.width,
+              c.loader.dtype == DType::kUint8 ? "uint8 HWC" : "normalized CHW");
+  std::printf("  time to first batch   %8.3f s\n", r.first_batch_seconds);
+  std::printf("  pages/s               %8.1f  (%.1f per thread; after the first batch)\n", pages_s,
+              pages_s / r.threads);
+  std::printf("  stored MB/s           %8.1f\n", mb_s);
+  const uint64_t n = std::max<uint64_t>(s.samples, 1);
+  std::printf(
+      "  per page, summed over workers (ms): read %.2f  decode %.2f  resize %.2f  "
+      "decode+resize fused %.2f  pad+normalize %.2f\n",
+      MsPer(s.read, n), MsPer(s.decode, n), MsPer(s.resize, n), MsPer(s.decode_resize, n),
+      MsPer(s.pad_normalize, n));
+  std::printf("  waits (s): consumer %.3f over %llu batches, workers for a free buffer %.3f\n",
+              static_cast<double>(s.consumer_wait.nanos) / 1e9,
+              static_cast<unsigned long long>(s.consumer_wait.count),
+              static_cast<double>(s.buffer_wait.nanos) / 1e9);
+  std::printf("  memory: peak RSS %s, batch buffers %s (%llu)", FormatBytes(PeakRssBytes()).c_str(),
+              FormatBytes(s.pool_bytes).c_str(), static_cast<unsigned long long>(s.pool_buffers));
+  std::printf(", RSS after each epoch:");
+  for (uint64_t rss : r.rss_after_epoch) std::printf(" %s", FormatBytes(rss).c_str());
+  std::printf("\n");
+  if (s.bad_samples > 0) {
+    std::printf("  bad samples skipped: %llu\n", static_cast<unsigned long long>(s.bad_samples));
+  }
+  if (baseline_s > 0) {
+    const double loader_s = pages_s > 0 ? r.threads / pages_s : 0;
+    std::printf(
+        "  baseline, one thread: %.2f ms/page (%s); loader %.2f ms/page per thread: "
+        "%.2fx the baseline\n",
+        baseline_s * 1e3,
+        r.preprocessed ? "read + decode the stored pages" : "read + decode + exact resize",
+        loader_s * 1e3, loader_s / baseline_s);
+  }
+}
+
+void PrintJson(const BenchConfig& c, const RunResult& r, double baseline_s) {
+  const LoaderStats& s = r.stats;
+  const double pages_s = r.seconds > 0 ? static_cast<double>(r.pages) / r.seconds : 0;
+  const uint64_t n = std::max<uint64_t>(s.samples, 1);
+  std::printf(
+      "{\"dataset\": \"%s\", \"preprocessed\": %s, \"threads\": %d, \"batch_size\": %u, "
+      "\"height\": %d, \"width\": %d, \"dtype\": \"%s\", \"pages\": %llu, \"seconds\": %.6f, "
+      "\"pages_per_s\": %.3f, \"first_batch_s\": %.6f, \"stored_bytes\": %llu, "
+      "\"ms_per_page\": {\"read\": %.4f, \"decode\": %.4f, \"resize\": %.4f, "
+      "\"decode_resize\": %.4f, \"pad_normalize\": %.4f}, \"consumer_wait_s\": %.6f, "
+      "\"buffer_wait_s\": %.6f, "
+      "\"peak_rss_bytes\": %llu, \"pool_bytes\": %llu, \"bad_samples\": %llu, "
+      "\"baseline_ms_per_page\": %.4f, \"rss_after_epoch\": [",
+      c.loader.path.c_str(), r.preprocessed ? "true" : "false", r.threads, c.loader.batch_size,
+      c.loader.donut.height, c.loader.donut.width,
+      c.loader.dtype == DType::kUint8 ? "uint8" : "float", static_cast<unsigned long long>(r.pages),
+      r.seconds, pages_s, r.first_batch_seconds, static_cast<unsigned long long>(s.stored_bytes),
+      MsPer(s.read, n), MsPer(s.decode, n), MsPer(s.resize, n), MsPer(s.decode_resize, n),
+      MsPer(s.pad_normalize, n), static_cast<double>(s.consumer_wait.nanos) / 1e9,
+      static_cast<double>(s.buffer_wait.nanos) / 1e9,
+      static_cast<unsigned long long>(PeakRssBytes()),
+      static_cast<unsigned long long>(s.pool_bytes), static_cast<unsigned long long>(s.bad_samples),
+      baseline_s * 1e3);
+  for (size_t i = 0; i < r.rss_after_epoch.size(); ++i) {
+    std::printf("%s%llu", i ? ", " : "", static_cast<unsigned long long>(r.rss_after_epoch[i]));
+  }
+  std::printf("]}\n");
+}
+
+}  // namespace
+
+int RunBench(const Args& args) {
+  Result<ParsedArgs> parsed =
+      ParseArgs(args, {"--help", "-h", "--json"},
+                {"--batch-size", "--threads", "--epochs", "--max-batches", "--size", "--dtype",
+                 "--pad", "--prefetch", "--seed", "--baseline"});
+  if (parsed.ok() && parsed->Has("--help")) {
+    std::fputs(kBenchHelp, stdout);
+    return 0;
+  }
+  Result<BenchConfig> config =
+      parsed.ok() ? ToConfig(*parsed) : Result<BenchConfig>(parsed.status());
+  if (!config.ok()) {
+    std::fprintf(stderr, "docfeed bench: %s\n\n%s", config.status().ToString().c_str(), kBenchHelp);
+    return 2;
+  }
+  double baseline_s = 0;
+  if (config->baseline_samples > 0) {
+    Result<double> b = MeasureBaseline(config->loader, config->baseline_samples);
+    if (!b.ok()) {
+      std::fprintf(stderr, "docfeed bench: baseline: %s\n", b.status().ToString().c_str());
+      return 1;
+    }
+    baseline_s = *b;
+  }
+  Result<RunResult> run = RunLoader(*config);
+  if (!run.ok()) {
+    std::fprintf(stderr, "docfeed bench: %s\n", run.status().ToString().c_str());
+    return 1;
+  }
+  if (config->json) {
+    PrintJson(*config, *run, baseline_s);
+  } else {
+    PrintTable(*config, *run, baseline_s);
+  }
+  return 0;
+}
+
+}  // namespace docfeed::tools
