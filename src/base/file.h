@@ -92,6 +92,11 @@ int CurrentProcessId();
 // The canonical absolute path (symlinks resolved) of an existing path.
 Result<std::string> RealPath(const std::string& path);
 
+// For a tool about to replace `output` wholesale (--overwrite): InvalidArgument when `source` is
+// `output` itself or lies inside it, so the replacement would delete its own input. Paths that
+// do not resolve (yet) are fine.
+Status CheckOverwriteKeepsSource(const std::string& source, const std::string& output);
+
 std::string JoinPath(std::string_view a, std::string_view b);
 std::string BaseName(std::string_view path);
 std::string ParentPath(std::string_view path);

@@ -238,4 +238,16 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& name
   }
 }
 
+std::string PickLabelColumn(const std::vector<ColumnSpec>& columns) {
+  for (const char* preferred : {"labels", "ground_truth"}) {
+    for (const ColumnSpec& c : columns) {
+      if (c.name == preferred) return c.name;
+    }
+  }
+  for (const ColumnSpec& c : columns) {
+    if (c.type == ColumnType::kString || c.type == ColumnType::kInt64List) return c.name;
+  }
+  return "";
+}
+
 }  // namespace docfeed::internal

@@ -84,6 +84,10 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& name
 
 std::string Hex64(uint64_t v);
 
+// The column whose per-sample length the index records (Manifest::label_column): "labels" (token
+// ids) when present, else "ground_truth", else the first string or int64-list column; "" if none.
+std::string PickLabelColumn(const std::vector<ColumnSpec>& columns);
+
 }  // namespace docfeed::internal
 
 #endif  // DOCFEED_FORMAT_MANIFEST_H_

@@ -187,17 +187,7 @@ class ArrowShardWriter final : public ShardWriter {
   }
 
   std::string StateJson(uint64_t fingerprint) const {
-    Json state;
-    Json files = Json::array();
-    for (const FileEntry& f : files_) files.push_back({{"filename", f.name}});
-    state["_data_files"] = files;
-    state["_fingerprint"] = Hex64(fingerprint);
-    state["_format_columns"] = nullptr;
-    state["_format_kwargs"] = Json::object();
-    state["_format_type"] = nullptr;
-    state["_output_all_columns"] = false;
-    state["_split"] = nullptr;
-    return state.dump(2) + "\n";
+    return DatasetStateJson(files_, fingerprint);
   }
 
   Status OpenFile() {
@@ -267,6 +257,20 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(ShardWriterOptions opti
     return NotFoundError("output directory " + options.directory + " does not exist");
   }
   return std::unique_ptr<ShardWriter>(new ArrowShardWriter(std::move(options), compression));
+}
+
+std::string DatasetStateJson(const std::vector<FileEntry>& files, uint64_t fingerprint) {
+  Json state;
+  Json list = Json::array();
+  for (const FileEntry& f : files) list.push_back({{"filename", f.name}});
+  state["_data_files"] = list;
+  state["_fingerprint"] = Hex64(fingerprint);
+  state["_format_columns"] = nullptr;
+  state["_format_kwargs"] = Json::object();
+  state["_format_type"] = nullptr;
+  state["_output_all_columns"] = false;
+  state["_split"] = nullptr;
+  return state.dump(2) + "\n";
 }
 
 }  // namespace docfeed::internal

@@ -66,6 +66,10 @@ class ShardWriter {
   virtual Result<Manifest> Finish(Manifest manifest) = 0;
 };
 
+// The `state.json` that `datasets.save_to_disk` writes, for these data files (docs/format.md
+// section 2); the fingerprint is docfeed's (the index checksum).
+std::string DatasetStateJson(const std::vector<FileEntry>& files, uint64_t fingerprint);
+
 }  // namespace docfeed::internal
 
 #endif  // DOCFEED_FORMAT_SHARD_WRITER_H_

@@ -8,6 +8,7 @@
 #include "format/dataset.h"
 #include "format/index.h"
 #include "format/manifest.h"
+#include "format/shard_writer.h"
 
 namespace docfeed::internal::migrate {
 namespace {
@@ -22,21 +23,6 @@ std::string DataFileName(size_t i, size_t n) {
 
 std::span<const uint8_t> Bytes(const std::string& s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
-
-// state.json exactly as ShardWriter writes it (docs/format.md section 2).
-std::string StateJson(const std::vector<FileEntry>& files, uint64_t fingerprint) {
-  Json state;
-  Json list = Json::array();
-  for (const FileEntry& f : files) list.push_back({{"filename", f.name}});
-  state["_data_files"] = list;
-  state["_fingerprint"] = Hex64(fingerprint);
-  state["_format_columns"] = nullptr;
-  state["_format_kwargs"] = Json::object();
-  state["_format_type"] = nullptr;
-  state["_output_all_columns"] = false;
-  state["_split"] = nullptr;
-  return state.dump(2) + "\n";
 }
 
 struct Piece {
@@ -132,7 +118,8 @@ Result<uint64_t> AssembleSplit(const std::vector<std::string>& piece_dirs,
   DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> info,
                            ReadFile(JoinPath(pieces.front().dir, "dataset_info.json")));
   DOCFEED_RETURN_IF_ERROR(write_other("dataset_info.json", info));
-  DOCFEED_RETURN_IF_ERROR(write_other("state.json", Bytes(StateJson(m.data_files, Hash64(index)))));
+  DOCFEED_RETURN_IF_ERROR(
+      write_other("state.json", Bytes(DatasetStateJson(m.data_files, Hash64(index)))));
   DOCFEED_RETURN_IF_ERROR(write_other(kMigrationFile, Bytes(migration_json)));
   DOCFEED_RETURN_IF_ERROR(WriteTextFile(JoinPath(out_dir, kManifestFileName), EncodeManifest(m)));
   // The data files were verified piece by piece and only renamed since; re-hashing them would

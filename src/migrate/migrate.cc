@@ -311,17 +311,6 @@ std::string MigrationJson(const SplitSource& split, const SourceLayout& layout,
   return text + (boxes.empty() ? "]\n}\n" : "\n ]\n}\n");
 }
 
-Status CheckNotInsideOutput(const std::string& source, const std::string& output) {
-  Result<std::string> src = RealPath(source);
-  Result<std::string> out = RealPath(output);
-  if (!src.ok() || !out.ok()) return Status::Ok();
-  if (*src == *out || src->rfind(*out + "/", 0) == 0) {
-    return InvalidArgumentError("refusing to overwrite " + output + ": it holds the source " +
-                                source);
-  }
-  return Status::Ok();
-}
-
 Status PlaceOutput(const std::string& final_dir, const std::string& output) {
   if (!PathExists(output)) return Rename(final_dir, output);
   const std::string old = output + ".old-" + std::to_string(CurrentProcessId());
@@ -386,7 +375,7 @@ Result<MigrateSummary> Migrate(const MigrateOptions& options_in) {
   if (PathExists(options.output) && !options.overwrite) {
     return AlreadyExistsError(options.output + " already exists; pass --overwrite to replace it");
   }
-  DOCFEED_RETURN_IF_ERROR(CheckNotInsideOutput(options.source, options.output));
+  DOCFEED_RETURN_IF_ERROR(CheckOverwriteKeepsSource(options.source, options.output));
   DOCFEED_ASSIGN_OR_RETURN(Plan plan, ScanSource(options));
   DOCFEED_ASSIGN_OR_RETURN(NormalizeCandidate norm, ChooseNormalization(plan, options));
   DOCFEED_ASSIGN_OR_RETURN(GridInverter inverter, GridInverter::Create(norm));

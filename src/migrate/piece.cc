@@ -16,18 +16,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string PickLabelColumn(const std::vector<ColumnSpec>& columns) {
-  for (const char* preferred : {"labels", "ground_truth"}) {
-    for (const ColumnSpec& c : columns) {
-      if (c.name == preferred) return c.name;
-    }
-  }
-  for (const ColumnSpec& c : columns) {
-    if (c.type == ColumnType::kString || c.type == ColumnType::kInt64List) return c.name;
-  }
-  return "";
-}
-
 bool SameColumns(const SourceLayout& a, const SourceLayout& b) {
   if (a.float_type != b.float_type || a.columns.size() != b.columns.size()) return false;
   for (size_t i = 0; i < a.columns.size(); ++i) {

@@ -55,18 +55,6 @@ Slot EncodeOne(const ImageFolder& folder, size_t i, const EncodeOptions& opts,
   return slot;
 }
 
-std::string PickLabelColumn(const std::vector<ColumnSpec>& columns) {
-  for (const char* preferred : {"labels", "ground_truth"}) {
-    for (const ColumnSpec& c : columns) {
-      if (c.name == preferred) return c.name;
-    }
-  }
-  for (const ColumnSpec& c : columns) {
-    if (c.type == ColumnType::kString || c.type == ColumnType::kInt64List) return c.name;
-  }
-  return "";
-}
-
 struct RejectLog {
   std::optional<SequentialFile> file;
   uint64_t count = 0;
@@ -200,18 +188,6 @@ Status PlaceOutput(const std::string& tmp, const PackOptions& options) {
   return RemoveAll(old);
 }
 
-// --overwrite replaces OUT wholesale: refuse when that would delete the source itself.
-Status CheckNotInsideOutput(const std::string& source, const std::string& output) {
-  Result<std::string> src = RealPath(source);
-  Result<std::string> out = RealPath(output);
-  if (!src.ok() || !out.ok()) return Status::Ok();
-  if (*src == *out || src->rfind(*out + "/", 0) == 0) {
-    return InvalidArgumentError("refusing to overwrite " + output + ": it holds the source " +
-                                source);
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<PackSummary> Pack(const PackOptions& options) {
@@ -226,7 +202,7 @@ Result<PackSummary> Pack(const PackOptions& options) {
   if (PathExists(output) && !options.overwrite) {
     return AlreadyExistsError(output + " already exists; pass --overwrite to replace it");
   }
-  DOCFEED_RETURN_IF_ERROR(CheckNotInsideOutput(options.source, output));
+  DOCFEED_RETURN_IF_ERROR(CheckOverwriteKeepsSource(options.source, output));
   WriteState state;
   state.start = Clock::now();
   DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(options.source));

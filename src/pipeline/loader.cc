@@ -57,7 +57,8 @@ struct BufferMemory {
 
 // A batch that workers are filling or that waits for the consumer.
 struct InFlight {
-  uint64_t k = 0;  // batch number in the epoch
+  std::shared_ptr<const EpochOrder> order;  // the current epoch's, or the next one's (look-ahead)
+  uint64_t k = 0;                           // batch number in that epoch
   int buffer = -1;
   uint32_t size = 0;
   uint32_t next_slot = 0;  // slots below it are claimed
@@ -103,6 +104,11 @@ struct LoaderCore {
   std::condition_variable ready_cv;  // consumer: a batch completed
   std::condition_variable idle_cv;   // StartEpoch: the workers left the samples they held
   std::shared_ptr<const EpochOrder> order;
+  // The epoch after this one, from its start: once every batch of `order` is started, idle workers
+  // fill buffers from it, so the first batches of the next epoch are ready when it is asked for
+  // (StartEpoch(epoch + 1) keeps them) instead of the consumer waiting at every epoch boundary.
+  std::shared_ptr<const EpochOrder> ahead;
+  uint64_t ahead_next_to_start = 0;
   uint64_t generation = 0;
   bool paused = false;
   bool stopping = false;
@@ -138,26 +144,38 @@ struct LoaderCore {
   bool TryClaim(Claim* claim, bool* no_buffer) {
     *no_buffer = false;
     if (paused || order == nullptr) return false;
+    // Unclaimed slots of started batches first: the current epoch's come before the look-ahead's.
     for (InFlight& b : in_flight) {
       if (b.next_slot < b.size) {
-        *claim = {order, generation, b.k, b.next_slot++, b.buffer};
+        *claim = {b.order, generation, b.k, b.next_slot++, b.buffer};
         return true;
       }
     }
-    if (next_to_start >= order->num_batches()) return false;
+    std::shared_ptr<const EpochOrder> from;
+    uint64_t* counter = nullptr;
+    if (next_to_start < order->num_batches()) {
+      from = order;
+      counter = &next_to_start;
+    } else if (ahead != nullptr && ahead_next_to_start < ahead->num_batches()) {
+      from = ahead;
+      counter = &ahead_next_to_start;
+    } else {
+      return false;
+    }
     if (free_buffers.empty() || in_flight.size() >= static_cast<size_t>(options.prefetch)) {
       *no_buffer = true;
       return false;
     }
     InFlight b;
-    b.k = next_to_start++;
+    b.order = from;
+    b.k = (*counter)++;
     b.buffer = free_buffers.back();
     free_buffers.pop_back();
-    b.size = order->BatchSize(b.k);
+    b.size = from->BatchSize(b.k);
     b.remaining = b.size;
     b.next_slot = 1;
     in_flight.push_back(std::move(b));
-    *claim = {order, generation, in_flight.back().k, 0, in_flight.back().buffer};
+    *claim = {from, generation, in_flight.back().k, 0, in_flight.back().buffer};
     return true;
   }
 
@@ -166,7 +184,7 @@ struct LoaderCore {
     if (c.generation != generation) return;  // the epoch was restarted; the batch is gone
     InFlight* b = nullptr;
     for (InFlight& f : in_flight) {
-      if (f.k == c.k) b = &f;
+      if (f.k == c.k && f.order == c.order) b = &f;
     }
     DOCFEED_CHECK(b != nullptr);
     if (!status.ok() && (b->error.ok() || c.j < b->error_slot)) {
@@ -572,6 +590,7 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
   core->batch_pixel_bytes = core->sample_pixel_bytes * options.batch_size;
   DOCFEED_RETURN_IF_ERROR(AllocateBuffers(*core));
   DOCFEED_ASSIGN_OR_RETURN(core->order, MakeOrder(*core, 0, 0));
+  DOCFEED_ASSIGN_OR_RETURN(core->ahead, MakeOrder(*core, 1, 0));
   core->last_state = {options.seed, 0, 0};
   int threads = options.num_threads;
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -605,23 +624,39 @@ LoaderState Loader::state() const {
 
 Status Loader::StartEpoch(uint64_t epoch, uint64_t position) {
   LoaderCore& c = *core_;
+  std::shared_ptr<const EpochOrder> order;
   {
     // Nothing handed out yet and the same start: keep what the workers prefetched.
     std::lock_guard<std::mutex> lock(c.mu);
     const EpochOrderOptions& cur = c.order->options();
     if (!c.delivered_any && cur.epoch == epoch && cur.start == position) return Status::Ok();
+    // The epoch the workers looked ahead into: keep its prefetched batches.
+    const EpochOrderOptions& next = c.ahead->options();
+    if (next.epoch == epoch && next.start == position) order = c.ahead;
   }
-  DOCFEED_ASSIGN_OR_RETURN(std::shared_ptr<const EpochOrder> order, MakeOrder(c, epoch, position));
+  if (order == nullptr) {
+    DOCFEED_ASSIGN_OR_RETURN(order, MakeOrder(c, epoch, position));
+  }
+  DOCFEED_ASSIGN_OR_RETURN(std::shared_ptr<const EpochOrder> ahead, MakeOrder(c, epoch + 1, 0));
   std::unique_lock<std::mutex> lock(c.mu);
   // Stop new claims and wait for the workers to leave the slots they are writing, so no buffer
   // goes back to the pool while a worker still writes into it.
   c.paused = true;
   c.idle_cv.wait(lock, [&] { return c.active == 0; });
-  for (const InFlight& b : c.in_flight) c.free_buffers.push_back(b.buffer);
-  c.in_flight.clear();
+  std::deque<InFlight> kept;
+  for (InFlight& b : c.in_flight) {
+    if (b.order == order) {
+      kept.push_back(std::move(b));
+    } else {
+      c.free_buffers.push_back(b.buffer);
+    }
+  }
+  c.next_to_start = order == c.ahead ? c.ahead_next_to_start : 0;
+  c.in_flight = std::move(kept);
   c.order = std::move(order);
+  c.ahead = std::move(ahead);
+  c.ahead_next_to_start = 0;
   ++c.generation;
-  c.next_to_start = 0;
   c.next_to_deliver = 0;
   c.delivered_any = false;
   c.last_state = {c.options.seed, epoch, position};
@@ -652,8 +687,8 @@ Result<Batch> Loader::Next() {
   for (const InFlight& b : c.in_flight) c.ready_depth_sum += b.remaining == 0 ? 1 : 0;
   const Clock::time_point start = Clock::now();
   auto front_ready = [&] {
-    return !c.in_flight.empty() && c.in_flight.front().k == c.next_to_deliver &&
-           c.in_flight.front().remaining == 0;
+    return !c.in_flight.empty() && c.in_flight.front().order == c.order &&
+           c.in_flight.front().k == c.next_to_deliver && c.in_flight.front().remaining == 0;
   };
   while (!front_ready()) {
     if (c.in_flight.empty() && c.held == static_cast<int>(c.buffers.size())) {

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/file.h"
@@ -289,6 +291,30 @@ TEST(Loader, RandomPaddingIsFreshEachEpochAndReproducible) {
   EXPECT_GT(moved, kSamples / 2);
 }
 
+// Workers fill buffers from the next epoch once the current one is fully started; asking for that
+// epoch keeps those batches. They must equal a next epoch built from scratch.
+TEST(Loader, LookAheadIntoTheNextEpochGivesTheSameBatches) {
+  const Datasets& d = Shared();
+  LoaderOptions o = Options(d.preprocessed);
+  o.prefetch = 3;
+  auto scratch = Make(o);
+  ASSERT_NE(scratch, nullptr);
+  ASSERT_TRUE(scratch->StartEpoch(9).ok());  // look-ahead is now epoch 10
+  ASSERT_TRUE(scratch->StartEpoch(1).ok());  // so epoch 1 is built from scratch
+  const auto want = Epoch(*scratch);
+  auto ahead = Make(o);
+  ASSERT_NE(ahead, nullptr);
+  Epoch(*ahead);  // epoch 0, then the workers run into epoch 1
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(ahead->StartEpoch(1).ok());
+  EXPECT_EQ(Epoch(*ahead), want);
+  // Restarting somewhere else drops the look-ahead and still gives the right batches.
+  ASSERT_TRUE(ahead->StartEpoch(1, 8).ok());
+  const auto rest = Epoch(*ahead);
+  ASSERT_EQ(rest.size(), want.size() - 2);
+  EXPECT_EQ(rest[0], want[2]);
+}
+
 TEST(Loader, ResumeAtEveryBatchContinuesExactly) {
   const Datasets& d = Shared();
   LoaderOptions o = Options(d.preprocessed);
@@ -464,9 +490,14 @@ TEST(Loader, SkipReplacesABadSampleDeterministicallyAndCountsIt) {
   ASSERT_EQ(batches.size(), 6u);
   EXPECT_EQ(batches[1].ids, (std::vector<int64_t>{4, 6, 6, 7}));  // 5 replaced by the next
   const LoaderStats s = loader->stats();
-  EXPECT_EQ(s.bad_samples, 1u);
-  ASSERT_EQ(s.bad_sample_errors.size(), 1u);
-  EXPECT_NE(s.bad_sample_errors[0].find("sample 5"), std::string::npos);
+  // Once per epoch read: this one, and maybe the next one's, which the workers may already be
+  // prefetching (look-ahead), with nothing else skipped.
+  EXPECT_GE(s.bad_samples, 1u);
+  EXPECT_LE(s.bad_samples, 2u);
+  ASSERT_EQ(s.bad_sample_errors.size(), s.bad_samples);
+  for (const std::string& e : s.bad_sample_errors) {
+    EXPECT_NE(e.find("sample 5"), std::string::npos) << e;
+  }
   o.max_bad_samples = 0;  // no budget: the loader stops
   auto strict = Make(o);
   ASSERT_NE(strict, nullptr);
@@ -530,8 +561,11 @@ TEST(Loader, StatsCountTheStages) {
   EXPECT_GE(s.read.count, static_cast<uint64_t>(kSamples));
   // Originals are resized on the fly: fused with the decode when no rotation is needed (all of
   // these test pages), else as separate stages.
-  EXPECT_EQ(s.decode_resize.count + s.resize.count, s.read.count);
-  EXPECT_EQ(s.decode_resize.count + s.decode.count, s.read.count);
+  // The workers may be mid-sample in the next epoch (look-ahead) while the counters are read:
+  // each of the 2 may have read a sample it has not decoded yet.
+  EXPECT_LE(s.decode_resize.count + s.resize.count, s.read.count);
+  EXPECT_GE(s.decode_resize.count + s.resize.count + 2, s.read.count);
+  EXPECT_EQ(s.decode.count, s.resize.count);
   EXPECT_GT(s.decode_resize.count, 0u);
   EXPECT_EQ(s.consumer_wait.count, batches.size());
   EXPECT_GT(s.stored_bytes, 0u);

@@ -330,4 +330,15 @@ std::string ParentPath(std::string_view path) {
   return std::string(path.substr(0, slash));
 }
 
+Status CheckOverwriteKeepsSource(const std::string& source, const std::string& output) {
+  Result<std::string> src = RealPath(source);
+  Result<std::string> out = RealPath(output);
+  if (!src.ok() || !out.ok()) return Status::Ok();
+  if (*src == *out || src->rfind(*out + "/", 0) == 0) {
+    return InvalidArgumentError("refusing to overwrite " + output + ": it holds the source " +
+                                source);
+  }
+  return Status::Ok();
+}
+
 }  // namespace docfeed::internal
