@@ -24,6 +24,7 @@
 #include <array>
 #include <cstdint>
 
+#include "base/random.h"
 #include "codec/codec.h"
 #include "docfeed/status.h"
 #include "kernels/resize.h"
@@ -128,7 +129,7 @@ class PadRng {
   uint32_t UniformInclusive(uint32_t max_inclusive);
 
  private:
-  std::array<uint64_t, 4> state_;
+  Xoshiro256 engine_;
 };
 
 // The processor's random padding: top = randint(0, height - h) is drawn first, then

@@ -7,16 +7,6 @@
 namespace docfeed::internal {
 namespace {
 
-uint64_t SplitMix64(uint64_t& x) {
-  x += 0x9E3779B97F4A7C15ull;
-  uint64_t z = x;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
 bool ValidView(const ImageView& v) {
   return v.data != nullptr && v.width >= 1 && v.height >= 1 && v.channels >= 1 && v.channels <= 4 &&
          v.stride_bytes >= static_cast<ptrdiff_t>(v.width) * v.channels;
@@ -41,10 +31,7 @@ void PadRow(const uint8_t* src, int32_t src_width, int32_t src_channels, int32_t
 
 }  // namespace
 
-PadRng::PadRng(uint64_t seed) : state_{} {
-  uint64_t x = seed;
-  for (uint64_t& s : state_) s = SplitMix64(x);
-}
+PadRng::PadRng(uint64_t seed) : engine_(seed) {}
 
 PadRng PadRng::ForSample(uint64_t seed, uint64_t epoch, uint64_t sample_index) {
   // Hash the three numbers together so neighbouring samples and epochs get unrelated streams.
@@ -54,18 +41,7 @@ PadRng PadRng::ForSample(uint64_t seed, uint64_t epoch, uint64_t sample_index) {
   return PadRng(SplitMix64(h));
 }
 
-uint64_t PadRng::Next() {
-  // xoshiro256** (Blackman and Vigna, 2018).
-  const uint64_t result = Rotl(state_[1] * 5, 7) * 9;
-  const uint64_t t = state_[1] << 17;
-  state_[2] ^= state_[0];
-  state_[3] ^= state_[1];
-  state_[1] ^= state_[2];
-  state_[0] ^= state_[3];
-  state_[2] ^= t;
-  state_[3] = Rotl(state_[3], 45);
-  return result;
-}
+uint64_t PadRng::Next() { return engine_.Next(); }
 
 uint32_t PadRng::UniformInclusive(uint32_t max_inclusive) {
   // Lemire, "Fast random integer generation in an interval" (2019): unbiased for any range.

@@ -14,14 +14,13 @@
 #include <span>
 
 #include "base/check.h"
+#include "base/random.h"
 
 namespace docfeed::internal {
 
 class Rng {
  public:
-  explicit Rng(uint64_t seed) {
-    for (uint64_t& s : state_) s = SplitMix64(seed);
-  }
+  explicit Rng(uint64_t seed) : engine_(seed) {}
 
   // The generator of document `index` of a run with `seed`: independent streams per document,
   // so documents can be rendered in any order on any thread.
@@ -31,18 +30,8 @@ class Rng {
     return Rng(SplitMix64(s) ^ (index * 0xD1B54A32D192ED03ull));
   }
 
-  // xoshiro256** (Blackman and Vigna, https://prng.di.unimi.it/xoshiro256starstar.c).
-  uint64_t Next() {
-    const uint64_t result = Rotl(state_[1] * 5, 7) * 9;
-    const uint64_t t = state_[1] << 17;
-    state_[2] ^= state_[0];
-    state_[3] ^= state_[1];
-    state_[1] ^= state_[2];
-    state_[0] ^= state_[3];
-    state_[2] ^= t;
-    state_[3] = Rotl(state_[3], 45);
-    return result;
-  }
+  // xoshiro256** (base/random.h).
+  uint64_t Next() { return engine_.Next(); }
 
   // Uniform integer in [lo, hi]. REQUIRES: lo <= hi.
   int64_t Int(int64_t lo, int64_t hi) {
@@ -78,15 +67,7 @@ class Rng {
 
  private:
   __extension__ typedef unsigned __int128 Uint128;
-  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  static uint64_t SplitMix64(uint64_t& x) {
-    uint64_t z = (x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-
-  uint64_t state_[4];
+  Xoshiro256 engine_;
 };
 
 }  // namespace docfeed::internal

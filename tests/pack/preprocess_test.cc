@@ -92,7 +92,9 @@ TEST(PreprocessPackTest, StoresExactlyDonutResizeForEverySampleDoc) {
   EXPECT_EQ(m.compression, "lz4_frame");
   for (const FileEntry& f : m.data_files) {
     for (const Region& region : f.regions) {
-      if (region.kind == Region::Kind::kBatch) EXPECT_EQ(region.num_rows, 1u) << f.name;
+      if (region.kind == Region::Kind::kBatch) {
+        EXPECT_EQ(region.num_rows, 1u) << f.name;
+      }
     }
   }
   const Status verified = VerifyDataset(out);

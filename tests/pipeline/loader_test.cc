@@ -522,7 +522,9 @@ TEST(Loader, BatchesOutliveTheLoaderAndShutdownNeverHangs) {
       ASSERT_TRUE(b.ok());
       if (b->valid()) kept.push_back(std::move(*b));
     }
-    if (round % 3 == 0) ASSERT_TRUE(loader->StartEpoch(1, 4).ok());  // restart mid-flight
+    if (round % 3 == 0) {
+      ASSERT_TRUE(loader->StartEpoch(1, 4).ok());  // restart mid-flight
+    }
     loader.reset();                                                  // workers may be mid-sample
     for (const Batch& b : kept) {
       // Still readable: the pool lives as long as a batch does.
