@@ -106,7 +106,7 @@ test-fuzz: deps
 
 test: test-cpp test-python test-asan test-python-asan test-tsan test-fuzz
 
-demo: build venv
+demo: build $(VENV)/.installed
 	scripts/demo.sh
 
 format:
