@@ -525,7 +525,7 @@ TEST(Loader, BatchesOutliveTheLoaderAndShutdownNeverHangs) {
     if (round % 3 == 0) {
       ASSERT_TRUE(loader->StartEpoch(1, 4).ok());  // restart mid-flight
     }
-    loader.reset();                                                  // workers may be mid-sample
+    loader.reset();  // workers may be mid-sample
     for (const Batch& b : kept) {
       // Still readable: the pool lives as long as a batch does.
       volatile uint8_t first = static_cast<const uint8_t*>(b.pixels())[0];
