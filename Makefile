@@ -10,7 +10,7 @@ JOBS ?= $(shell nproc)
 .PHONY: help deps venv python-install build build-asan test test-cpp test-asan test-python-asan test-tsan test-python test-fuzz demo format clean
 
 help:
-	@echo "make demo   pack the sample documents, verify them, show what was stored"
+	@echo "make demo   pack the sample documents, verify them, run the loader on them"
 	@echo "make test   build everything and run every test (release, ASan+UBSan, TSan, fuzzers)"
 	@echo "make build  build only; the CLI lands at build/bin/docfeed"
 
