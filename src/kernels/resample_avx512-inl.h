@@ -157,9 +157,11 @@ HWY_INLINE void PermuteGroupRows(const uint8_t* src_a, const uint8_t* src_b, con
   if (out_b != nullptr) StoreGroup(hi_b, lo_b, g, out_b);
 }
 
-// Rows go in blocks so that a group's vectors are read from L2 once per block, two at a time.
-void PermuteRows(const PermuteTables& t, const uint8_t* src, ptrdiff_t src_stride, int32_t rows,
-                 uint8_t* dst, ptrdiff_t dst_stride) {
+// Rows go in blocks so that a group's vectors are read from L2 once per block, two at a time;
+// kGroupRows does one group of one or two rows (PermuteGroupRows, QuadGroupRows).
+template <auto kGroupRows, typename Tables>
+void GroupsOverRowPairs(const Tables& t, const uint8_t* src, ptrdiff_t src_stride, int32_t rows,
+                        uint8_t* dst, ptrdiff_t dst_stride) {
   const auto* vectors = reinterpret_cast<const __m512i*>(t.vectors.get());
   constexpr int32_t kRowBlock = 4;
   for (int32_t r0 = 0; r0 < rows; r0 += kRowBlock) {
@@ -168,11 +170,16 @@ void PermuteRows(const PermuteTables& t, const uint8_t* src, ptrdiff_t src_strid
       for (int32_t r = r0; r < r1; r += 2) {
         const bool pair = r + 1 < r1;
         const uint8_t* a = src + r * src_stride;
-        PermuteGroupRows(a, pair ? a + src_stride : a, g, vectors + g.table, dst + r * dst_stride,
-                         pair ? dst + (r + 1) * dst_stride : nullptr);
+        kGroupRows(a, pair ? a + src_stride : a, g, vectors + g.table, dst + r * dst_stride,
+                   pair ? dst + (r + 1) * dst_stride : nullptr);
       }
     }
   }
+}
+
+void PermuteRows(const PermuteTables& t, const uint8_t* src, ptrdiff_t src_stride, int32_t rows,
+                 uint8_t* dst, ptrdiff_t dst_stride) {
+  GroupsOverRowPairs<PermuteGroupRows>(t, src, src_stride, rows, dst, dst_stride);
 }
 #if HWY_TARGET == HWY_AVX3_DL
 // ------------------------------------------------------------------ horizontal pass, VBMI + VNNI
@@ -279,19 +286,7 @@ HWY_INLINE void QuadGroupRows(const uint8_t* src_a, const uint8_t* src_b, const 
 
 void QuadRows(const QuadTables& t, const uint8_t* src, ptrdiff_t src_stride, int32_t rows,
               uint8_t* dst, ptrdiff_t dst_stride) {
-  const auto* vectors = reinterpret_cast<const __m512i*>(t.vectors.get());
-  constexpr int32_t kRowBlock = 4;
-  for (int32_t r0 = 0; r0 < rows; r0 += kRowBlock) {
-    const int32_t r1 = std::min(rows, r0 + kRowBlock);
-    for (const PermuteGroup& g : t.groups) {
-      for (int32_t r = r0; r < r1; r += 2) {
-        const bool pair = r + 1 < r1;
-        const uint8_t* a = src + r * src_stride;
-        QuadGroupRows(a, pair ? a + src_stride : a, g, vectors + g.table, dst + r * dst_stride,
-                      pair ? dst + (r + 1) * dst_stride : nullptr);
-      }
-    }
-  }
+  GroupsOverRowPairs<QuadGroupRows>(t, src, src_stride, rows, dst, dst_stride);
 }
 #endif  // HWY_TARGET == HWY_AVX3_DL
 
