@@ -82,9 +82,14 @@ class GpuStage:
         self.layout = layout
         self.max_held = max_held
         self.stream = torch.cuda.Stream(device=device)
-        self.table = normalize_table(device)
+        self.table = normalize_table(device)  # 0.5 / 0.5 until set_normalization()
         # (event, docfeed batch, host views) per copy still possibly reading a host buffer.
         self.in_flight: collections.deque = collections.deque()
+
+    def set_normalization(self, mean, std) -> None:
+        """Normalizes with this per-channel mean/std from now on (the C++ loader's image_mean /
+        image_std, so both paths build the same table)."""
+        self.table = normalize_table(self.device, mean=tuple(mean), std=tuple(std))
 
     @staticmethod
     def pinned_allocator(nbytes: int):

@@ -12,12 +12,13 @@ and ranks of a torch.distributed job read disjoint parts of one global order.
 
 With device="cuda" the loader moves uint8 pixels (a quarter of float32's bytes) from pinned host
 buffers to the GPU on a side stream and normalizes them there through the same 3 x 256 table as
-the C++ float32 path (docfeed._gpu), so the GPU tensors equal the CPU ones bit for bit. A host
-buffer is returned to the pool only after its copy has completed (a CUDA event).
+the C++ float32 path (docfeed._gpu; same mean/std: image_mean/image_std), so the GPU tensors
+equal the CPU ones bit for bit. A host buffer is returned to the pool only after its copy has
+completed (a CUDA event).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from docfeed import _docfeed
 from docfeed import _gpu
@@ -48,6 +49,19 @@ def _distributed_defaults(rank: Optional[int], world_size: Optional[int]) -> Tup
         pass
     return (dist_rank if rank is None else int(rank),
             dist_world if world_size is None else int(world_size))
+
+
+def _channel_values(name: str, value: Any) -> Optional[List[float]]:
+    """None, one number, or 3 numbers (R, G, B) -> None or a list of 3 floats, as
+    DonutImageProcessor accepts image_mean/image_std."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return [float(value)] * 3
+    values = [float(v) for v in value]
+    if len(values) != 3:
+        raise ValueError(f"{name} must be one number or 3 (R, G, B), not {value!r}")
+    return values
 
 
 class Batch(dict):
@@ -95,6 +109,12 @@ class Loader:
         "-" for none. label_length: pad labels to this length with -100 (0: the batch's longest
         row).
       layout: "chw" (pixel_values) or "hwc".
+      image_mean, image_std: the normalization of float pixel_values, named and given as in
+        DonutImageProcessor (one number or one per R, G, B channel): (v / 255 - mean) / std.
+        None (default): what the dataset records (a dataset migrated by `docfeed pack` from
+        normalized float pixel_values records the mean/std it found, so the original tensors come
+        back), else Donut's 0.5 / 0.5. The values in use are the loader's image_mean/image_std;
+        uint8 output is not normalized.
     """
 
     def __init__(self, path: Union[str, "os.PathLike[str]"], batch_size: int,
@@ -104,7 +124,8 @@ class Loader:
                  rank: Optional[int] = None, world_size: Optional[int] = None,
                  on_error: str = "raise", *, max_held: int = 3, align_long_axis: bool = False,
                  label_column: Optional[str] = None, label_length: int = 0, max_bad_samples: int = 100,
-                 layout: str = "chw") -> None:
+                 layout: str = "chw", image_mean: Union[None, float, Sequence[float]] = None,
+                 image_std: Union[None, float, Sequence[float]] = None) -> None:
         import os
 
         self._rank, self._world_size = _distributed_defaults(rank, world_size)
@@ -128,8 +149,13 @@ class Loader:
             "label_length": int(label_length),
             "on_error": on_error, "max_bad_samples": int(max_bad_samples),
             "allocator": self._gpu.pinned_allocator if self._gpu is not None else None,
+            "image_mean": _channel_values("image_mean", image_mean),
+            "image_std": _channel_values("image_std", image_std),
         }
         self._core = _docfeed.Loader(options)
+        if self._gpu is not None:
+            # The GPU stage normalizes with the same mean/std as the C++ float path would.
+            self._gpu.set_normalization(self.image_mean, self.image_std)
         self.image_size = (height, width)
         self.batch_size = int(batch_size)
         self.seed = int(seed)
@@ -160,6 +186,16 @@ class Loader:
     def preprocessed(self) -> bool:
         """True when the dataset stores the resized stage (packed with --preprocess donut)."""
         return self._core.preprocessed
+
+    @property
+    def image_mean(self) -> Tuple[float, float, float]:
+        """The per-channel mean float pixel_values are normalized with (see image_mean above)."""
+        return tuple(self._core.image_mean)
+
+    @property
+    def image_std(self) -> Tuple[float, float, float]:
+        """The per-channel std float pixel_values are normalized with."""
+        return tuple(self._core.image_std)
 
     def __len__(self) -> int:
         """Batches this rank gets in the current epoch, counted from where the epoch (or a

@@ -178,6 +178,13 @@ LoaderOptions MakeOptions(const nb::dict& o) {
     throw nb::value_error(("pad must be 'random' or 'center', not '" + pad + "'").c_str());
   }
   opt.dtype = ParseDType(nb::cast<std::string>(o["dtype"]));
+  // Optional keys (None or 3 floats): override the dataset's normalization.
+  if (o.contains("image_mean") && !o["image_mean"].is_none()) {
+    opt.image_mean = nb::cast<std::array<double, 3>>(o["image_mean"]);
+  }
+  if (o.contains("image_std") && !o["image_std"].is_none()) {
+    opt.image_std = nb::cast<std::array<double, 3>>(o["image_std"]);
+  }
   const auto layout = nb::cast<std::string>(o["layout"]);
   if (layout != "chw" && layout != "hwc") throw nb::value_error("layout must be 'chw' or 'hwc'");
   opt.layout = layout == "chw" ? OutputLayout::kChw : OutputLayout::kHwc;
@@ -329,6 +336,8 @@ NB_MODULE(_docfeed, m) {
       .def_prop_ro("num_samples", [](PyLoader& l) { return l.get().num_samples(); })
       .def_prop_ro("num_batches", [](PyLoader& l) { return l.get().num_batches(); })
       .def_prop_ro("preprocessed", [](PyLoader& l) { return l.get().preprocessed(); })
+      .def_prop_ro("image_mean", [](PyLoader& l) { return l.get().image_mean(); })
+      .def_prop_ro("image_std", [](PyLoader& l) { return l.get().image_std(); })
       .def_prop_ro("batch_pixel_bytes", [](PyLoader& l) { return l.get().batch_pixel_bytes(); })
       .def(
           "start_epoch",

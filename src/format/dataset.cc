@@ -163,24 +163,26 @@ Result<std::vector<uint8_t>> Dataset::ReadImage(uint64_t id) const {
   return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 
-Result<SampleBytes> Dataset::ReadSample(uint64_t id, bool with_labels) const {
+Result<SampleBytes> Dataset::ReadSample(uint64_t id, bool with_labels, ReadScratch* scratch) const {
   if (id >= size()) return InvalidArgumentError("sample " + std::to_string(id) + " out of range");
   const IndexRecord r = index_.Get(id);
   DOCFEED_RETURN_IF_ERROR(CheckRecord(id, r));
   const MappedFile& file = data_files_[r.file_index];
   const bool compressed = manifest_.compression != "none";
   SampleBytes out;
-  arrow::RecordBatch batch;
+  arrow::RecordBatch local;
+  arrow::RecordBatch& batch = scratch != nullptr ? scratch->batch : local;
   if (compressed || with_labels) {
-    DOCFEED_ASSIGN_OR_RETURN(batch, readers_[r.file_index].ReadBatchAt(r.batch_offset));
+    DOCFEED_RETURN_IF_ERROR(readers_[r.file_index].ReadBatchAt(r.batch_offset, &batch));
     if (r.row >= static_cast<uint64_t>(batch.num_rows)) {
       return CorruptionError(file.path() + ": sample " + std::to_string(id) + ": row past batch");
     }
   }
   if (compressed) {
     DOCFEED_ASSIGN_OR_RETURN(out.image, RowImage(batch, r.row));
-    // Keep the decompressed buffer the image lives in (moving a vector keeps its heap block).
-    for (std::vector<uint8_t>& buffer : batch.owned_buffers) {
+    // Without a scratch, keep the decompressed buffer the image lives in (moving a vector keeps
+    // its heap block); with one, the image stays in the scratch's buffer.
+    for (std::vector<uint8_t>& buffer : local.owned_buffers) {
       const uint8_t* begin = buffer.data();
       if (!out.image.empty() && out.image.data() >= begin &&
           out.image.data() + out.image.size() <= begin + buffer.size()) {

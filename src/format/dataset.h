@@ -36,6 +36,13 @@ struct SampleBytes {
   std::vector<Value> labels;  // manifest column order; empty unless requested
 };
 
+// A reading thread's reusable memory for Dataset::ReadSample: the record batch whose decompressed
+// buffers the next read decompresses into (no allocation, no zero fill once they are large
+// enough). One per thread; never shared.
+struct ReadScratch {
+  arrow::RecordBatch batch;
+};
+
 class Dataset {
  public:
   static Result<std::unique_ptr<Dataset>> Open(const std::string& dir);
@@ -64,7 +71,11 @@ class Dataset {
   // so that is one sample) and the image's decompressed buffer is moved into `owned`.
   // Checks the image and label checksums as ReadImage/ReadLabels do; errors name the file and
   // sample. Thread-safe.
-  Result<SampleBytes> ReadSample(uint64_t id, bool with_labels) const;
+  // With a `scratch` (the caller thread's own), compressed bodies are decompressed into its
+  // buffers instead of fresh ones, and `image` points there (`owned` stays empty): the result is
+  // valid until the next ReadSample with the same scratch.
+  Result<SampleBytes> ReadSample(uint64_t id, bool with_labels,
+                                 ReadScratch* scratch = nullptr) const;
 
   // Drops the mapped pages that hold sample `id`'s stored bytes (its image for uncompressed
   // bodies, its record batch otherwise) from this process's resident set; the page cache keeps

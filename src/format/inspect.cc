@@ -125,6 +125,10 @@ std::string StatsToJson(const DatasetStats& s) {
   } else {
     j["preprocess"] = nullptr;  // original images
   }
+  if (s.manifest.normalization) {
+    j["normalization"] = {{"mean", s.manifest.normalization->mean},
+                          {"std", s.manifest.normalization->std}};
+  }
   if (!s.manifest.original_column.empty()) j["original_column"] = s.manifest.original_column;
   j["source_bytes"] = s.manifest.source_bytes;
   j["stored_image_bytes"] = s.manifest.stored_image_bytes;

@@ -1,6 +1,8 @@
 #include "format/manifest.h"
 
+#include <cfloat>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -130,6 +132,39 @@ Result<PreprocessInfo> PreprocessFromJson(const Json& j) {
   return p;
 }
 
+Json NormalizationToJson(const NormalizationInfo& n) {
+  Json j;
+  j["mean"] = n.mean;
+  j["std"] = n.std;
+  return j;
+}
+
+// Three finite numbers; for `std` also non-zero in float32 (the loader divides by float32(std)).
+Result<std::array<double, 3>> ParseTriple(const Json& j, const std::string& field, bool divisor) {
+  if (!j.is_array() || j.size() != 3) {
+    return CorruptionError("field " + field + " is not a list of 3 numbers (R, G, B)");
+  }
+  std::array<double, 3> out{};
+  for (size_t c = 0; c < 3; ++c) {
+    if (!j[c].is_number()) return CorruptionError("field " + field + " holds a non-number");
+    out[c] = j[c].get<double>();
+    // Range first: converting a double beyond float's range to float is undefined.
+    const bool in_range = std::isfinite(out[c]) && std::fabs(out[c]) <= FLT_MAX;
+    if (!in_range || (divisor && static_cast<float>(out[c]) == 0.0f)) {
+      return CorruptionError("field " + field + "[" + std::to_string(c) + "] = " + j[c].dump() +
+                             " is not " + (divisor ? "a finite non-zero" : "a finite") + " number");
+    }
+  }
+  return out;
+}
+
+Result<NormalizationInfo> NormalizationFromJson(const Json& j) {
+  NormalizationInfo n;
+  DOCFEED_ASSIGN_OR_RETURN(n.mean, ParseTriple(j.at("mean"), "normalization.mean", false));
+  DOCFEED_ASSIGN_OR_RETURN(n.std, ParseTriple(j.at("std"), "normalization.std", true));
+  return n;
+}
+
 Result<Manifest> ManifestFromJson(const Json& j) {
   Manifest m;
   m.format_version = j.at("format_version").get<int>();
@@ -155,6 +190,9 @@ Result<Manifest> ManifestFromJson(const Json& j) {
   m.rejected = j.at("rejected").get<uint64_t>();
   if (j.contains("preprocess")) {
     DOCFEED_ASSIGN_OR_RETURN(m.preprocess, PreprocessFromJson(j.at("preprocess")));
+  }
+  if (j.contains("normalization")) {
+    DOCFEED_ASSIGN_OR_RETURN(m.normalization, NormalizationFromJson(j.at("normalization")));
   }
   if (j.contains("original_column")) {
     m.original_column = j.at("original_column").get<std::string>();
@@ -198,8 +236,10 @@ std::string EncodeManifest(const Manifest& m) {
   j["source_bytes"] = m.source_bytes;
   j["stored_image_bytes"] = m.stored_image_bytes;
   j["rejected"] = m.rejected;
-  // Both fields are omitted for original images, so such manifests read as before.
+  // These fields are omitted when unset (original images, default normalization, no original
+  // column), so such manifests read as before.
   if (m.preprocess.preprocessed()) j["preprocess"] = PreprocessToJson(m.preprocess);
+  if (m.normalization) j["normalization"] = NormalizationToJson(*m.normalization);
   if (!m.original_column.empty()) j["original_column"] = m.original_column;
   Json data = Json::array();
   for (const FileEntry& f : m.data_files) data.push_back(FileToJson(f));

@@ -5,8 +5,10 @@
 #ifndef DOCFEED_FORMAT_MANIFEST_H_
 #define DOCFEED_FORMAT_MANIFEST_H_
 
+#include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +59,18 @@ struct PreprocessInfo {
   bool operator==(const PreprocessInfo&) const = default;
 };
 
+// The mean and std (per RGB channel) the dataset's float pixel_values are meant to be normalized
+// with: out = (float32(v * rescale_factor) - mean) / std, as DonutImageProcessor's image_mean /
+// image_std. Recorded by the migration of a normalized float dataset (src/migrate), so the loader
+// reproduces the original tensors; absent in other datasets, which load with Donut's 0.5 / 0.5
+// (docs/format.md, "normalization").
+struct NormalizationInfo {
+  std::array<double, 3> mean = {0.5, 0.5, 0.5};
+  std::array<double, 3> std = {0.5, 0.5, 0.5};
+
+  bool operator==(const NormalizationInfo&) const = default;
+};
+
 struct Manifest {
   int format_version = kFormatVersion;
   std::string created_by;
@@ -71,6 +85,8 @@ struct Manifest {
   uint64_t stored_image_bytes = 0;                // bytes of the stored images
   uint64_t rejected = 0;                          // samples written to rejects.jsonl (--skip-bad)
   PreprocessInfo preprocess;  // "preprocess" in docfeed.json; absent there = original images
+  // "normalization" in docfeed.json; absent there (nullopt) = the loader's default (0.5 / 0.5).
+  std::optional<NormalizationInfo> normalization;
   // Name of the extra column holding the untouched source bytes (pack --keep-original), or "".
   std::string original_column;
   std::vector<FileEntry> data_files;   // data-NNNNN-of-NNNNN.arrow, in order

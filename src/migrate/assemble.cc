@@ -69,7 +69,8 @@ Status CheckCompatible(const Piece& first, const Piece& p) {
 }  // namespace
 
 Result<uint64_t> AssembleSplit(const std::vector<std::string>& piece_dirs,
-                               const std::string& out_dir, const std::string& migration_json) {
+                               const std::string& out_dir, const std::string& migration_json,
+                               const NormalizationInfo& normalization) {
   std::vector<Piece> pieces;
   size_t total_files = 0;
   for (const std::string& dir : piece_dirs) {
@@ -87,6 +88,8 @@ Result<uint64_t> AssembleSplit(const std::vector<std::string>& piece_dirs,
   m.label_column = first.label_column;
   m.codec = first.codec;
   m.compression = first.compression;
+  // Always recorded, also for Donut's default 0.5 / 0.5: the manifest says what the tensors were.
+  m.normalization = normalization;
   std::vector<IndexRecord> records;
   for (const Piece& p : pieces) {
     const auto file_base = static_cast<uint32_t>(m.data_files.size());

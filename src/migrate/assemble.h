@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "docfeed/status.h"
+#include "format/manifest.h"
 #include "migrate/piece.h"
 
 namespace docfeed::internal::migrate {
@@ -20,10 +21,12 @@ inline constexpr char kMigrationFile[] = "migration.json";
 
 // REQUIRES: every piece directory is finished (LoadFinishedPiece succeeded) and `out_dir` does not
 // exist. The pieces lose their data files (moved into out_dir). `migration_json` is written as
-// migration.json (listed in the manifest's other_files).
+// migration.json (listed in the manifest's other_files); `normalization` (the mean/std the
+// tensors were normalized with) becomes the manifest's "normalization", which the loader applies.
 // Errors: pieces that disagree on the tensor size or columns; any file error; verify failures.
 Result<uint64_t> AssembleSplit(const std::vector<std::string>& piece_dirs,
-                               const std::string& out_dir, const std::string& migration_json);
+                               const std::string& out_dir, const std::string& migration_json,
+                               const NormalizationInfo& normalization);
 
 }  // namespace docfeed::internal::migrate
 

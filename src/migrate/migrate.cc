@@ -336,7 +336,8 @@ Status AssembleAll(const Plan& plan, const std::string& work, const NormalizeCan
     const std::string out = split.name.empty() ? final_dir : JoinPath(final_dir, split.name);
     DOCFEED_ASSIGN_OR_RETURN(
         uint64_t bytes,
-        AssembleSplit(dirs, out, MigrationJson(split, plan.layouts[s], norm, options, infos)));
+        AssembleSplit(dirs, out, MigrationJson(split, plan.layouts[s], norm, options, infos),
+                      NormalizationInfo{norm.mean, norm.std}));
     SplitSummary ss;
     ss.name = split.name;
     ss.output = split.name.empty() ? options.output : JoinPath(options.output, split.name);

@@ -76,10 +76,12 @@ struct Claim {
   int buffer = -1;
 };
 
-// Per-worker memory kept across samples: the resized page of original-image datasets (its
-// buffer is reused when large enough, so steady state allocates nothing for it).
+// Per-worker memory kept across samples: the resized page of original-image datasets and the
+// decompressed stored bytes (buffers reused when large enough, so steady state allocates nothing
+// for them).
 struct Scratch {
   Image resized;
+  ReadScratch read;  // decompressed stored bytes (compressed bodies), reused sample after sample
 };
 
 std::string SampleName(const Dataset& ds, uint64_t id) {
@@ -92,6 +94,8 @@ struct LoaderCore {
   LoaderOptions options;
   std::unique_ptr<Dataset> dataset;
   NormalizeTable table;
+  std::array<double, 3> image_mean{};  // the normalization `table` was built with
+  std::array<double, 3> image_std{};
   bool preprocessed = false;
   int label_column = -1;  // index into the manifest's columns; -1: no labels
   uint32_t label_capacity = 0;
@@ -316,7 +320,8 @@ Status LoaderCore::LoadSample(uint64_t id, uint64_t epoch, BufferMemory& m, uint
                               Scratch& scratch) {
   const DonutConfig& cfg = options.donut;
   Clock::time_point start = Clock::now();
-  Result<SampleBytes> stored = dataset->ReadSample(id, label_column >= 0);
+  // `sample` views scratch.read's buffers (compressed bodies) until this worker's next read.
+  Result<SampleBytes> stored = dataset->ReadSample(id, label_column >= 0, &scratch.read);
   if (!stored.ok()) return stored.status();
   const SampleBytes& sample = *stored;
   read.Add(NanosSince(start));
@@ -553,6 +558,24 @@ Status AllocateBuffers(LoaderCore& core) {
   return Status::Ok();
 }
 
+// The normalization table of the float outputs: each of mean/std from the options if set, else
+// from the manifest if it records one (migrated datasets), else the preset's (0.5 / 0.5).
+Status SetUpNormalization(LoaderCore& core) {
+  const LoaderOptions& o = core.options;
+  const std::optional<NormalizationInfo>& stored = core.dataset->manifest().normalization;
+  DonutConfig config = o.donut;
+  if (stored) {
+    config.mean = stored->mean;
+    config.std = stored->std;
+  }
+  if (o.image_mean) config.mean = *o.image_mean;
+  if (o.image_std) config.std = *o.image_std;
+  DOCFEED_ASSIGN_OR_RETURN(core.table, MakeNormalizeTable(config));
+  core.image_mean = config.mean;
+  core.image_std = config.std;
+  return Status::Ok();
+}
+
 Result<std::shared_ptr<const EpochOrder>> MakeOrder(const LoaderCore& core, uint64_t epoch,
                                                     uint64_t position) {
   const LoaderOptions& o = core.options;
@@ -582,7 +605,7 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
   const Manifest& manifest = core->dataset->manifest();
   DOCFEED_RETURN_IF_ERROR(CheckPreprocessing(manifest, options.donut, options.path));
   core->preprocessed = !manifest.preprocess.preset.empty();
-  DOCFEED_ASSIGN_OR_RETURN(core->table, MakeNormalizeTable(options.donut));
+  DOCFEED_RETURN_IF_ERROR(SetUpNormalization(*core));
   DOCFEED_RETURN_IF_ERROR(SetUpLabels(*core));
   core->sample_pixel_bytes = static_cast<size_t>(options.donut.height) *
                              static_cast<size_t>(options.donut.width) * 3 *
@@ -610,6 +633,8 @@ Loader::~Loader() {
 const LoaderOptions& Loader::options() const { return core_->options; }
 uint64_t Loader::num_samples() const { return core_->dataset->size(); }
 bool Loader::preprocessed() const { return core_->preprocessed; }
+const std::array<double, 3>& Loader::image_mean() const { return core_->image_mean; }
+const std::array<double, 3>& Loader::image_std() const { return core_->image_std; }
 size_t Loader::batch_pixel_bytes() const { return core_->batch_pixel_bytes; }
 
 uint64_t Loader::num_batches() const {

@@ -13,7 +13,8 @@
 // for any num_threads, and random padding is fresh each epoch yet reproducible.
 //
 // Memory: (prefetch + max_held) batch buffers allocated at Create() and reused; no allocation per
-// batch in steady state beyond each sample's decoded or decompressed stored bytes. A Batch holds
+// batch in steady state beyond the decoded bytes of original images (each worker decompresses
+// stored bytes into its own reused buffers). A Batch holds
 // its buffer until it is destroyed or Release()d; buffers (and the pool) outlive the Loader if
 // batches do, so dropping the loader while holding batches is safe.
 //
@@ -23,10 +24,12 @@
 #ifndef DOCFEED_PIPELINE_LOADER_H_
 #define DOCFEED_PIPELINE_LOADER_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +61,14 @@ struct LoaderOptions {
   PadMode pad = PadMode::kRandom;
   // Pixels: kUint8 (raw padded pixels, for normalization on the GPU) or normalized floats.
   DType dtype = DType::kFloat32;
+  // Per-channel (R, G, B) mean and std of the float outputs' normalization, as
+  // DonutImageProcessor's image_mean / image_std: out = (float32(v * rescale_factor) - mean) / std.
+  // Each unset one is the dataset's (the manifest's "normalization", which a migrated float
+  // dataset records so that the loader gives its original tensors back), else donut.mean /
+  // donut.std (Donut's 0.5 / 0.5). Loader::image_mean()/image_std() report the values in use; a
+  // kUint8 consumer normalizing elsewhere (the GPU stage) should use those.
+  std::optional<std::array<double, 3>> image_mean;
+  std::optional<std::array<double, 3>> image_std;
   OutputLayout layout = OutputLayout::kChw;
   uint32_t rank = 0;
   uint32_t world_size = 1;
@@ -177,6 +188,9 @@ class Loader {
   uint64_t num_samples() const;
   // True when the dataset stores the resized stage (packed with --preprocess donut).
   bool preprocessed() const;
+  // The normalization in use for float outputs (LoaderOptions::image_mean/image_std resolved).
+  const std::array<double, 3>& image_mean() const;
+  const std::array<double, 3>& image_std() const;
   // Batches this rank gets in the current epoch from the current start position.
   uint64_t num_batches() const;
   // Bytes of one batch's pixels.

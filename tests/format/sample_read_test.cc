@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "base/hash.h"
 #include "format/dataset.h"
 #include "format/manifest.h"
 #include "pack/packer.h"
@@ -66,6 +67,23 @@ TEST_P(ReadSampleTest, EqualsReadImageAndReadLabels) {
         std::equal(without->image.begin(), without->image.end(), image->begin(), image->end()));
   }
   EXPECT_EQ(ds_->ReadSample(4, false).status().code(), StatusCode::kInvalidArgument);
+}
+
+// One scratch for every read (the loader's per-worker buffers), in an order where samples of
+// different sizes follow each other: each read gives exactly that sample's bytes and labels.
+TEST_P(ReadSampleTest, ReusedScratchGivesTheSameBytes) {
+  ReadScratch scratch;
+  for (uint64_t id : {3, 0, 2, 1, 3, 1, 0}) {
+    Result<std::vector<uint8_t>> image = ds_->ReadImage(id);
+    ASSERT_TRUE(image.ok());
+    Result<SampleBytes> s = ds_->ReadSample(id, id % 2 == 0, &scratch);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_TRUE(s->owned.empty());
+    EXPECT_TRUE(std::equal(s->image.begin(), s->image.end(), image->begin(), image->end())) << id;
+    if (id % 2 == 0) EXPECT_EQ(s->labels, *ds_->ReadLabels(id)) << id;
+  }
+  EXPECT_FALSE(ds_->ReadSample(9, false, &scratch).ok());
+  EXPECT_TRUE(ds_->ReadSample(2, false, &scratch).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Bodies, ReadSampleTest,
@@ -137,6 +155,50 @@ TEST(ManifestPreprocessTest, UnknownPresetAndBadSizeAreRefused) {
   back = DecodeManifest(EncodeManifest(m), "x/docfeed.json");
   ASSERT_FALSE(back.ok());
   EXPECT_NE(back.status().message().find("preprocess"), std::string::npos);
+}
+
+TEST(ManifestNormalizationTest, RoundTripsAndIsAbsentByDefault) {
+  Manifest m;
+  const std::string plain = EncodeManifest(m);
+  EXPECT_EQ(plain.find("\"normalization\""), std::string::npos);
+  Result<Manifest> back = DecodeManifest(plain, "docfeed.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_FALSE(back->normalization.has_value());
+  m.normalization = NormalizationInfo{{0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}};
+  const std::string text = EncodeManifest(m);
+  EXPECT_NE(text.find("\"mean\": [\n   0.485,"), std::string::npos) << text;
+  back = DecodeManifest(text, "docfeed.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->normalization, m.normalization);  // doubles round-trip exactly
+}
+
+TEST(ManifestNormalizationTest, ZeroStdAndShortListsAreRefused) {
+  Manifest m;
+  m.normalization = NormalizationInfo{{0.5, 0.5, 0.5}, {0.5, 0.0, 0.5}};
+  Result<Manifest> back = DecodeManifest(EncodeManifest(m), "x/docfeed.json");
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(back.status().message().find("normalization.std[1]"), std::string::npos)
+      << back.status().ToString();
+  EXPECT_NE(back.status().message().find("x/docfeed.json"), std::string::npos);
+  // A list of 2: edit the text and fix the self-checksum the way a writer would.
+  m.normalization = NormalizationInfo{};
+  std::string text = EncodeManifest(m);
+  const std::string three = "\"mean\": [\n   0.5,\n   0.5,\n   0.5\n  ]";
+  const size_t at = text.find(three);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, three.size(), "\"mean\": [0.5, 0.5]");
+  const std::string key = "\"manifest_xxh3\": \"";
+  const size_t sum = text.rfind(key) + key.size();
+  text.replace(sum, 16, "0000000000000000");
+  text.replace(sum, 16,
+               Hex64(Hash64({reinterpret_cast<const uint8_t*>(text.data()), text.size()})));
+  back = DecodeManifest(text, "x/docfeed.json");
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(back.status().message().find("normalization.mean is not a list of 3"),
+            std::string::npos)
+      << back.status().ToString();
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "format/verify.h"
 #include "imaging/donut.h"
 #include "imaging/normalize.h"
+#include "pipeline/loader.h"
 #include "testing/temp_dir.h"
 
 namespace docfeed::internal::migrate {
@@ -39,12 +42,13 @@ Image Page(int i) {
   return img;
 }
 
-std::vector<float> Tensor(const Image& page) {
+// The page padded centred and normalized with `norm` (rescale 1/255, (x - mean) / std).
+std::vector<float> Tensor(const Image& page, const DonutConfig& norm = DonutConfig{}) {
   Image padded{kW, kH, 3, std::vector<uint8_t>(kH * kW * 3)};
   const PadOffsets off{(kH - page.height) / 2, (kW - page.width) / 2};
   EXPECT_TRUE(DonutPad(ViewOf(page), off, MutableViewOf(padded)).ok());
   std::vector<float> chw(3 * kH * kW);
-  const NormalizeTable table = MakeNormalizeTable(DonutConfig{}).value();
+  const NormalizeTable table = MakeNormalizeTable(norm).value();
   EXPECT_TRUE(
       Normalize(ViewOf(padded), table, OutputLayout::kChw, DType::kFloat32, chw.data()).ok());
   return chw;
@@ -62,8 +66,10 @@ arrow::Schema SourceSchema() {
   return s;
 }
 
-// Writes a saved Dataset with `files` data files of `rows` rows each (two batches per file).
-void WriteSource(const std::string& dir, int files, int rows) {
+// Writes a saved Dataset with `files` data files of `rows` rows each (two batches per file),
+// the tensors normalized with `norm`.
+void WriteSource(const std::string& dir, int files, int rows,
+                 const DonutConfig& norm = DonutConfig{}) {
   ASSERT_TRUE(CreateDirectory(dir).ok());
   std::string state = "{\"_data_files\": [";
   int sample = 0;
@@ -76,7 +82,7 @@ void WriteSource(const std::string& dir, int files, int rows) {
     ASSERT_TRUE(writer.ok());
     std::vector<arrow::ArrayBuilder> b = arrow::ArrayBuilder::ForSchema(SourceSchema());
     for (int r = 0; r < rows; ++r, ++sample) {
-      const std::vector<float> t = Tensor(Page(sample));
+      const std::vector<float> t = Tensor(Page(sample), norm);
       for (int c = 0; c < 3; ++c) {
         for (int y = 0; y < kH; ++y) {
           for (int x = 0; x < kW; ++x) {
@@ -177,6 +183,96 @@ TEST(Migrate, ResumesFromFinishedPiecesWithIdenticalBytes) {
   o.should_stop = nullptr;
   o.box = BoxPolicy::kKeep;
   EXPECT_EQ(Migrate(o).value().resumed_files, 0u);
+}
+
+// The batches of a loader over `path` (storage order, centred padding), one tensor per sample.
+std::vector<std::vector<uint8_t>> LoadAll(LoaderOptions lo, const std::string& path, DType dtype) {
+  lo.path = path;
+  lo.donut.height = kH;
+  lo.donut.width = kW;
+  lo.batch_size = 4;
+  lo.shuffle = false;
+  lo.pad = PadMode::kCenter;
+  lo.dtype = dtype;
+  lo.remainder = Remainder::kPartial;
+  lo.num_threads = 2;
+  std::vector<std::vector<uint8_t>> out;
+  Result<std::unique_ptr<Loader>> loader = Loader::Create(lo);
+  EXPECT_TRUE(loader.ok()) << loader.status().ToString();
+  if (!loader.ok()) return out;
+  while (true) {
+    Result<Batch> b = (*loader)->Next();
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    if (!b.ok() || !b->valid()) break;
+    const size_t per_sample = b->pixel_bytes() / b->size();
+    for (uint32_t j = 0; j < b->size(); ++j) {
+      const auto* px = static_cast<const uint8_t*>(b->pixels()) + j * per_sample;
+      out.emplace_back(px, px + per_sample);
+    }
+  }
+  return out;
+}
+
+// `tensor` as the loader's `dtype` bytes (float16/bfloat16: float32 rounded to nearest-even).
+std::vector<uint8_t> AsDType(const std::vector<float>& tensor, DType dtype) {
+  std::vector<uint8_t> out(tensor.size() * DTypeSize(dtype));
+  for (size_t i = 0; i < tensor.size(); ++i) {
+    if (dtype == DType::kFloat32) {
+      std::memcpy(out.data() + 4 * i, &tensor[i], 4);
+    } else {
+      const uint16_t h =
+          dtype == DType::kFloat16 ? FloatToHalf(tensor[i]) : FloatToBfloat16(tensor[i]);
+      std::memcpy(out.data() + 2 * i, &h, 2);
+    }
+  }
+  return out;
+}
+
+// The mean/std the tensors were normalized with is recorded in the manifest and the loader applies
+// it, so centred padding gives the original tensors back also for ImageNet's and a user's
+// statistics, in every float dtype; options still override it.
+TEST(Migrate, LoaderNormalizesWithTheRecordedMeanAndStd) {
+  struct Case {
+    std::string name;
+    std::array<double, 3> mean, std;
+  };
+  for (const Case& c : {Case{"imagenet_default", {0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}},
+                        Case{"user", {0.3, 0.62, 0.1}, {0.2, 0.35, 0.71}}}) {
+    SCOPED_TRACE(c.name);
+    TempDir tmp;
+    DonutConfig norm;
+    norm.mean = c.mean;
+    norm.std = c.std;
+    WriteSource(tmp.Join("src"), 2, 3, norm);
+    MigrateOptions o;
+    o.source = tmp.Join("src");
+    o.output = tmp.Join("out");
+    o.threads = 2;
+    if (c.name == "user") o.candidates = {{"user", c.mean, c.std}};
+    const Result<MigrateSummary> s = Migrate(o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(s->normalization.name, c.name);
+    {
+      auto ds = Dataset::Open(o.output).value();
+      ASSERT_TRUE(ds->manifest().normalization.has_value());
+      EXPECT_EQ(ds->manifest().normalization->mean, c.mean);
+      EXPECT_EQ(ds->manifest().normalization->std, c.std);
+    }
+    for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBfloat16}) {
+      const auto loaded = LoadAll(LoaderOptions{}, o.output, dtype);
+      ASSERT_EQ(loaded.size(), 6u);
+      for (size_t i = 0; i < loaded.size(); ++i) {
+        EXPECT_EQ(loaded[i], AsDType(Tensor(Page(static_cast<int>(i)), norm), dtype))
+            << "sample " << i << " dtype " << static_cast<int>(dtype);
+      }
+    }
+    LoaderOptions donut_default;
+    donut_default.image_mean = std::array<double, 3>{0.5, 0.5, 0.5};
+    donut_default.image_std = std::array<double, 3>{0.5, 0.5, 0.5};
+    const auto overridden = LoadAll(donut_default, o.output, DType::kFloat32);
+    ASSERT_EQ(overridden.size(), 6u);
+    EXPECT_EQ(overridden[1], AsDType(Tensor(Page(1)), DType::kFloat32));
+  }
 }
 
 TEST(Migrate, TruncatedFileIsRefusedBeforeAnyOutput) {

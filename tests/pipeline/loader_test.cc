@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -152,7 +153,8 @@ std::unique_ptr<Loader> Make(const LoaderOptions& o) {
 // The imaging pipeline applied by hand: decode, orientation, RGB rules, resize, pad at the
 // loader's offsets, normalize. tests/python/test_donut_parity.py ties these to transformers.
 std::vector<uint8_t> Reference(const Dataset& ds, uint64_t id, int32_t top, int32_t left,
-                               DType dtype, OutputLayout layout) {
+                               DType dtype, OutputLayout layout,
+                               const DonutConfig& config = TestDonut()) {
   Result<std::vector<uint8_t>> bytes = ds.ReadImage(id);
   EXPECT_TRUE(bytes.ok());
   Image img = *DecodeImage(*bytes);
@@ -167,7 +169,7 @@ std::vector<uint8_t> Reference(const Dataset& ds, uint64_t id, int32_t top, int3
   if (dtype == DType::kUint8 && layout == OutputLayout::kHwc) return padded.pixels;
   std::vector<uint8_t> out(padded.pixels.size() * DTypeSize(dtype));
   EXPECT_TRUE(
-      Normalize(ViewOf(padded), *MakeNormalizeTable(TestDonut()), layout, dtype, out.data()).ok());
+      Normalize(ViewOf(padded), *MakeNormalizeTable(config), layout, dtype, out.data()).ok());
   return out;
 }
 
@@ -423,6 +425,47 @@ TEST(Loader, RefusesAPreprocessedDatasetOfAnotherSize) {
   EXPECT_EQ(l.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(l.status().message().find("--preprocess donut --size 80x32"), std::string::npos)
       << l.status().ToString();
+}
+
+// A dataset that records no normalization (packed from images) loads with Donut's 0.5 / 0.5;
+// image_mean / image_std override it per channel (migrated datasets: tests/migrate).
+TEST(Loader, NormalizesWithTheDefaultOrTheGivenMeanAndStd) {
+  const Datasets& d = Shared();
+  Result<std::unique_ptr<Dataset>> ds = Dataset::Open(d.originals);
+  ASSERT_TRUE(ds.ok());
+  ASSERT_FALSE((*ds)->manifest().normalization.has_value());
+  auto plain = Make(Options(d.originals));
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->image_mean(), (std::array<double, 3>{0.5, 0.5, 0.5}));
+  EXPECT_EQ(plain->image_std(), (std::array<double, 3>{0.5, 0.5, 0.5}));
+  DonutConfig imagenet = TestDonut();
+  imagenet.mean = {0.485, 0.456, 0.406};
+  imagenet.std = {0.229, 0.224, 0.225};
+  LoaderOptions o = Options(d.originals);
+  o.image_mean = imagenet.mean;
+  o.image_std = imagenet.std;
+  o.dtype = DType::kFloat16;
+  o.pad = PadMode::kRandom;
+  auto loader = Make(o);
+  ASSERT_NE(loader, nullptr);
+  EXPECT_EQ(loader->image_mean(), imagenet.mean);
+  EXPECT_EQ(loader->image_std(), imagenet.std);
+  const size_t per_sample = size_t{kWidth} * kHeight * 3 * 2;
+  for (const Copied& b : Epoch(*loader)) {
+    for (size_t j = 0; j < b.ids.size(); ++j) {
+      const std::vector<uint8_t> want =
+          Reference(**ds, static_cast<uint64_t>(b.ids[j]), b.pads[2 * j], b.pads[2 * j + 1],
+                    DType::kFloat16, OutputLayout::kChw, imagenet);
+      ASSERT_EQ(0, std::memcmp(b.pixels.data() + j * per_sample, want.data(), per_sample))
+          << "sample " << b.ids[j];
+    }
+  }
+  o.image_std = std::array<double, 3>{0.2, 0.0, 0.2};
+  Result<std::unique_ptr<Loader>> bad = Loader::Create(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("image_std[1]"), std::string::npos)
+      << bad.status().ToString();
 }
 
 TEST(Loader, RefusesBadOptions) {

@@ -7,9 +7,12 @@ close. The output must equal the CPU loader's for each dtype. bench/gpu/gpu_chec
 real transfer on a GPU machine.
 """
 import contextlib
+import os
 import pathlib
 import subprocess
+import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -18,6 +21,8 @@ from docfeed import _gpu
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SIZE = (96, 72)
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 class FakeEvent:
@@ -99,3 +104,63 @@ def test_gpu_stage_equals_cpu_loader(fake_cuda, ds, dtype):
     next(iter(loader))
     loader.close()
     assert not loader._gpu.in_flight
+
+
+# Writes a save_to_disk dataset of 5 centred-padded pages normalized with ImageNet's mean/std by the
+# processor's numpy formula (float32 nested lists, the recipe's kind). Run in a subprocess without
+# the ASan preload of test-python-asan (pyarrow is not instrumented).
+SAVE_IMAGENET = r"""
+import sys
+import datasets
+import numpy as np
+out, height, width = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+table = np.stack([((np.arange(256) * (1 / 255)).astype(np.float32) - np.float32(m)) / np.float32(s)
+                  for m, s in zip(mean, std)])
+rng = np.random.default_rng(3)
+tensors = []
+for i in range(5):
+    h, w = height - 6 * i, width - 4 * (i % 2)
+    canvas = np.zeros((height, width, 3), np.uint8)
+    top, left = (height - h) // 2, (width - w) // 2
+    canvas[top:top + h, left:left + w] = rng.integers(1, 256, size=(h, w, 3))
+    tensors.append(np.stack([table[c][canvas[..., c]] for c in range(3)]))
+np.save(out + ".npy", np.stack(tensors))
+datasets.Dataset.from_dict({"pixel_values": tensors, "labels": [[i, 2] for i in range(5)]}
+                           ).save_to_disk(out)
+"""
+
+
+@pytest.fixture(scope="module")
+def imagenet_ds(tmp_path_factory):
+    """A dataset migrated from ImageNet-normalized pixel_values (its docfeed.json records the mean
+    and std), with the original tensors."""
+    tmp = tmp_path_factory.mktemp("gpu-imagenet")
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    subprocess.run([sys.executable, "-c", SAVE_IMAGENET, str(tmp / "saved"), *map(str, SIZE)],
+                   check=True, capture_output=True, env=env)
+    subprocess.run([docfeed.cli_path(), "pack", str(tmp / "saved"), "-o", str(tmp / "ds")],
+                   check=True, capture_output=True)
+    return tmp / "ds", torch.from_numpy(np.load(tmp / "saved.npy"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_stage_uses_the_datasets_and_the_given_normalization(fake_cuda, imagenet_ds, ds,
+                                                                  dtype):
+    """The GPU table is built from the mean/std the C++ loader uses: the dataset's recorded ones
+    (the original tensors come back), or image_mean/image_std when given."""
+    path, tensors = imagenet_ds
+    kw = dict(batch_size=2, image_size=SIZE, shuffle=False, pad="center", drop_last=False,
+              dtype=dtype)
+    loader = docfeed.Loader(path, device="cuda", **kw)
+    assert loader.image_mean == IMAGENET_MEAN and loader.image_std == IMAGENET_STD
+    got = torch.cat([b["pixel_values"].clone() for b in loader])
+    assert torch.equal(got, tensors.to(dtype))  # .to(): the rounding the C++ tables use
+    loader.close()
+    # An override on a dataset without a recorded normalization: GPU stage == C++ float path.
+    custom = dict(kw, image_mean=(0.3, 0.62, 0.1), image_std=(0.2, 0.35, 0.71))
+    want = torch.cat([b["pixel_values"].clone() for b in docfeed.Loader(ds, **custom)])
+    plain = torch.cat([b["pixel_values"].clone() for b in docfeed.Loader(ds, **kw)])
+    got = torch.cat([b["pixel_values"].clone() for b in docfeed.Loader(ds, device="cuda",
+                                                                         **custom)])
+    assert torch.equal(got, want) and not torch.equal(got, plain)

@@ -14,7 +14,8 @@ Checked against those references, never against docfeed's own output:
   processor's resized stage (do_pad=False) exactly;
 * the other columns equal the source's; `datasets.load_from_disk` opens the output;
 * docfeed.Loader (in .venv/train, subprocess) with centred padding on the migrated dataset
-  yields the original pixel_values bit for bit, also for randomly padded ones;
+  yields the original pixel_values bit for bit, also for randomly padded ones, and for ImageNet's
+  or a recipe's own image_mean/image_std (recorded in docfeed.json's "normalization");
 * resume: a run killed mid-way (SIGKILL from a test hook) and rerun gives the same bytes as an
   uninterrupted run;
 * clear errors: a truncated Arrow file, a tensor column of integers, values off the grid.
@@ -42,6 +43,9 @@ SMALL_DOCS = ["sroie/000.jpg", "receipts/cord_receipt_00004.png", "invoices/simp
               "receipts/demo_kie.jpeg"]
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+CUSTOM_MEAN = (0.3, 0.62, 0.1)  # a recipe's own image_mean/image_std (--mean/--std)
+CUSTOM_STD = (0.2, 0.35, 0.71)
+N_CUSTOM = 8
 SMALL = (64, 48)  # H, W
 
 # Runs in .venv/donut-ref: one .npy per job (pixel_values CHW float32, or the resized stage).
@@ -136,11 +140,14 @@ def refs(tmp_path_factory):
     Image.fromarray(document_like(40, 90, 99, black_top_rows=6)).save(black)
     images += [SAMPLE_DOCS / rel for rel in SMALL_DOCS] + [black]
     imagenet = dict(small, image_mean=list(IMAGENET_MEAN), image_std=list(IMAGENET_STD))
+    custom = dict(small, image_mean=list(CUSTOM_MEAN), image_std=list(CUSTOM_STD))
     for i, path in enumerate(images):
         add(("small", i), path, small)
         add(("resized", i), path, small, kind="resized")
         add(("random", i), path, small, random=True, seed=i)
         add(("imagenet", i), path, imagenet)
+        if i < N_CUSTOM:
+            add(("custom", i), path, custom)
     run_reference(jobs, tmp)
     out = {key: np.load(job["out"]) for key, job in zip(keys, jobs)}
     out["n_small"] = len(images)
@@ -201,6 +208,8 @@ def check_exact(out, tensors, mean=(0.5,) * 3, std=(0.5,) * 3, seed=0):
     manifest = json.loads((out / "docfeed.json").read_text())
     assert manifest["preprocess"] == {"preset": "donut", "height": height, "width": width,
                                       "align_long_axis": False}
+    # What the loader normalizes with (tested through docfeed.Loader below).
+    assert manifest["normalization"] == {"mean": list(mean), "std": list(std)}
     return json.loads((out / "migration.json").read_text())
 
 
@@ -396,3 +405,61 @@ def test_docfeed_loader_gives_the_original_tensors(refs, tmp_path, kind):
     assert len(loaded.files) == len(tensors)
     for i, ref in enumerate(tensors):
         assert np.array_equal(loaded[str(i)], ref), f"sample {i}"
+
+
+NORM_WORKER = r"""
+import sys
+import numpy as np
+import docfeed
+out, height, width, dest = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+kw = dict(batch_size=3, image_size=(height, width), shuffle=False, pad="center", drop_last=False,
+          num_threads=2)
+arrays = {}
+for dtype in ("float32", "float16"):
+    loader = docfeed.Loader(out, dtype=dtype, **kw)
+    arrays["mean"], arrays["std"] = np.array(loader.image_mean), np.array(loader.image_std)
+    for batch in loader:
+        for row, sid in enumerate(batch.sample_ids.tolist()):
+            arrays[f"{dtype}-{sid}"] = batch["pixel_values"][row].numpy().copy()
+# The user's override (one number, as DonutImageProcessor accepts) wins over the dataset's.
+loader = docfeed.Loader(out, image_mean=0.5, image_std=0.5, **kw)
+assert loader.image_mean == (0.5, 0.5, 0.5) and loader.image_std == (0.5, 0.5, 0.5)
+arrays["override-0"] = next(iter(loader))["pixel_values"][0].numpy().copy()
+np.savez(dest, **arrays)
+"""
+
+
+@pytest.mark.parametrize("kind", ["imagenet", "custom"])
+def test_docfeed_loader_applies_the_recorded_normalization(refs, tmp_path, kind):
+    """A recipe that normalized with ImageNet's or its own image_mean/image_std: the migration
+    records the mean/std in docfeed.json, and docfeed.Loader (centred padding) gives the real
+    processor's pixel_values back bit for bit (float32; float16 = numpy's rounding of them),
+    unless image_mean/image_std override it."""
+    train_python = REPO / ".venv" / "train" / "bin" / "python"
+    if not train_python.exists():
+        pytest.skip(".venv/train (the Python front's venv, `make test-python`) is not installed")
+    if kind == "imagenet":
+        tensors, mean, std, args = small_tensors(refs, "imagenet")[:N_CUSTOM], IMAGENET_MEAN, \
+            IMAGENET_STD, []
+    else:
+        tensors, mean, std = [refs[("custom", i)] for i in range(N_CUSTOM)], CUSTOM_MEAN, CUSTOM_STD
+        args = ["--mean", ",".join(map(str, mean)), "--std", ",".join(map(str, std))]
+    save(tmp_path / "src", tensors)
+    run_docfeed("pack", tmp_path / "src", "-o", tmp_path / "out", *args)
+    manifest = json.loads((tmp_path / "out" / "docfeed.json").read_text())
+    assert manifest["normalization"] == {"mean": list(mean), "std": list(std)}
+    height, width = tensors[0].shape[1:]
+    proc = subprocess.run([str(train_python), "-c", NORM_WORKER, str(tmp_path / "out"),
+                           str(height), str(width), str(tmp_path / "loaded.npz")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    loaded = np.load(tmp_path / "loaded.npz")
+    assert tuple(loaded["mean"]) == mean and tuple(loaded["std"]) == std
+    for i, ref in enumerate(tensors):
+        assert np.array_equal(loaded[f"float32-{i}"], ref), f"sample {i}"
+        assert np.array_equal(loaded[f"float16-{i}"], ref.astype(np.float16)), f"sample {i}"
+    # Donut's 0.5 / 0.5 instead: the stored pixels normalized that way (numpy), not the tensor.
+    _, images = stored_images(tmp_path / "out")
+    want = reconstruct(images[0], height, width, (0.5,) * 3, (0.5,) * 3)
+    assert np.array_equal(loaded["override-0"], want)
+    assert not np.array_equal(want, tensors[0])

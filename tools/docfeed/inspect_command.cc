@@ -41,6 +41,11 @@ void PrintText(const internal::DatasetStats& s) {
   } else {
     std::printf("\npreprocessing   none (original images)");
   }
+  if (m.normalization) {
+    const auto& n = *m.normalization;
+    std::printf("\nnormalization   mean %g,%g,%g std %g,%g,%g (the loader's default)", n.mean[0],
+                n.mean[1], n.mean[2], n.std[0], n.std[1], n.std[2]);
+  }
   std::printf("\nchannels       ");
   for (const auto& [mode, n] : s.channels) {
     std::printf(" %s=%llu", mode.c_str(), static_cast<unsigned long long>(n));

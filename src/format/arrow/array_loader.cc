@@ -89,6 +89,7 @@ class Loader {
   size_t node_index_ = 0;
   size_t buffer_index_ = 0;
   int64_t decompress_budget_ = 0;
+  size_t owned_used_ = 0;  // batch_->owned_buffers holding this batch's buffers
 };
 
 Status Loader::LoadArray(const Field& field, const std::string& path, ArrayView* out) {
@@ -155,17 +156,22 @@ Result<std::span<const uint8_t>> Loader::NextBuffer() {
   const auto raw =
       body_.subspan(static_cast<size_t>(spec.offset), static_cast<size_t>(spec.length));
   if (!meta_.codec.has_value()) return raw;
-  std::vector<uint8_t> decompressed;
-  Result<std::span<const uint8_t>> result = DecompressBuffer(*meta_.codec, raw, &decompressed);
+  // The next owned buffer, reused from an earlier batch read into the same RecordBatch when there
+  // is one. Growing the outer vector moves the inner ones, whose heap blocks (which earlier
+  // views point into) stay where they are.
+  if (owned_used_ == batch_->owned_buffers.size()) batch_->owned_buffers.emplace_back();
+  std::vector<uint8_t>& owned = batch_->owned_buffers[owned_used_];
+  Result<std::span<const uint8_t>> result = DecompressBuffer(*meta_.codec, raw, &owned);
   if (!result.ok()) return result.status().WithContext("buffer " + std::to_string(index));
-  if (decompressed.empty()) return result;  // empty, or stored uncompressed (-1 prefix)
-  decompress_budget_ -= static_cast<int64_t>(decompressed.size());
+  // Empty, or stored uncompressed (-1 prefix): a view into the body, `owned` unused.
+  if (result->empty() || result->data() != owned.data()) return result;
+  decompress_budget_ -= static_cast<int64_t>(result->size());
   if (decompress_budget_ < 0) {
     return CorruptionError("decompressed buffers exceed " + std::to_string(kMaxCompressionRatio) +
                            "x the compressed body");
   }
-  batch_->owned_buffers.push_back(std::move(decompressed));
-  return std::span<const uint8_t>(batch_->owned_buffers.back());
+  ++owned_used_;
+  return result;
 }
 
 Status Loader::Validate(ArrayView* out) const {
@@ -255,7 +261,7 @@ Status LoadRecordBatch(const RecordBatchMeta& meta, std::span<const uint8_t> bod
   batch->num_rows = meta.length;
   batch->compressed = meta.codec.has_value();
   batch->columns.clear();
-  batch->owned_buffers.clear();
+  // owned_buffers are kept: NextBuffer reuses them (StreamReader::ReadBatchAt into a batch).
   Loader loader(meta, body, batch);
   return loader.LoadColumns();
 }

@@ -21,7 +21,9 @@ namespace docfeed::internal::arrow {
 // kMaxCompressionRatio times its compressed body.
 inline constexpr int64_t kMinDecompressBudgetBytes = int64_t{64} << 20;  // 64 MiB
 
-// Fills batch->columns (and batch->owned_buffers when compressed) from `meta` and `body`.
+// Fills batch->columns (and batch->owned_buffers when compressed) from `meta` and `body`,
+// decompressing into the owned buffers *batch already has before adding any (see
+// StreamReader::ReadBatchAt(offset, batch)).
 // REQUIRES: batch->schema is set. Corruption naming the column for any inconsistency, including
 // node or buffer counts that differ from what the schema requires.
 Status LoadRecordBatch(const RecordBatchMeta& meta, std::span<const uint8_t> body,

@@ -108,7 +108,6 @@ size_t CompressBound(CompressionCodec codec, size_t raw_bytes) {
 Result<std::span<const uint8_t>> DecompressBuffer(CompressionCodec codec,
                                                   std::span<const uint8_t> framed,
                                                   std::vector<uint8_t>* out) {
-  out->clear();
   if (framed.empty()) return framed;
   if (framed.size() < kPrefixBytes) {
     return CorruptionError("compressed buffer of " + std::to_string(framed.size()) +
@@ -119,13 +118,20 @@ Result<std::span<const uint8_t>> DecompressBuffer(CompressionCodec codec,
   const std::span<const uint8_t> payload = framed.subspan(kPrefixBytes);
   if (declared == -1) return payload;  // stored uncompressed
   DOCFEED_RETURN_IF_ERROR(CheckDeclaredSize(declared, payload.size()));
-  out->resize(static_cast<size_t>(declared));
+  const auto length = static_cast<size_t>(declared);
+  if (out->size() < length) {
+    out->clear();  // no copy of stale bytes when growing needs a new block
+    out->resize(length);
+  }
+  // Both codecs fail unless they wrote exactly `length` bytes into this span, so stale bytes of a
+  // reused buffer can never show through the returned view.
+  const std::span<uint8_t> dst(out->data(), length);
   if (declared > 0 || !payload.empty()) {
-    Status status = codec == CompressionCodec::kZstd ? DecompressZstd(payload, *out)
-                                                     : DecompressLz4Frame(payload, *out);
+    Status status = codec == CompressionCodec::kZstd ? DecompressZstd(payload, dst)
+                                                     : DecompressLz4Frame(payload, dst);
     if (!status.ok()) return status;
   }
-  return std::span<const uint8_t>(*out);
+  return std::span<const uint8_t>(dst);
 }
 
 Status CompressBuffer(CompressionCodec codec, std::span<const uint8_t> raw,

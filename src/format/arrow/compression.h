@@ -26,8 +26,12 @@ inline constexpr int64_t kMaxCompressionRatio = 1000;
 inline constexpr int64_t kRatioFreeBytes = int64_t{1} << 20;  // 1 MiB
 
 // Decodes one compressed body buffer (`framed` = length prefix + payload). When the prefix is -1
-// sets *out to nothing and returns the raw payload view inside `framed`; otherwise decompresses
-// into *out and returns a view of *out. An empty `framed` yields an empty span.
+// leaves *out alone and returns the raw payload view inside `framed`; otherwise decompresses into
+// the first `declared` bytes of *out and returns a view of exactly those. *out is only grown (and
+// then zero-filled by std::vector) when it is shorter; a longer one, e.g. a buffer reused from an
+// earlier batch, is neither reallocated nor cleared: the codec must produce exactly `declared`
+// bytes (checked), so every byte of the returned view was written by it. An empty `framed` yields
+// an empty span.
 // Corruption when the prefix is missing, negative (other than -1), above the caps, or when the
 // codec fails or produces a different size.
 Result<std::span<const uint8_t>> DecompressBuffer(CompressionCodec codec,

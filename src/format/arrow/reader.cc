@@ -267,15 +267,24 @@ Result<bool> StreamReader::Next(RecordBatch* batch) {
 
 Result<RecordBatch> StreamReader::ReadBatchAt(uint64_t message_offset) const {
   RecordBatch batch;
+  DOCFEED_RETURN_IF_ERROR(ReadBatchAt(message_offset, &batch));
+  return batch;
+}
+
+Status StreamReader::ReadBatchAt(uint64_t message_offset, RecordBatch* batch) const {
   uint64_t next_offset = 0;
   bool end_of_stream = false;
-  const Status status = ReadBatchMessage(message_offset, -1, &batch, &next_offset, &end_of_stream);
-  if (!status.ok()) return status.WithContext(Where(message_offset, -1));
+  const Status status = ReadBatchMessage(message_offset, -1, batch, &next_offset, &end_of_stream);
+  if (!status.ok()) {
+    batch->columns.clear();
+    return status.WithContext(Where(message_offset, -1));
+  }
   if (end_of_stream) {
+    batch->columns.clear();
     return InvalidArgumentError(Where(message_offset, -1) +
                                 ": no record batch there (end-of-stream marker or end of bytes)");
   }
-  return batch;
+  return Status::Ok();
 }
 
 }  // namespace docfeed::internal::arrow

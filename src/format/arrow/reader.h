@@ -92,8 +92,11 @@ struct RecordBatch {
   // value positions do not correspond to stream offsets.
   bool compressed = false;
 
-  std::shared_ptr<const Schema> schema;             // keeps ArrayView::field alive
-  std::vector<std::vector<uint8_t>> owned_buffers;  // decompressed buffers
+  std::shared_ptr<const Schema> schema;  // keeps ArrayView::field alive
+  // Decompressed buffers. Each is at least as long as the views into it (a buffer reused by
+  // ReadBatchAt(offset, batch) keeps its larger size), and after a reuse there may be more
+  // buffers than views.
+  std::vector<std::vector<uint8_t>> owned_buffers;
 };
 
 // Reads an Arrow IPC stream. Does not own the bytes: they must outlive the reader and every
@@ -119,6 +122,11 @@ class StreamReader {
   // message_offset, or BatchLocation::message_offset from the writer). Does not move the cursor.
   // batch_index of the result is -1.
   Result<RecordBatch> ReadBatchAt(uint64_t message_offset) const;
+  // The same into *batch, reusing the decompressed buffers it owns from an earlier read: a worker
+  // that reads batch after batch into one RecordBatch allocates (and zero-fills) nothing once its
+  // buffers are as large as the largest batch's. Views from the earlier read become invalid. On
+  // error *batch holds no valid views but stays reusable.
+  Status ReadBatchAt(uint64_t message_offset, RecordBatch* batch) const;
 
  private:
   StreamReader(std::span<const uint8_t> bytes, std::string name)

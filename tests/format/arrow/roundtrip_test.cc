@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "base/file.h"
 #include "format/arrow/builder.h"
+#include "format/arrow/compression.h"
 #include "format/arrow/reader.h"
 #include "format/arrow/writer.h"
 #include "test_util.h"
@@ -209,6 +211,18 @@ TEST_P(RoundTrip, AllTypesNullsEmptyAndSeveralBatches) {
     }
     row += batch.num_rows;
   }
+  // One RecordBatch reused for random access, last batch first, so its decompressed buffers are
+  // reused both larger and smaller than needed: the same values every time.
+  RecordBatch reused;
+  for (size_t b = batch_rows.size(); b-- > 0;) {
+    ASSERT_TRUE(reader->ReadBatchAt(written.locations[b].message_offset, &reused).ok());
+    ASSERT_EQ(reused.columns.size(), contents->batches[b].columns.size());
+    for (size_t c = 0; c < reused.columns.size(); ++c) {
+      EXPECT_EQ(testing::ColumnToJson(reused.columns[c]),
+                testing::ColumnToJson(contents->batches[b].columns[c]))
+          << "batch " << b;
+    }
+  }
   // Image struct: nulls in the parent, in the path child, and the PNG prefix.
   const RecordBatch& first = contents->batches[0];
   EXPECT_TRUE(first.columns[0].IsNull(3));
@@ -257,6 +271,30 @@ TEST(ArrowWriter, BufferLocationsPointAtTheBytesInTheFile) {
   EXPECT_EQ(location.body_offset + location.body_length + 8, file->size());  // + EOS
   const uint8_t eos[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0};
   EXPECT_EQ(std::memcmp(file->data() + file->size() - 8, eos, 8), 0);
+}
+
+// A reused (longer, stale) output buffer is neither cleared nor shown: the view is exactly the
+// declared length, every byte of it written by the codec, and a codec that produces fewer bytes
+// than declared is an error even though the stale bytes would fill the gap.
+TEST(ArrowCompression, ReusedBufferViewIsExactlyTheDecompressedBytes) {
+  std::vector<uint8_t> raw(3000);
+  for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<uint8_t>(i * 7 % 13);
+  for (CompressionCodec codec : {CompressionCodec::kZstd, CompressionCodec::kLz4Frame}) {
+    std::vector<uint8_t> framed;
+    ASSERT_TRUE(CompressBuffer(codec, raw, &framed).ok());
+    int64_t declared = 0;
+    std::memcpy(&declared, framed.data(), sizeof(declared));
+    ASSERT_EQ(declared, 3000);  // compressible: not stored raw
+    std::vector<uint8_t> out(5000, 0xAA);
+    const uint8_t* block = out.data();
+    Result<std::span<const uint8_t>> view = DecompressBuffer(codec, framed, &out);
+    ASSERT_TRUE(view.ok()) << view.status().ToString();
+    EXPECT_EQ(view->data(), block);  // reused, not reallocated
+    EXPECT_EQ(std::vector<uint8_t>(view->begin(), view->end()), raw);
+    declared = 3001;  // one byte more than the frame holds
+    std::memcpy(framed.data(), &declared, sizeof(declared));
+    EXPECT_EQ(DecompressBuffer(codec, framed, &out).status().code(), StatusCode::kCorruption);
+  }
 }
 
 TEST(ArrowWriter, EmptyStreamHasSchemaAndEos) {
