@@ -16,6 +16,7 @@ int RunVerify(const Args& args);
 int RunPreprocess(const Args& args);
 int RunSynth(const Args& args);
 int RunBench(const Args& args);
+int RunDoctor(const Args& args);
 
 }  // namespace docfeed::tools
 

@@ -24,6 +24,9 @@ constexpr char kUsage[] =
     "                      synthetic invoices and receipts with ground truth (image folder)\n"
     "  bench DATASET [--batch-size 8] [--threads N] [--epochs E] [--json]\n"
     "                      run the loader with no consumer: pages/s, stage times, memory\n"
+    "  doctor PATH [--json FILE] [--report DIR]  where a training input pipeline's time goes\n"
+    "                      (save_to_disk dataset, image folder or docfeed dataset; runs in "
+    "Python)\n"
     "\n"
     "docfeed <command> --help shows the command's options.\n";
 
@@ -47,6 +50,7 @@ int main(int argc, char** argv) {
   if (command == "preprocess") return docfeed::tools::RunPreprocess(args);
   if (command == "synth") return docfeed::tools::RunSynth(args);
   if (command == "bench") return docfeed::tools::RunBench(args);
+  if (command == "doctor") return docfeed::tools::RunDoctor(args);
   std::fprintf(stderr, "docfeed: unknown command \"%.*s\"\n\n%s", static_cast<int>(command.size()),
                command.data(), kUsage);
   return 2;
