@@ -8,9 +8,10 @@ VENV := .venv
 JOBS ?= $(shell nproc)
 
 .PHONY: help deps venv python-install build build-asan test test-cpp test-asan test-python-asan test-tsan test-python test-fuzz demo format clean
+.PHONY: bench-compare
 
 help:
-	@echo "make demo   pack the sample documents, verify them, run the loader on them"
+	@echo "make demo   train a small Donut on synthetic invoices fed by the recipe, then by docfeed"
 	@echo "make test   build everything and run every test (release, ASan+UBSan, TSan, fuzzers)"
 	@echo "make build  build only; the CLI lands at build/bin/docfeed"
 
@@ -94,10 +95,12 @@ test-tsan: deps build/tsan/CMakeCache.txt
 	cmake --build build/tsan -j $(JOBS) --target $(TSAN_TESTS)
 	for t in $(TSAN_TESTS); do TSAN_OPTIONS=halt_on_error=1 build/tsan/bin/$$t || exit 1; done
 
-PY_FRONT_TESTS := tests/python/test_loader_*.py tests/python/test_hf_*.py
+PY_FRONT_TESTS := tests/python/test_loader_*.py tests/python/test_hf_*.py tests/python/test_demo.py \
+  tests/python/test_doctor.py
 test-python: build venv python-install
 	DOCFEED_BUILD_DIR=build $(VENV)/bin/python -m pytest -q tests/python tests/kernels \
-	  --ignore-glob='*/test_loader_*' --ignore-glob='*/test_hf_*'
+	  --ignore-glob='*/test_loader_*' --ignore-glob='*/test_hf_*' --ignore-glob='*/test_demo.py' \
+	  --ignore-glob='*/test_doctor.py'
 	$(TRAIN_VENV)/bin/python -m pytest -q $(PY_FRONT_TESTS)
 
 # Each fuzz target briefly (libFuzzer + ASan/UBSan); `fuzz/run_fuzz.sh 600` for long runs.
@@ -106,8 +109,36 @@ test-fuzz: deps
 
 test: test-cpp test-python test-asan test-python-asan test-tsan test-fuzz
 
-demo: build $(VENV)/.installed
+# Runs in .venv/train with the installed package (its bundled CLI); see scripts/demo_train.py.
+demo: python-install
 	scripts/demo.sh
+
+# bench/compare (not part of `make test`): docfeed against the recipe, the fixed Python way,
+# DALI (CPU), SPDL, WebDataset and MosaicML Streaming on the same pages, in .venv/compare (its
+# own venv; each other loader is installed on its own and may fail: the table then says why).
+COMPARE_VENV := $(VENV)/compare
+COMPARE_OUT ?= build/compare-results
+COMPARE_THREADS ?= 2
+$(COMPARE_VENV)/.installed: bench/compare/requirements.txt bench/compare/requirements-contenders.txt
+	@$(MAKE) --no-print-directory deps
+	$(PYTHON) -m venv $(COMPARE_VENV)
+	$(COMPARE_VENV)/bin/pip install -q --upgrade pip
+	$(COMPARE_VENV)/bin/pip install -q -r bench/compare/requirements.txt
+	mkdir -p $(COMPARE_OUT)
+	grep -v '^#' bench/compare/requirements-contenders.txt | while read -r req; do \
+	  [ -n "$$req" ] || continue; \
+	  name=$$(echo "$$req" | sed 's/[=<>].*//; s/^nvidia-dali.*/dali/; s/^mosaicml-//'); \
+	  $(COMPARE_VENV)/bin/pip install -c bench/compare/requirements.txt "$$req" \
+	    > $(COMPARE_OUT)/install-$$name.log 2>&1 \
+	    || echo "$$req did not install: see $(COMPARE_OUT)/install-$$name.log"; \
+	done
+	@touch $@
+
+bench-compare: build $(COMPARE_VENV)/.installed
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(COMPARE_VENV)/bin/pip install -q --no-build-isolation \
+	  --no-deps --config-settings=build-dir=build/compare-python/{wheel_tag} .
+	DOCFEED_CLI=$(CURDIR)/build/bin/docfeed $(COMPARE_VENV)/bin/python bench/compare/compare.py \
+	  --threads $(COMPARE_THREADS) --out $(COMPARE_OUT)
 
 format:
 	git ls-files '*.h' '*.cc' | xargs clang-format -i
