@@ -140,7 +140,9 @@ class Loader:
             "path": os.fspath(path), "height": height, "width": width,
             "align_long_axis": bool(align_long_axis), "batch_size": int(batch_size),
             "shuffle": bool(shuffle), "seed": int(seed), "pad": pad,
-            "dtype": "uint8" if self._gpu is not None else self._dtype, "layout": layout,
+            "dtype": "uint8" if self._gpu is not None else self._dtype,
+            # The GPU stage takes HWC uint8 (row copies on the CPU) and reorders on the device.
+            "layout": "hwc" if self._gpu is not None else layout,
             "rank": self._rank, "world_size": self._world_size, "remainder": remainder,
             "num_threads": int(num_threads), "prefetch": int(prefetch),
             # The GPU stage keeps host buffers until their copies finish: one more.

@@ -80,7 +80,9 @@ TEST_P(ReadSampleTest, ReusedScratchGivesTheSameBytes) {
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     EXPECT_TRUE(s->owned.empty());
     EXPECT_TRUE(std::equal(s->image.begin(), s->image.end(), image->begin(), image->end())) << id;
-    if (id % 2 == 0) EXPECT_EQ(s->labels, *ds_->ReadLabels(id)) << id;
+    if (id % 2 == 0) {
+      EXPECT_EQ(s->labels, *ds_->ReadLabels(id)) << id;
+    }
   }
   EXPECT_FALSE(ds_->ReadSample(9, false, &scratch).ok());
   EXPECT_TRUE(ds_->ReadSample(2, false, &scratch).ok());

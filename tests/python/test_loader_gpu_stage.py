@@ -84,9 +84,12 @@ def ds(tmp_path_factory):
     return out
 
 
+# The GPU stage always takes HWC uint8 from the C++ loader and reorders on the device: both
+# output layouts must still equal the CPU loader's.
+@pytest.mark.parametrize("layout", ["chw", "hwc"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.uint8])
-def test_gpu_stage_equals_cpu_loader(fake_cuda, ds, dtype):
-    kw = dict(batch_size=3, image_size=SIZE, seed=4, dtype=dtype)
+def test_gpu_stage_equals_cpu_loader(fake_cuda, ds, dtype, layout):
+    kw = dict(batch_size=3, image_size=SIZE, seed=4, dtype=dtype, layout=layout)
     want = [(b.sample_ids.clone(), b["pixel_values"].clone()) for b in docfeed.Loader(ds, **kw)]
     loader = docfeed.Loader(ds, device="cuda", max_held=2, **kw)
     # The pool came from the allocator hook: prefetch 4 + max_held 2 + 1 for copies in flight.
