@@ -3,10 +3,13 @@
 #ifndef DOCFEED_TOOLS_ARGS_H_
 #define DOCFEED_TOOLS_ARGS_H_
 
+#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "docfeed/status.h"
@@ -31,6 +34,30 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string_view>& args,
                              const std::set<std::string>& options);
 
 Result<int> ParseInt(const std::string& name, const std::string& text, int min, int max);
+
+// The start every option-taking subcommand shares: parses `args` (`flags` and `options` as
+// ParseArgs; "--help" and "-h" are accepted whatever `flags` says) and converts them with
+// `convert`. Returns the converted options, or the exit code to
+// return at once: 0 after printing `help` to stdout for --help/-h; 2 after printing
+// "docfeed COMMAND: <message>" and `help` to stderr for a bad argument.
+template <typename T>
+std::variant<int, T> StartCommand(const char* command, const std::vector<std::string_view>& args,
+                                  std::set<std::string> flags, const std::set<std::string>& options,
+                                  const char* help, Result<T> (*convert)(const ParsedArgs&)) {
+  flags.insert({"--help", "-h"});
+  Result<ParsedArgs> parsed = ParseArgs(args, flags, options);
+  if (parsed.ok() && (parsed->Has("--help") || parsed->Has("-h"))) {
+    std::fputs(help, stdout);
+    return 0;
+  }
+  Result<T> converted = parsed.ok() ? convert(*parsed) : Result<T>(parsed.status());
+  if (!converted.ok()) {
+    std::fprintf(stderr, "docfeed %s: %s\n\n%s", command,
+                 std::string(converted.status().message()).c_str(), help);
+    return 2;
+  }
+  return std::move(*converted);
+}
 
 }  // namespace docfeed::tools
 

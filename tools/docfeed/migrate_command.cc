@@ -196,18 +196,9 @@ bool IsSavedDatasetSource(const Args& args) {
 }
 
 int RunPackSavedDataset(const Args& args) {
-  Result<ParsedArgs> parsed = ParseArgs(args, kFlags, kOptions);
-  if (parsed.ok() && (parsed->Has("--help") || parsed->Has("-h"))) {
-    std::fputs(kHelp, stdout);
-    return 0;
-  }
-  Result<mig::MigrateOptions> options =
-      parsed.ok() ? ToOptions(*parsed) : Result<mig::MigrateOptions>(parsed.status());
-  if (!options.ok()) {
-    std::fprintf(stderr, "docfeed pack: %s\n\n%s", std::string(options.status().message()).c_str(),
-                 kHelp);
-    return 2;
-  }
+  auto start = StartCommand("pack", args, kFlags, kOptions, kHelp, &ToOptions);
+  if (const int* exit_code = std::get_if<int>(&start)) return *exit_code;
+  mig::MigrateOptions* options = &std::get<mig::MigrateOptions>(start);
   ProgressBar bar("migrating");
   options->on_progress = [&bar](const mig::MigrateProgress& p) {
     bar.Update(p.rows_done, p.rows_total, p.bytes_done, p.elapsed_seconds);

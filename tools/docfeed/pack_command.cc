@@ -168,24 +168,16 @@ void PrintSummary(const internal::PackOptions& o, const internal::PackSummary& s
 int RunPack(const Args& args) {
   // A save_to_disk directory of float pixel_values tensors: the migration (src/migrate/).
   if (IsSavedDatasetSource(args)) return RunPackSavedDataset(args);
-  Result<ParsedArgs> parsed =
-      ParseArgs(args,
-                {"--skip-bad", "--overwrite", "--help", "-h", "--strict", "--no-pad-labels",
-                 "--align-long-axis", "--keep-original"},
-                {"-o", "--output", "--codec", "--quality", "--threads", "--compression",
-                 "--max-file-mb", "--tokenizer", "--target-field", "--task-token",
-                 "--prompt-end-token", "--recipe", "--max-length", "--preprocess", "--size"});
-  if (parsed.ok() && (parsed->Has("--help") || parsed->Has("-h"))) {
-    std::fputs(kPackHelp, stdout);
-    return 0;
-  }
-  Result<internal::PackOptions> options =
-      parsed.ok() ? ToOptions(*parsed) : Result<internal::PackOptions>(parsed.status());
-  if (!options.ok()) {
-    std::fprintf(stderr, "docfeed pack: %s\n\n%s", std::string(options.status().message()).c_str(),
-                 kPackHelp);
-    return 2;
-  }
+  auto start =
+      StartCommand("pack", args,
+                   {"--skip-bad", "--overwrite", "--strict", "--no-pad-labels", "--align-long-axis",
+                    "--keep-original"},
+                   {"-o", "--output", "--codec", "--quality", "--threads", "--compression",
+                    "--max-file-mb", "--tokenizer", "--target-field", "--task-token",
+                    "--prompt-end-token", "--recipe", "--max-length", "--preprocess", "--size"},
+                   kPackHelp, &ToOptions);
+  if (const int* exit_code = std::get_if<int>(&start)) return *exit_code;
+  internal::PackOptions* options = &std::get<internal::PackOptions>(start);
   ProgressBar bar("packing");
   options->on_progress = [&bar](const internal::PackProgress& p) {
     bar.Update(p.done, p.total, p.source_bytes, p.elapsed_seconds);

@@ -88,20 +88,11 @@ void PrintSummary(const internal::SynthOptions& o, const internal::SynthSummary&
 }  // namespace
 
 int RunSynth(const Args& args) {
-  Result<ParsedArgs> parsed =
-      ParseArgs(args, {"--overwrite", "--help", "-h"},
-                {"-o", "--output", "--n", "--seed", "--kind", "--dpi", "--threads"});
-  if (parsed.ok() && (parsed->Has("--help") || parsed->Has("-h"))) {
-    std::fputs(kSynthHelp, stdout);
-    return 0;
-  }
-  Result<internal::SynthOptions> options =
-      parsed.ok() ? ToOptions(*parsed) : Result<internal::SynthOptions>(parsed.status());
-  if (!options.ok()) {
-    std::fprintf(stderr, "docfeed synth: %s\n\n%s", std::string(options.status().message()).c_str(),
-                 kSynthHelp);
-    return 2;
-  }
+  auto start = StartCommand("synth", args, {"--overwrite"},
+                            {"-o", "--output", "--n", "--seed", "--kind", "--dpi", "--threads"},
+                            kSynthHelp, &ToOptions);
+  if (const int* exit_code = std::get_if<int>(&start)) return *exit_code;
+  internal::SynthOptions* options = &std::get<internal::SynthOptions>(start);
   ProgressBar bar("synthesizing");
   options->on_progress = [&bar](const internal::SynthProgress& p) {
     bar.Update(p.done, p.total, p.bytes, p.elapsed_seconds);
