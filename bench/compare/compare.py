@@ -450,9 +450,17 @@ def wds_process(proc):
     return process
 
 
+def page_batches(ds, args):
+    """(page ids, float32 pixel_values, "float32") per batch of a dataset of {"page",
+    "pixel_values"} samples, through a torch DataLoader with args.threads workers."""
+    from torch.utils.data import DataLoader
+
+    for b in DataLoader(ds, batch_size=BATCH, num_workers=args.threads):
+        yield b["page"].numpy(), b["pixel_values"], "float32"
+
+
 def c_webdataset(name, work, pages, args):
     import webdataset as wds
-    from torch.utils.data import DataLoader
 
     out = work / "wds"
     prep = 0.0
@@ -475,9 +483,7 @@ def c_webdataset(name, work, pages, args):
 
     def gen():
         ds = wds.WebDataset(urls, resampled=True, shardshuffle=False).map(wds_process(proc))
-        dl = DataLoader(ds, batch_size=BATCH, num_workers=args.threads)
-        for b in dl:
-            yield b["page"].numpy(), b["pixel_values"], "float32"
+        yield from page_batches(ds, args)
     warm([out])
     return gen, dir_bytes(out), prep
 
@@ -485,7 +491,6 @@ def c_webdataset(name, work, pages, args):
 def c_streaming(name, work, pages, args):
     from streaming import MDSWriter, StreamingDataset
     from streaming.base.util import clean_stale_shared_memory
-    from torch.utils.data import DataLoader
 
     out = work / "mds"
     prep = 0.0
@@ -513,9 +518,7 @@ def c_streaming(name, work, pages, args):
     def gen():
         ds = Donut(local=str(out), remote=None, shuffle=False, batch_size=BATCH,
                    epoch_size=(args.max_batches + 4) * BATCH * max(1, args.threads))
-        dl = DataLoader(ds, batch_size=BATCH, num_workers=args.threads)
-        for b in dl:
-            yield b["page"].numpy(), b["pixel_values"], "float32"
+        yield from page_batches(ds, args)
     warm([out])
     return gen, dir_bytes(out), prep
 
@@ -702,8 +705,9 @@ def goals(results):
     dc = get("docfeed-orig-f32", "cpu_s_per_page")
     for other in ("fixed-python-wN", "dali-cpu", "spdl", "webdataset-wN", "streaming-wN"):
         o = get(other, "pages_per_s")
-        if o is None:
-            why = results.get(other, {}).get("error", "not run")
+        if d is None or o is None:
+            missing = "docfeed-orig-f32" if d is None else other
+            why = results.get(missing, {}).get("error", f"{missing} not run")
             out.append(f"- docfeed-orig-f32 vs {other}: not measured ({why[:200]})")
             continue
         x = ratio(d, o)

@@ -385,23 +385,34 @@ np.savez(dest, **tensors)
 """
 
 
+def train_python_or_skip():
+    """.venv/train's python (docfeed.Loader needs torch), or skip when it is not installed."""
+    train_python = REPO / ".venv" / "train" / "bin" / "python"
+    if not train_python.exists():
+        pytest.skip(".venv/train (the Python front's venv, `make test-python`) is not installed")
+    return train_python
+
+
+def load_in_train_venv(train_python, worker, out, height, width, dest):
+    """Runs `worker` (a script taking OUT HEIGHT WIDTH DEST) there; returns the npz it wrote."""
+    proc = subprocess.run([str(train_python), "-c", worker, str(out), str(height), str(width),
+                           str(dest)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return np.load(dest)
+
+
 @pytest.mark.parametrize("kind", ["full", "random"])
 def test_docfeed_loader_gives_the_original_tensors(refs, tmp_path, kind):
     """The issue's end state: docfeed.Loader (centred padding) on the migrated dataset yields
     the original pixel_values bit for bit, also for tensors whose padding was random."""
-    train_python = REPO / ".venv" / "train" / "bin" / "python"
-    if not train_python.exists():
-        pytest.skip(".venv/train (the Python front's venv, `make test-python`) is not installed")
+    train_python = train_python_or_skip()
     tensors = ([refs[("full", i)] for i in range(len(FULL_PAGES))] if kind == "full"
                else small_tensors(refs, "random"))
     save(tmp_path / "src", tensors)
     run_docfeed("pack", tmp_path / "src", "-o", tmp_path / "out")
     height, width = tensors[0].shape[1:]
-    proc = subprocess.run([str(train_python), "-c", LOADER_WORKER, str(tmp_path / "out"),
-                           str(height), str(width), str(tmp_path / "loaded.npz")],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    loaded = np.load(tmp_path / "loaded.npz")
+    loaded = load_in_train_venv(train_python, LOADER_WORKER, tmp_path / "out", height, width,
+                                tmp_path / "loaded.npz")
     assert len(loaded.files) == len(tensors)
     for i, ref in enumerate(tensors):
         assert np.array_equal(loaded[str(i)], ref), f"sample {i}"
@@ -435,9 +446,7 @@ def test_docfeed_loader_applies_the_recorded_normalization(refs, tmp_path, kind)
     records the mean/std in docfeed.json, and docfeed.Loader (centred padding) gives the real
     processor's pixel_values back bit for bit (float32; float16 = numpy's rounding of them),
     unless image_mean/image_std override it."""
-    train_python = REPO / ".venv" / "train" / "bin" / "python"
-    if not train_python.exists():
-        pytest.skip(".venv/train (the Python front's venv, `make test-python`) is not installed")
+    train_python = train_python_or_skip()
     if kind == "imagenet":
         tensors, mean, std, args = small_tensors(refs, "imagenet")[:N_CUSTOM], IMAGENET_MEAN, \
             IMAGENET_STD, []
@@ -449,11 +458,8 @@ def test_docfeed_loader_applies_the_recorded_normalization(refs, tmp_path, kind)
     manifest = json.loads((tmp_path / "out" / "docfeed.json").read_text())
     assert manifest["normalization"] == {"mean": list(mean), "std": list(std)}
     height, width = tensors[0].shape[1:]
-    proc = subprocess.run([str(train_python), "-c", NORM_WORKER, str(tmp_path / "out"),
-                           str(height), str(width), str(tmp_path / "loaded.npz")],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    loaded = np.load(tmp_path / "loaded.npz")
+    loaded = load_in_train_venv(train_python, NORM_WORKER, tmp_path / "out", height, width,
+                                tmp_path / "loaded.npz")
     assert tuple(loaded["mean"]) == mean and tuple(loaded["std"]) == std
     for i, ref in enumerate(tensors):
         assert np.array_equal(loaded[f"float32-{i}"], ref), f"sample {i}"
