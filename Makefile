@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 JOBS ?= $(shell nproc)
 
-.PHONY: help deps venv python-install build build-asan test test-cpp test-asan test-python-asan test-tsan test-python test-fuzz demo format clean
+.PHONY: help deps venv python-install build build-asan test test-cpp test-asan test-python-asan test-tsan test-thread-safety test-python test-fuzz demo format clean
 .PHONY: bench-compare
 
 help:
@@ -95,6 +95,22 @@ test-tsan: deps build/tsan/CMakeCache.txt
 	cmake --build build/tsan -j $(JOBS) --target $(TSAN_TESTS)
 	for t in $(TSAN_TESTS); do TSAN_OPTIONS=halt_on_error=1 build/tsan/bin/$$t || exit 1; done
 
+# clang's -Wthread-safety over the libraries whose members are GUARDED_BY a Mutex (a build that
+# fails on any unguarded access), then a check that a known violation does fail to compile.
+TSA_TARGETS := docfeed_base docfeed_pipeline docfeed_pack docfeed_migrate
+build/tsa/CMakeCache.txt:
+	@$(MAKE) --no-print-directory deps
+	cmake --preset tsa
+
+test-thread-safety: deps build/tsa/CMakeCache.txt
+	cmake --build build/tsa -j $(JOBS) --target $(TSA_TARGETS)
+	@if clang++ -std=c++20 -fsyntax-only -Wthread-safety -Werror -Isrc -Iinclude \
+	    tests/base/thread_safety_violation.cc 2>/dev/null; then \
+	  echo "test-thread-safety: tests/base/thread_safety_violation.cc compiled; the analysis is off"; \
+	  exit 1; \
+	fi
+	@echo "test-thread-safety: clean build; the known violation is refused"
+
 PY_FRONT_TESTS := tests/python/test_loader_*.py tests/python/test_hf_*.py tests/python/test_demo.py \
   tests/python/test_doctor.py
 test-python: build venv python-install
@@ -107,7 +123,7 @@ test-python: build venv python-install
 test-fuzz: deps
 	fuzz/run_fuzz.sh 10
 
-test: test-cpp test-python test-asan test-python-asan test-tsan test-fuzz
+test: test-cpp test-python test-asan test-python-asan test-tsan test-thread-safety test-fuzz
 
 # Runs in .venv/train with the installed package (its bundled CLI); see scripts/demo_train.py.
 demo: python-install

@@ -5,6 +5,10 @@ set(docfeed_warnings -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wnon-virtua
 if(DOCFEED_WERROR)
   list(APPEND docfeed_warnings -Werror)
 endif()
+# Clang's thread-safety analysis (base/thread_annotations.h); `make test-thread-safety`.
+if(DOCFEED_THREAD_SAFETY)
+  list(APPEND docfeed_warnings -Wthread-safety -Werror=thread-safety)
+endif()
 
 add_library(docfeed_options INTERFACE)
 target_compile_options(docfeed_options INTERFACE ${docfeed_warnings})

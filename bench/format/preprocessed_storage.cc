@@ -1,9 +1,9 @@
 // preprocessed_storage: how to store the Donut "resized" stage (pack --preprocess donut).
 //
-// For every page of a sample folder it runs the deterministic Donut stages once (decode, EXIF
-// orientation, ToDonutInput, DonutResize at HxW), then measures, on one thread, each storage
-// candidate: stored bytes per page, encode time per page (what pack adds), and decode time per
-// page, i.e. what a loader pays to get from the stored body to pixels: decompress the Arrow IPC
+// For every page of a sample folder it runs the Donut preset's Prepare once (preset/preset.h:
+// decode, EXIF orientation, colour conversion, resize at HxW), then measures, on one thread, each
+// storage candidate: stored bytes per page, encode time per page (what pack adds), and decode time
+// per page, i.e. what a loader pays to get from the stored body to pixels: decompress the Arrow IPC
 // body buffer (docfeed's own arrow::DecompressBuffer, as a reader does) and parse the container
 // (ViewPpm for PPM, a full decode for PNG/WebP). Ratios are against PNG, measured in the same
 // run. Prints the Markdown table recorded in docs/format.md ("Preprocessed datasets").
@@ -25,6 +25,7 @@
 #include "format/arrow/compression.h"
 #include "imaging/donut.h"
 #include "pack/image_folder.h"
+#include "preset/preset.h"
 
 namespace docfeed::internal {
 namespace {
@@ -125,16 +126,19 @@ struct Page {
 Result<std::vector<Page>> LoadPages(const std::string& src, const DonutConfig& config,
                                     double* preprocess_ms) {
   DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(src));
+  PresetParams params;
+  params.donut = config;
+  DOCFEED_ASSIGN_OR_RETURN(const std::unique_ptr<const Preset> preset, MakePreset(params));
   std::vector<Page> pages;
   double total_s = 0;
   for (const SourceSample& s : folder.samples) {
     DOCFEED_ASSIGN_OR_RETURN(Bytes bytes, ReadFile(JoinPath(folder.root, s.relative_path)));
     const auto start = Clock::now();
     DOCFEED_ASSIGN_OR_RETURN(ImageInfo info, ProbeImage(bytes));
-    DOCFEED_ASSIGN_OR_RETURN(Image image, DecodeImage(bytes));
-    image = ApplyOrientation(image, info.exif_orientation);
-    DOCFEED_ASSIGN_OR_RETURN(Image input, ToDonutInput(std::move(image)));
-    DOCFEED_ASSIGN_OR_RETURN(Image resized, DonutResize(input, config));
+    PrepareRequest request;
+    request.orientation = info.exif_orientation;
+    Image resized;
+    DOCFEED_RETURN_IF_ERROR(preset->Prepare(bytes, request, &resized));
     total_s += Seconds(start);
     pages.push_back({std::move(resized)});
   }

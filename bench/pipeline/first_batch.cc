@@ -88,8 +88,8 @@ int Main(int argc, char** argv) {
   }
   LoaderOptions o;
   o.path = dir;
-  o.donut.height = 1553;
-  o.donut.width = 1200;
+  o.preset.donut.height = 1553;
+  o.preset.donut.width = 1200;
   o.batch_size = 8;
   o.num_threads = 2;
   o.dtype = dtype;

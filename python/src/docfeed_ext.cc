@@ -163,17 +163,17 @@ nb::object Pixels(nb::handle self) {
 LoaderOptions MakeOptions(const nb::dict& o) {
   LoaderOptions opt;
   opt.path = nb::cast<std::string>(o["path"]);
-  opt.donut.height = nb::cast<int32_t>(o["height"]);
-  opt.donut.width = nb::cast<int32_t>(o["width"]);
-  opt.donut.align_long_axis = nb::cast<bool>(o["align_long_axis"]);
+  opt.preset.donut.height = nb::cast<int32_t>(o["height"]);
+  opt.preset.donut.width = nb::cast<int32_t>(o["width"]);
+  opt.preset.donut.align_long_axis = nb::cast<bool>(o["align_long_axis"]);
   opt.batch_size = nb::cast<uint32_t>(o["batch_size"]);
   opt.shuffle = nb::cast<bool>(o["shuffle"]);
   opt.seed = nb::cast<uint64_t>(o["seed"]);
   const auto pad = nb::cast<std::string>(o["pad"]);
   if (pad == "random") {
-    opt.pad = PadMode::kRandom;
+    opt.preset.pad = PadMode::kRandom;
   } else if (pad == "center") {
-    opt.pad = PadMode::kCenter;
+    opt.preset.pad = PadMode::kCenter;
   } else {
     throw nb::value_error(("pad must be 'random' or 'center', not '" + pad + "'").c_str());
   }
@@ -380,8 +380,8 @@ NB_MODULE(_docfeed, m) {
             if (!next.ok()) Raise(next.status());
             if (!next.value().valid()) return nb::none();
             const LoaderOptions& o = loader.options();
-            auto* b = new PyBatch{std::move(next).value(), o.dtype, o.layout, o.donut.height,
-                                  o.donut.width};
+            auto* b = new PyBatch{std::move(next).value(), o.dtype, o.layout, o.preset.donut.height,
+                                  o.preset.donut.width};
             return nb::cast(b, nb::rv_policy::take_ownership);
           },
           "The next batch, or None at the end of the epoch.")

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "docfeed/image.h"
 #include "docfeed/status.h"
 #include "kernels/resize.h"  // ImageView (a plain struct; no link dependency)
 
@@ -71,16 +72,8 @@ struct DecodeLimits {
   uint64_t max_input_bytes = uint64_t{256} << 20;  // Encoded size must be <= this.
 };
 
-// An 8-bit image: interleaved channels, rows top to bottom, no padding
-// (stride_bytes == width * channels). A plain value; copying copies the pixels.
-struct Image {
-  int32_t width = 0;
-  int32_t height = 0;
-  int32_t channels = 0;  // 1 L, 2 LA, 3 RGB, 4 RGBA.
-  std::vector<uint8_t> pixels;
-
-  size_t stride_bytes() const { return static_cast<size_t>(width) * static_cast<size_t>(channels); }
-};
+// An 8-bit image (docfeed/image.h): interleaved channels, rows top to bottom, no padding.
+using docfeed::Image;
 
 // Decodes to the image's natural 8-bit mode, pixel-identical to Pillow's Image.open().load():
 //   JPEG: L or RGB (libjpeg-turbo defaults: ISLOW IDCT, fancy upsampling).

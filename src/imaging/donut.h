@@ -26,29 +26,14 @@
 
 #include "base/random.h"
 #include "codec/codec.h"
+#include "docfeed/preprocess.h"
 #include "docfeed/status.h"
 #include "kernels/resize.h"
 
 namespace docfeed::internal {
 
-// DonutImageProcessor's settings. The defaults are the processor's own (size 2560 x 1920,
-// IMAGENET_STANDARD mean/std 0.5); naver-clova-ix/donut-base-finetuned-cord-v2 uses
-// height 1280, width 960. `height`/`width` are the processor's size["height"]/size["width"]; a
-// legacy list `size=[a, b]` in a config means width a, height b.
-struct DonutConfig {
-  int32_t height = 2560;
-  int32_t width = 1920;
-  bool align_long_axis = false;  // do_align_long_axis
-  bool do_resize = true;
-  bool do_thumbnail = true;
-  bool do_pad = true;
-  bool do_rescale = true;
-  bool do_normalize = true;
-  double rescale_factor = 1.0 / 255.0;
-  // numpy turns these Python floats into float32 arrays before normalizing; so does the table.
-  std::array<double, 3> mean = {0.5, 0.5, 0.5};
-  std::array<double, 3> std = {0.5, 0.5, 0.5};
-};
+// DonutImageProcessor's settings (docfeed/preprocess.h).
+using docfeed::DonutConfig;
 
 // Errors: InvalidArgument naming the field: height/width outside 1..65535, a std that is zero or
 // not finite in float32, a non-finite mean or rescale_factor.

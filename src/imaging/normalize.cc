@@ -245,19 +245,6 @@ Status NormalizePadded(const ImageView& resized, PadOffsets offsets, int32_t hei
   return Status::Ok();
 }
 
-size_t DTypeSize(DType dtype) {
-  switch (dtype) {
-    case DType::kUint8:
-      return 1;
-    case DType::kFloat32:
-      return 4;
-    case DType::kFloat16:
-    case DType::kBfloat16:
-      return 2;
-  }
-  return 0;
-}
-
 uint16_t FloatToHalf(float value) {
   const auto bits = std::bit_cast<uint32_t>(value);
   const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
@@ -330,3 +317,20 @@ Status Normalize(const ImageView& image, const NormalizeTable& table, OutputLayo
 }
 
 }  // namespace docfeed::internal
+
+namespace docfeed {
+
+size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kUint8:
+      return 1;
+    case DType::kFloat32:
+      return 4;
+    case DType::kFloat16:
+    case DType::kBfloat16:
+      return 2;
+  }
+  return 0;
+}
+
+}  // namespace docfeed

@@ -25,14 +25,10 @@
 
 namespace docfeed::internal {
 
-// HWC: (height, width, 3), the padded stage's layout. CHW: (3, height, width), pixel_values'.
-enum class OutputLayout { kHwc, kChw };
-
-// kUint8 skips rescale/normalize and writes the pixels (useful for CHW uint8 batches).
-enum class DType { kUint8, kFloat32, kFloat16, kBfloat16 };
-
-// Bytes per element of `dtype`.
-size_t DTypeSize(DType dtype);
+// The element types and layouts of docfeed/image.h.
+using docfeed::DType;
+using docfeed::DTypeSize;
+using docfeed::OutputLayout;
 
 // IEEE binary16 / bfloat16 bits of `value`, rounded to nearest, ties to even; overflow gives
 // infinity and NaN stays NaN.

@@ -203,6 +203,10 @@ Result<PackSummary> Pack(const PackOptions& options) {
     return AlreadyExistsError(output + " already exists; pass --overwrite to replace it");
   }
   DOCFEED_RETURN_IF_ERROR(CheckOverwriteKeepsSource(options.source, output));
+  std::shared_ptr<const Preset> preset = options.encode.preset;
+  if (options.encode.preprocess.preprocessed() && preset == nullptr) {
+    DOCFEED_ASSIGN_OR_RETURN(preset, PresetForStored(options.encode.preprocess));
+  }
   WriteState state;
   state.start = Clock::now();
   DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(options.source));
@@ -212,6 +216,7 @@ Result<PackSummary> Pack(const PackOptions& options) {
   DOCFEED_RETURN_IF_ERROR(CreateDirectory(tmp));
   PackOptions placed = options;
   placed.output = output;
+  placed.encode.preset = std::move(preset);
   Status status = WriteAll(folder, placed, tmp, state);
   if (status.ok()) status = VerifyDataset(tmp).WithContext("verifying the packed output");
   if (status.ok()) status = PlaceOutput(tmp, placed);

@@ -59,19 +59,19 @@ Result<std::vector<uint8_t>> Reencode(const Image& image, const EncodeOptions& o
   return InternalError("Reencode called for codec keep");
 }
 
-// The deterministic Donut stages, exactly as the loader's on-the-fly path runs them: orientation
-// as `datasets` applies it, convert("RGB") (keeping L as L), align + resize + thumbnail.
-Result<EncodedImage> Preprocess(Image image, const ImageInfo& info, const PreprocessInfo& p) {
-  if (p.preset != kPreprocessDonut) {
-    return InvalidArgumentError("unknown preprocessing \"" + p.preset + "\" (expected donut)");
+// The preset's deterministic part, exactly as the loader's on-the-fly path runs it (the same
+// Preset::Prepare), with the orientation the codec probed.
+Result<EncodedImage> Preprocess(std::span<const uint8_t> source, const ImageInfo& info,
+                                const EncodeOptions& options) {
+  std::shared_ptr<const Preset> preset = options.preset;
+  if (preset == nullptr) {
+    DOCFEED_ASSIGN_OR_RETURN(preset, PresetForStored(options.preprocess));
   }
-  DonutConfig config;
-  config.height = p.height;
-  config.width = p.width;
-  config.align_long_axis = p.align_long_axis;
-  if (info.exif_orientation != 1) image = ApplyOrientation(image, info.exif_orientation);
-  DOCFEED_ASSIGN_OR_RETURN(Image input, ToDonutInput(std::move(image)));
-  DOCFEED_ASSIGN_OR_RETURN(Image resized, DonutResize(input, config));
+  PrepareRequest request;
+  request.orientation = info.exif_orientation;
+  request.limits = options.limits;
+  Image resized;
+  DOCFEED_RETURN_IF_ERROR(preset->Prepare(source, request, &resized));
   EncodedImage out;
   DOCFEED_ASSIGN_OR_RETURN(out.bytes, EncodePpm(ViewOf(resized)));
   out.codec = StoredCodec::kPpm;
@@ -110,14 +110,14 @@ std::string_view CodecChoiceName(CodecChoice choice) {
 Result<EncodedImage> EncodeSample(std::vector<uint8_t> source, const EncodeOptions& options) {
   DOCFEED_ASSIGN_OR_RETURN(ImageInfo info, ProbeImage(source));
   DOCFEED_ASSIGN_OR_RETURN(StoredCodec source_codec, ToStoredCodec(info.codec));
-  // A full decode validates every byte a trainer will later decode.
-  DOCFEED_ASSIGN_OR_RETURN(Image image, DecodeImage(source, options.limits));
   if (options.preprocess.preprocessed()) {
-    DOCFEED_ASSIGN_OR_RETURN(EncodedImage out,
-                             Preprocess(std::move(image), info, options.preprocess));
+    // Prepare decodes every byte too (a corrupt file fails the same way as in DecodeImage).
+    DOCFEED_ASSIGN_OR_RETURN(EncodedImage out, Preprocess(source, info, options));
     if (options.keep_original) out.original = std::move(source);
     return out;
   }
+  // A full decode validates every byte a trainer will later decode.
+  DOCFEED_ASSIGN_OR_RETURN(Image image, DecodeImage(source, options.limits));
   EncodedImage out;
   if (options.codec == CodecChoice::kKeep) {
     out.bytes = std::move(source);

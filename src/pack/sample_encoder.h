@@ -6,6 +6,7 @@
 #define DOCFEED_PACK_SAMPLE_ENCODER_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "docfeed/status.h"
 #include "format/index.h"
 #include "format/manifest.h"
+#include "preset/preset.h"
 
 namespace docfeed::internal {
 
@@ -29,9 +31,12 @@ struct EncodeOptions {
   int jpeg_quality = 90;
   int png_level = 6;
   DecodeLimits limits;
-  // preset "donut": store DonutResize's output (after EXIF orientation and ToDonutInput) as PPM
-  // (P5 for grayscale sources, P6 for RGB); `codec` is then ignored.
+  // A preset ("donut"): store its Prepare output (preset/preset.h: EXIF orientation, colour
+  // conversion, resize) as PPM (P5 for grayscale pages, P6 for RGB); `codec` is then ignored.
+  // `preset` is PresetForStored(preprocess), made once by the caller (EncodeSample makes it
+  // per call when it is null).
   PreprocessInfo preprocess;
+  std::shared_ptr<const Preset> preset;
   bool keep_original = false;  // also return the source bytes in EncodedImage::original
 };
 

@@ -22,16 +22,13 @@
 #include <string_view>
 #include <vector>
 
+#include "docfeed/loader.h"
 #include "docfeed/status.h"
 
 namespace docfeed::internal {
 
 // What happens to the last positions of an epoch that do not fill a whole step.
-enum class Remainder {
-  kDrop,     // dropped: every batch is full and every rank has the same count
-  kWrap,     // the last step is completed from the start of the permutation
-  kPartial,  // the last batch is short (world_size 1 only, like DataLoader's drop_last=False)
-};
+using docfeed::Remainder;  // docfeed/loader.h
 
 // Parses "drop", "wrap", "partial".
 Result<Remainder> ParseRemainder(std::string_view name);

@@ -188,11 +188,11 @@ TEST(Migrate, ResumesFromFinishedPiecesWithIdenticalBytes) {
 // The batches of a loader over `path` (storage order, centred padding), one tensor per sample.
 std::vector<std::vector<uint8_t>> LoadAll(LoaderOptions lo, const std::string& path, DType dtype) {
   lo.path = path;
-  lo.donut.height = kH;
-  lo.donut.width = kW;
+  lo.preset.donut.height = kH;
+  lo.preset.donut.width = kW;
   lo.batch_size = 4;
   lo.shuffle = false;
-  lo.pad = PadMode::kCenter;
+  lo.preset.pad = PadMode::kCenter;
   lo.dtype = dtype;
   lo.remainder = Remainder::kPartial;
   lo.num_threads = 2;

@@ -99,7 +99,7 @@ const Datasets& Shared() {
 LoaderOptions Options(const std::string& path, int threads = 2) {
   LoaderOptions o;
   o.path = path;
-  o.donut = TestDonut();
+  o.preset.donut = TestDonut();
   o.batch_size = 4;
   o.seed = 11;
   o.num_threads = threads;
@@ -216,7 +216,7 @@ TEST(Loader, PixelsEqualTheImagingReferenceForEveryOutputType) {
       LoaderOptions o = Options(d.originals);
       o.dtype = c.dtype;
       o.layout = c.layout;
-      o.pad = pad;
+      o.preset.pad = pad;
       auto loader = Make(o);
       ASSERT_NE(loader, nullptr);
       const size_t per_sample = size_t{kWidth} * kHeight * 3 * DTypeSize(c.dtype);
@@ -237,9 +237,9 @@ TEST(Loader, PreprocessedAndOriginalDatasetsGiveTheSameBatches) {
   const Datasets& d = Shared();
   for (PadMode pad : {PadMode::kCenter, PadMode::kRandom}) {
     LoaderOptions a = Options(d.originals);
-    a.pad = pad;
+    a.preset.pad = pad;
     LoaderOptions b = Options(d.preprocessed);
-    b.pad = pad;
+    b.preset.pad = pad;
     auto la = Make(a);
     auto lb = Make(b);
     ASSERT_NE(la, nullptr);
@@ -419,7 +419,7 @@ TEST(Loader, LabelsArePaddedToTheBatchMaximumOrAFixedLength) {
 
 TEST(Loader, RefusesAPreprocessedDatasetOfAnotherSize) {
   LoaderOptions o = Options(Shared().preprocessed);
-  o.donut.height = kHeight * 2;
+  o.preset.donut.height = kHeight * 2;
   Result<std::unique_ptr<Loader>> l = Loader::Create(o);
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.status().code(), StatusCode::kFailedPrecondition);
@@ -445,7 +445,7 @@ TEST(Loader, NormalizesWithTheDefaultOrTheGivenMeanAndStd) {
   o.image_mean = imagenet.mean;
   o.image_std = imagenet.std;
   o.dtype = DType::kFloat16;
-  o.pad = PadMode::kRandom;
+  o.preset.pad = PadMode::kRandom;
   auto loader = Make(o);
   ASSERT_NE(loader, nullptr);
   EXPECT_EQ(loader->image_mean(), imagenet.mean);

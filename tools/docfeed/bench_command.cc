@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,8 +16,8 @@
 #include "codec/codec.h"
 #include "commands.h"
 #include "format/dataset.h"
-#include "imaging/jpeg_scaled.h"
 #include "pipeline/loader.h"
+#include "preset/preset.h"
 #include "progress.h"
 
 namespace docfeed::tools {
@@ -98,7 +99,7 @@ Result<BenchConfig> ToConfig(const ParsedArgs& p) {
   if (pad != "random" && pad != "center") {
     return InvalidArgumentError("--pad must be random or center");
   }
-  o.pad = pad == "center" ? internal::PadMode::kCenter : internal::PadMode::kRandom;
+  o.preset.pad = pad == "center" ? internal::PadMode::kCenter : internal::PadMode::kRandom;
   o.remainder = internal::Remainder::kPartial;
   c.json = p.Has("--json");
   // The size: given, else the packed one, else the recipe's.
@@ -108,16 +109,16 @@ Result<BenchConfig> ToConfig(const ParsedArgs& p) {
                              internal::Dataset::Open(o.path));
     const internal::PreprocessInfo& pre = ds->manifest().preprocess;
     if (pre.preprocessed()) {
-      o.donut.height = pre.height;
-      o.donut.width = pre.width;
-      o.donut.align_long_axis = pre.align_long_axis;
+      o.preset.donut.height = pre.height;
+      o.preset.donut.width = pre.width;
+      o.preset.donut.align_long_axis = pre.align_long_axis;
       return c;
     }
     size = "1553x1200";
   }
   DOCFEED_ASSIGN_OR_RETURN(auto hw, ParseSize(size));
-  o.donut.height = hw.first;
-  o.donut.width = hw.second;
+  o.preset.donut.height = hw.first;
+  o.preset.donut.width = hw.second;
   return c;
 }
 
@@ -142,9 +143,14 @@ uint64_t CurrentRssBytes() {
 }
 
 // The single-thread floor, in seconds per page: read + decode the stored image of the first
-// `n` samples, plus the exact Donut resize when the dataset holds originals.
+// `n` samples, plus the preset's exact Prepare (the loader's own) when the dataset holds
+// originals.
 Result<double> MeasureBaseline(const LoaderOptions& o, int n) {
   DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<internal::Dataset> ds, internal::Dataset::Open(o.path));
+  internal::PresetParams params;
+  params.donut = o.preset.donut;
+  DOCFEED_ASSIGN_OR_RETURN(const std::unique_ptr<const internal::Preset> preset,
+                           internal::MakePreset(params));
   const bool preprocessed = ds->manifest().preprocess.preprocessed();
   const uint64_t count = std::min<uint64_t>(static_cast<uint64_t>(n), ds->size());
   if (count == 0) return 0.0;
@@ -162,18 +168,10 @@ Result<double> MeasureBaseline(const LoaderOptions& o, int n) {
         checksum += v.data[0];
         continue;
       }
-      const int32_t orientation = ds->record(id).flags & 0xF;
-      if (orientation <= 1) {  // the imaging issue's streamed decode + exact resize
-        DOCFEED_RETURN_IF_ERROR(internal::DecodeAndResizeForDonut(
-            s.image, o.donut, internal::DonutDecodeMode::kExact, &scratch));
-        checksum += scratch.pixels[0];
-        continue;
-      }
-      DOCFEED_ASSIGN_OR_RETURN(internal::Image img, internal::DecodeImage(s.image));
-      img = internal::ApplyOrientation(img, orientation);
-      DOCFEED_ASSIGN_OR_RETURN(internal::Image rgb, internal::ToDonutInput(std::move(img)));
-      DOCFEED_ASSIGN_OR_RETURN(internal::Image resized, internal::DonutResize(rgb, o.donut));
-      checksum += resized.pixels[0];
+      internal::PrepareRequest request;
+      request.orientation = ds->record(id).flags & 0xF;
+      DOCFEED_RETURN_IF_ERROR(preset->Prepare(s.image, request, &scratch));
+      checksum += scratch.pixels[0];
     }
   }
   const double seconds = Seconds(start);
@@ -238,7 +236,7 @@ void PrintTable(const BenchConfig& c, const RunResult& r, double baseline_s) {
                                     : 0;
   std::printf("%s: %s, %d threads, batch %u, %dx%d %s\n", c.loader.path.c_str(),
               r.preprocessed ? "preprocessed" : "original images", r.threads, c.loader.batch_size,
-              c.loader.donut.height, c.loader.donut.width,
+              c.loader.preset.donut.height, c.loader.preset.donut.width,
               c.loader.dtype == DType::kUint8 ? "uint8 HWC" : "normalized CHW");
   std::printf("  time to first batch   %8.3f s\n", r.first_batch_seconds);
   std::printf("  pages/s               %8.1f  (%.1f per thread; after the first batch)\n", pages_s,
@@ -273,33 +271,39 @@ void PrintTable(const BenchConfig& c, const RunResult& r, double baseline_s) {
   }
 }
 
+// One JSON object on one line (strings escaped). "stats" is every loader statistic, as
+// LoaderStatsJson writes it for the Python module and doctor too; the rest is this run's summary.
 void PrintJson(const BenchConfig& c, const RunResult& r, double baseline_s) {
   const LoaderStats& s = r.stats;
   const double pages_s = r.seconds > 0 ? static_cast<double>(r.pages) / r.seconds : 0;
   const uint64_t n = std::max<uint64_t>(s.samples, 1);
-  std::printf(
-      "{\"dataset\": \"%s\", \"preprocessed\": %s, \"threads\": %d, \"batch_size\": %u, "
-      "\"height\": %d, \"width\": %d, \"dtype\": \"%s\", \"pages\": %llu, \"seconds\": %.6f, "
-      "\"pages_per_s\": %.3f, \"first_batch_s\": %.6f, \"stored_bytes\": %llu, "
-      "\"ms_per_page\": {\"read\": %.4f, \"decode\": %.4f, \"resize\": %.4f, "
-      "\"decode_resize\": %.4f, \"pad_normalize\": %.4f}, \"consumer_wait_s\": %.6f, "
-      "\"buffer_wait_s\": %.6f, "
-      "\"peak_rss_bytes\": %llu, \"pool_bytes\": %llu, \"bad_samples\": %llu, "
-      "\"baseline_ms_per_page\": %.4f, \"rss_after_epoch\": [",
-      c.loader.path.c_str(), r.preprocessed ? "true" : "false", r.threads, c.loader.batch_size,
-      c.loader.donut.height, c.loader.donut.width,
-      c.loader.dtype == DType::kUint8 ? "uint8" : "float", static_cast<unsigned long long>(r.pages),
-      r.seconds, pages_s, r.first_batch_seconds, static_cast<unsigned long long>(s.stored_bytes),
-      MsPer(s.read, n), MsPer(s.decode, n), MsPer(s.resize, n), MsPer(s.decode_resize, n),
-      MsPer(s.pad_normalize, n), static_cast<double>(s.consumer_wait.nanos) / 1e9,
-      static_cast<double>(s.buffer_wait.nanos) / 1e9,
-      static_cast<unsigned long long>(PeakRssBytes()),
-      static_cast<unsigned long long>(s.pool_bytes), static_cast<unsigned long long>(s.bad_samples),
-      baseline_s * 1e3);
-  for (size_t i = 0; i < r.rss_after_epoch.size(); ++i) {
-    std::printf("%s%llu", i ? ", " : "", static_cast<unsigned long long>(r.rss_after_epoch[i]));
-  }
-  std::printf("]}\n");
+  nlohmann::ordered_json j;
+  j["dataset"] = c.loader.path;
+  j["preprocessed"] = r.preprocessed;
+  j["threads"] = r.threads;
+  j["batch_size"] = c.loader.batch_size;
+  j["height"] = c.loader.preset.donut.height;
+  j["width"] = c.loader.preset.donut.width;
+  j["dtype"] = c.loader.dtype == DType::kUint8 ? "uint8" : "float";
+  j["pages"] = r.pages;
+  j["seconds"] = r.seconds;
+  j["pages_per_s"] = pages_s;
+  j["first_batch_s"] = r.first_batch_seconds;
+  j["stored_bytes"] = s.stored_bytes;
+  j["ms_per_page"] = {{"read", MsPer(s.read, n)},
+                      {"decode", MsPer(s.decode, n)},
+                      {"resize", MsPer(s.resize, n)},
+                      {"decode_resize", MsPer(s.decode_resize, n)},
+                      {"pad_normalize", MsPer(s.pad_normalize, n)}};
+  j["consumer_wait_s"] = static_cast<double>(s.consumer_wait.nanos) / 1e9;
+  j["buffer_wait_s"] = static_cast<double>(s.buffer_wait.nanos) / 1e9;
+  j["peak_rss_bytes"] = PeakRssBytes();
+  j["pool_bytes"] = s.pool_bytes;
+  j["bad_samples"] = s.bad_samples;
+  j["baseline_ms_per_page"] = baseline_s * 1e3;
+  j["rss_after_epoch"] = r.rss_after_epoch;
+  j["stats"] = nlohmann::ordered_json::parse(internal::LoaderStatsJson(s));
+  std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "imaging/donut.h"
 #include "imaging/jpeg_scaled.h"
 #include "imaging/normalize.h"
+#include "preset/preset.h"
 
 namespace docfeed::tools {
 namespace {
@@ -160,8 +161,9 @@ Output RgbOutput(const Image& image) {
   return out;
 }
 
+// The unfused path draws the offsets as the preset's Finish does for sample 0 of epoch 0.
 internal::PadOffsets Offsets(const Options& o, const Image& resized) {
-  internal::PadRng rng(o.seed);
+  internal::PadRng rng = internal::PadRng::ForSample(o.seed, 0, 0);
   return o.random_pad ? internal::DrawPad(resized.height, resized.width, o.config, rng)
                       : internal::CenterPad(resized.height, resized.width, o.config);
 }
@@ -235,27 +237,38 @@ Status RunDecodeOnly(std::span<const uint8_t> bytes, Workspace& ws, StageTimes& 
   return Status::Ok();
 }
 
-Status RunOnce(const Options& o, std::span<const uint8_t> bytes, Workspace& ws, StageTimes& t) {
+// The preset's two parts, as the loader runs them: Prepare (decode + resize; EXIF orientation
+// is not applied, as PIL.Image.open does not), then Finish (pad + normalize) into the output.
+Status RunOnce(const Options& o, const internal::Preset& preset, std::span<const uint8_t> bytes,
+               Workspace& ws, StageTimes& t) {
   if (o.stage == Stage::kDecoded) return RunDecodeOnly(bytes, ws, t);
   if (o.unfused) return RunUnfused(o, bytes, ws, t);
   double start = ThreadCpuSeconds();
-  DOCFEED_RETURN_IF_ERROR(internal::DecodeAndResizeForDonut(bytes, o.config, o.mode, &ws.resized));
+  internal::PrepareRequest request;
+  request.mode = o.mode == internal::DonutDecodeMode::kFast ? internal::PrepareMode::kFast
+                                                            : internal::PrepareMode::kExact;
+  DOCFEED_RETURN_IF_ERROR(preset.Prepare(bytes, request, &ws.resized));
   t.decode_s += Seconds(start);
   const Image& resized = ws.resized;
   if (o.stage == Stage::kResized) {
     ws.out = RgbOutput(resized);
     return Status::Ok();
   }
-  if (o.stage == Stage::kPadded) return PadThenNormalize(o, resized, ws, t);
   start = ThreadCpuSeconds();
-  DOCFEED_ASSIGN_OR_RETURN(const internal::NormalizeTable table,
-                           internal::MakeNormalizeTable(o.config));
   Output& out = ws.out;
-  out.bytes.resize(static_cast<size_t>(o.config.height) * static_cast<size_t>(o.config.width) * 3 *
-                   internal::DTypeSize(o.dtype));
-  DOCFEED_RETURN_IF_ERROR(internal::NormalizePadded(internal::ViewOf(resized), Offsets(o, resized),
-                                                    o.config.height, o.config.width, table,
-                                                    o.layout, o.dtype, out.bytes.data()));
+  const DType dtype = o.stage == Stage::kPadded ? DType::kUint8 : o.dtype;
+  const internal::OutputLayout layout =
+      o.stage == Stage::kPadded ? internal::OutputLayout::kHwc : o.layout;
+  out.bytes.resize(preset.SampleBytes(dtype));
+  DOCFEED_RETURN_IF_ERROR(
+      preset.Finish(internal::ViewOf(resized), {o.seed, 0, 0}, dtype, layout, out.bytes.data())
+          .status());
+  if (o.stage == Stage::kPadded) {
+    t.pad_s += Seconds(start);
+    out.shape = {o.config.height, o.config.width, 3};
+    out.descr = "|u1";
+    return Status::Ok();
+  }
   t.normalize_s += Seconds(start);
   SetFloatShape(o, out);
   return Status::Ok();
@@ -320,14 +333,19 @@ void PrintTimes(const Options& o, const StageTimes& t, int n, double cpu_s) {
 }
 
 Status Run(const Options& o) {
+  internal::PresetParams params;
+  params.donut = o.config;
+  params.pad = o.random_pad ? internal::PadMode::kRandom : internal::PadMode::kCenter;
+  DOCFEED_ASSIGN_OR_RETURN(const std::unique_ptr<const internal::Preset> preset,
+                           internal::MakePreset(params));
   DOCFEED_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, internal::ReadFile(o.input));
   StageTimes t;
   Workspace ws;
-  if (Status s = RunOnce(o, bytes, ws, t); !s.ok()) return s.WithContext(o.input);
+  if (Status s = RunOnce(o, *preset, bytes, ws, t); !s.ok()) return s.WithContext(o.input);
   if (o.repeat > 0) {
     t = StageTimes{};
     const double cpu_start = ThreadCpuSeconds();
-    for (int i = 0; i < o.repeat; ++i) DOCFEED_RETURN_IF_ERROR(RunOnce(o, bytes, ws, t));
+    for (int i = 0; i < o.repeat; ++i) DOCFEED_RETURN_IF_ERROR(RunOnce(o, *preset, bytes, ws, t));
     PrintTimes(o, t, o.repeat, ThreadCpuSeconds() - cpu_start);
   }
   return WriteOutput(o.output, ws.out);

@@ -1,0 +1,238 @@
+// docfeed's loader: batches of model inputs (Donut pixel_values) and labels from a docfeed
+// dataset, for a training loop.
+//
+// Batches are produced by a pool of C++ worker threads into a fixed set of reusable batch
+// buffers and handed out in sampler order.
+//
+// Two sources, one output. A dataset packed with `--preprocess donut` stores the resized stage
+// (the preset's Prepare, docfeed/preprocess.h), so a sample costs a read, a decode of the stored
+// container, the padding and the optional normalization. A dataset of original images runs the
+// whole preset (decode, EXIF orientation, RGB conversion, resize, thumbnail) on the fly. Both give
+// the same bytes for the same seed, and both equal what transformers' DonutImageProcessor gives
+// with the same padding offsets.
+//
+// Order and randomness are functions of (seed, epoch, position) only (the epoch order and the
+// preset's SampleKey), never of thread timing: batch k of an epoch is the same for any
+// num_threads, and random padding is fresh each epoch yet reproducible.
+//
+// Memory: (prefetch + max_held) batch buffers allocated at Create() and reused; no allocation per
+// batch in steady state beyond the decoded bytes of original images (each worker decompresses
+// stored bytes into its own reused buffers). A Batch holds its buffer until it is destroyed or
+// Release()d; buffers (and the pool) outlive the Loader if batches do, so dropping the loader
+// while holding batches is safe.
+//
+// Threads: Next(), StartEpoch(), Restore(), state() and stats() may be called from one consumer
+// thread at a time; a Batch may be released from any thread. Destroying the loader at any point
+// stops the workers after their current sample and joins them.
+//
+// Errors are Status values (docfeed/status.h) whose messages name the dataset, file and sample.
+#ifndef DOCFEED_LOADER_H_
+#define DOCFEED_LOADER_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "docfeed/image.h"
+#include "docfeed/preprocess.h"
+#include "docfeed/status.h"
+
+namespace docfeed {
+
+// How the last, incomplete step of an epoch is handled.
+enum class Remainder {
+  kDrop,     // dropped: every batch is full and every rank has the same count
+  kWrap,     // the last step is completed from the start of the permutation
+  kPartial,  // the last batch is short (world_size 1 only, like DataLoader's drop_last=False)
+};
+
+// Optional hook for where batch pixels live (e.g. page-locked memory for asynchronous copies to
+// a GPU). Called only from Loader::Create() and from the destruction of the last owner of the
+// pool (the loader or a batch), on any thread.
+struct BufferAllocator {
+  std::function<void*(size_t bytes)> allocate;  // returns 64-byte aligned memory or nullptr
+  std::function<void(void* data, size_t bytes)> release;
+};
+
+// Everything needed to continue exactly where a run stopped. `position` counts positions of the
+// epoch's global order already consumed by all ranks together.
+struct LoaderState {
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  uint64_t position = 0;
+};
+
+struct StageTime {
+  uint64_t count = 0;
+  uint64_t nanos = 0;
+};
+
+// Sums over the loader's life, over all workers.
+struct LoaderStats {
+  StageTime read;           // reading the stored bytes (and decompressing Arrow bodies)
+  StageTime decode;         // decoding the stored image
+  StageTime resize;         // the preset's resize + thumbnail (original-image datasets only)
+  StageTime decode_resize;  // decode and resize fused, band by band (originals needing no rotation)
+  StageTime pad_normalize;  // padding, normalization and layout into the batch buffer
+  StageTime buffer_wait;    // workers idle because every buffer was full or held
+  StageTime consumer_wait;  // Next() waiting for its batch
+  uint64_t batches = 0;
+  uint64_t samples = 0;
+  uint64_t stored_bytes = 0;                   // stored image bytes read
+  uint64_t bad_samples = 0;                    // failed reads replaced under kSkip
+  std::vector<std::string> bad_sample_errors;  // the first few, with sample ids
+  uint64_t ready_depth_sum = 0;                // batches already complete at each Next(), summed
+  uint64_t pool_buffers = 0;
+  uint64_t pool_bytes = 0;  // pixels of every buffer
+};
+
+// Every field of `stats` as one JSON object (each stage as {"count": N, "nanos": N}); the one
+// rendering `docfeed bench --json`, the Python module and `docfeed doctor` read.
+std::string LoaderStatsJson(const LoaderStats& stats);
+
+enum class BadSamplePolicy { kError, kSkip };
+
+struct LoaderOptions {
+  std::string path;  // a docfeed dataset directory
+  // The model preset and its parameters (docfeed/preprocess.h): for Donut the output
+  // height/width, align_long_axis, rescale/normalize settings and the padding (random or
+  // centred). For a preprocessed dataset the stored part must equal what it was packed with.
+  PresetOptions preset;
+  uint32_t batch_size = 8;
+  bool shuffle = true;
+  uint64_t seed = 0;
+  // Pixels: kUint8 (raw padded pixels, for normalization on the GPU) or normalized floats.
+  DType dtype = DType::kFloat32;
+  // Per-channel (R, G, B) mean and std of the float outputs' normalization, as
+  // DonutImageProcessor's image_mean / image_std: out = (float32(v * rescale_factor) - mean) / std.
+  // Each unset one is the dataset's (the manifest's "normalization", which a migrated float
+  // dataset records so that the loader gives its original tensors back), else the preset's
+  // (Donut's 0.5 / 0.5). Loader::image_mean()/image_std() report the values in use; a
+  // kUint8 consumer normalizing elsewhere (the GPU stage) should use those.
+  std::optional<std::array<double, 3>> image_mean;
+  std::optional<std::array<double, 3>> image_std;
+  OutputLayout layout = OutputLayout::kChw;
+  uint32_t rank = 0;
+  uint32_t world_size = 1;
+  Remainder remainder = Remainder::kDrop;
+  int num_threads = 0;  // 0: one per hardware thread
+  int prefetch = 4;     // batches the workers may fill ahead of the consumer
+  // Batches the consumer is expected to hold at once. The pool has prefetch + max_held buffers;
+  // Next() fails (ResourceExhausted) only when the consumer holds all of them.
+  int max_held = 2;
+  // Labels: `label_column` ("" = the dataset's own label column when it holds token ids, "-" =
+  // none) must be a list of int64. Each row is copied without its trailing -100s and padded with
+  // -100 to the batch's longest (label_length 0) or to label_length; a longer row is an error
+  // naming the sample.
+  std::string label_column;
+  uint32_t label_length = 0;
+  BadSamplePolicy on_error = BadSamplePolicy::kError;
+  // With kSkip: how many failed reads the loader tolerates in its lifetime before it stops.
+  uint64_t max_bad_samples = 100;
+  BufferAllocator allocator;  // empty: the loader allocates
+};
+
+class Loader;
+namespace internal {
+struct LoaderCore;
+}  // namespace internal
+
+// One batch, viewing a pool buffer. Movable; the buffer returns to the pool on Release() or
+// destruction. An invalid (default) Batch marks the end of the epoch.
+class Batch {
+ public:
+  Batch() = default;
+  Batch(Batch&& other) noexcept;
+  Batch& operator=(Batch&& other) noexcept;
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+  ~Batch();
+
+  bool valid() const { return core_ != nullptr; }
+  void Release();
+
+  uint32_t size() const { return size_; }  // samples in this batch
+  uint64_t epoch() const { return epoch_; }
+  uint64_t index() const { return index_; }  // this rank's batch number in the epoch
+  // size x 3 x height x width (kChw) or size x height x width x 3 (kHwc) elements of dtype.
+  void* pixels() const { return pixels_; }
+  size_t pixel_bytes() const { return pixel_bytes_; }
+  // size x label_length() int64, -100 padded; label_length() is 0 without a label column.
+  const int64_t* labels() const { return labels_; }
+  uint32_t label_length() const { return label_length_; }
+  const int64_t* sample_ids() const { return sample_ids_; }        // size
+  const int32_t* pad_offsets() const { return pad_offsets_; }      // size x (top, left)
+  const int32_t* content_sizes() const { return content_sizes_; }  // size x (height, width)
+  // Restoring this state continues with the batch after this one.
+  const LoaderState& resume_state() const { return resume_state_; }
+  // Index of the pool buffer (stable for the loader's life): lets a consumer keep per-buffer
+  // resources such as a CUDA event.
+  int buffer_index() const { return buffer_; }
+
+ private:
+  friend class Loader;
+  std::shared_ptr<internal::LoaderCore> core_;
+  int buffer_ = -1;
+  uint32_t size_ = 0;
+  uint64_t epoch_ = 0;
+  uint64_t index_ = 0;
+  void* pixels_ = nullptr;
+  size_t pixel_bytes_ = 0;
+  const int64_t* labels_ = nullptr;
+  uint32_t label_length_ = 0;
+  const int64_t* sample_ids_ = nullptr;
+  const int32_t* pad_offsets_ = nullptr;
+  const int32_t* content_sizes_ = nullptr;
+  LoaderState resume_state_;
+};
+
+class Loader {
+ public:
+  // Opens the dataset, checks the options against it, allocates the pool and starts epoch 0 at
+  // position 0 (workers begin filling buffers at once).
+  // Errors: NotFound / Corruption from opening the dataset; InvalidArgument for bad options;
+  // FailedPrecondition when a preprocessed dataset's size or alignment differs from `donut`.
+  static Result<std::unique_ptr<Loader>> Create(const LoaderOptions& options);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  const LoaderOptions& options() const;
+  uint64_t num_samples() const;
+  // True when the dataset stores the resized stage (packed with --preprocess donut).
+  bool preprocessed() const;
+  // The normalization in use for float outputs (LoaderOptions::image_mean/image_std resolved).
+  const std::array<double, 3>& image_mean() const;
+  const std::array<double, 3>& image_std() const;
+  // Batches this rank gets in the current epoch from the current start position.
+  uint64_t num_batches() const;
+  // Bytes of one batch's pixels.
+  size_t batch_pixel_bytes() const;
+
+  // Drops prefetched work and starts `epoch` at global position `position`.
+  Status StartEpoch(uint64_t epoch, uint64_t position = 0);
+  // StartEpoch(state.epoch, state.position) after checking state.seed.
+  Status Restore(const LoaderState& state);
+  // The state after the last batch Next() returned (or the start of the current epoch).
+  LoaderState state() const;
+
+  // The next batch in sampler order; an invalid Batch at the end of the epoch. Errors: the
+  // first failed sample of this batch (kError) naming its id and file, the bad-sample budget
+  // exhausted (kSkip), or ResourceExhausted when every buffer is held by the consumer.
+  Result<Batch> Next();
+
+  LoaderStats stats() const;
+
+ private:
+  explicit Loader(std::shared_ptr<internal::LoaderCore> core);
+  std::shared_ptr<internal::LoaderCore> core_;
+};
+
+}  // namespace docfeed
+
+#endif  // DOCFEED_LOADER_H_

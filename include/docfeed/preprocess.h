@@ -1,0 +1,132 @@
+// docfeed's model presets: a model's image preprocessing, exactly as its Hugging Face processor
+// does it, split where the randomness starts.
+//
+//   Prepare  the deterministic part (decode, EXIF orientation, colour conversion, resize):
+//            image file bytes -> the "prepared" page. `docfeed pack --preprocess NAME` runs it
+//            once, at pack time, and stores the result.
+//   Finish   the per-epoch part (padding with per-sample randomness, rescale, normalize,
+//            layout): prepared page -> one sample's model input, written where the caller says
+//            (the loader: a slot of a batch buffer).
+//
+// The loader, the packer and `docfeed preprocess` all run presets through this interface.
+// Donut (DonutImageProcessor, transformers 4.x: docs/donut-preprocessing.md) is the first.
+//
+// Thread safety: a Preset is immutable; copies share it. Prepare and Finish may run on any
+// number of threads at once (each with its own output).
+#ifndef DOCFEED_PREPROCESS_H_
+#define DOCFEED_PREPROCESS_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "docfeed/image.h"
+#include "docfeed/status.h"
+
+namespace docfeed {
+
+namespace internal {
+class Preset;
+}  // namespace internal
+
+// DonutImageProcessor's settings, under its own names. The defaults are the processor's (size
+// 2560 x 1920, IMAGENET_STANDARD mean/std 0.5); naver-clova-ix/donut-base-finetuned-cord-v2
+// uses height 1280, width 960. `height`/`width` are the processor's size["height"] /
+// size["width"]; a legacy list `size=[a, b]` in a config means width a, height b.
+struct DonutConfig {
+  int32_t height = 2560;
+  int32_t width = 1920;
+  bool align_long_axis = false;  // do_align_long_axis
+  bool do_resize = true;
+  bool do_thumbnail = true;
+  bool do_pad = true;
+  bool do_rescale = true;
+  bool do_normalize = true;
+  double rescale_factor = 1.0 / 255.0;
+  // numpy turns these Python floats into float32 arrays before normalizing; so does docfeed.
+  std::array<double, 3> mean = {0.5, 0.5, 0.5};
+  std::array<double, 3> std = {0.5, 0.5, 0.5};
+};
+
+// The processor's padding: random offsets (random_padding=True, the training default) or
+// centred.
+enum class PadMode { kRandom, kCenter };
+
+// Which preset, with its parameters. Only "donut" exists today; a preset with other parameters
+// adds its own struct here (each preset reads the one it knows).
+struct PresetOptions {
+  std::string name = "donut";
+  DonutConfig donut;
+  PadMode pad = PadMode::kRandom;
+};
+
+// How Prepare decodes. kFast trades exactness for speed where a preset allows it (Donut: a
+// DCT-scaled JPEG decode); everything that must equal the processor uses kExact.
+enum class PrepareMode { kExact, kFast };
+
+struct PrepareOptions {
+  // EXIF orientation (1..8) to apply first, as `datasets` does when it decodes; 1 = none, as
+  // `PIL.Image.open` gives.
+  int32_t orientation = 1;
+  PrepareMode mode = PrepareMode::kExact;
+};
+
+// A sample's identity, from which Finish draws its randomness: a function of these only.
+struct SampleKey {
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  uint64_t sample_id = 0;
+};
+
+// Where Finish put the prepared page inside the output: pad offsets and the page's size.
+struct Placement {
+  int32_t top = 0, left = 0;
+  int32_t height = 0, width = 0;
+};
+
+// One sample's model input: channels x height x width (kChw) or height x width x channels.
+struct OutputShape {
+  int32_t channels = 3;
+  int32_t height = 0;
+  int32_t width = 0;
+};
+
+class Preset {
+ public:
+  // Errors: InvalidArgument for an unknown name or parameters the preset refuses (naming them).
+  static Result<Preset> Create(const PresetOptions& options);
+
+  std::string_view name() const;
+  OutputShape output_shape() const;
+  // Bytes of one sample's output in `dtype`.
+  size_t SampleBytes(DType dtype) const;
+  // The normalization of float outputs (per channel, the processor's image_mean / image_std).
+  const std::array<double, 3>& image_mean() const;
+  const std::array<double, 3>& image_std() const;
+
+  // Image file bytes (JPEG, PNG, WebP, PPM) -> the prepared page in `out`, whose pixel buffer is
+  // reused when large enough.
+  // Errors: Corruption / Unsupported / ResourceExhausted from decoding, InvalidArgument from the
+  // preset's geometry (an extreme aspect ratio); the caller adds the file name.
+  Status Prepare(std::span<const uint8_t> bytes, const PrepareOptions& options, Image* out) const;
+
+  // Writes every byte of one sample's output (SampleBytes(dtype) bytes, aligned for dtype) at
+  // `out` from a prepared page.
+  // Errors: Corruption when `prepared` cannot be Prepare's output (channels, larger than the
+  // output).
+  Result<Placement> Finish(const Image& prepared, const SampleKey& key, DType dtype,
+                           OutputLayout layout, void* out) const;
+
+ private:
+  explicit Preset(std::shared_ptr<const internal::Preset> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const internal::Preset> impl_;
+};
+
+}  // namespace docfeed
+
+#endif  // DOCFEED_PREPROCESS_H_

@@ -1,0 +1,85 @@
+#include "pipeline/buffer_pool.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace docfeed::internal {
+namespace {
+constexpr int64_t kLabelPad = -100;
+}  // namespace
+
+Result<std::unique_ptr<BufferPool>> BufferPool::Create(size_t count, uint32_t batch_size,
+                                                       size_t sample_pixel_bytes,
+                                                       uint32_t label_capacity,
+                                                       BufferAllocator allocator) {
+  std::unique_ptr<BufferPool> pool(new BufferPool());
+  pool->batch_size_ = batch_size;
+  pool->sample_pixel_bytes_ = sample_pixel_bytes;
+  pool->label_capacity_ = label_capacity;
+  pool->allocator_ = std::move(allocator);
+  pool->buffers_.resize(count);
+  const size_t batch_bytes = pool->batch_pixel_bytes();
+  for (size_t i = 0; i < count; ++i) {
+    Buffer& b = pool->buffers_[i];
+    if (pool->allocator_.allocate) {
+      b.pixels = pool->allocator_.allocate(batch_bytes);
+    } else {
+      // aligned_alloc wants a size that is a multiple of the alignment.
+      b.pixels = std::aligned_alloc(64, (batch_bytes + 63) / 64 * 64);
+    }
+    if (b.pixels == nullptr) {
+      return ResourceExhaustedError("cannot allocate batch buffer " + std::to_string(i) + " (" +
+                                    std::to_string(batch_bytes) + " bytes)");
+    }
+    const size_t bs = batch_size;
+    b.staged_labels.resize(bs * label_capacity);
+    b.label_lengths.resize(bs);
+    b.labels.resize(bs * label_capacity);
+    b.sample_ids.resize(bs);
+    b.pad_offsets.resize(2 * bs);
+    b.content_sizes.resize(2 * bs);
+  }
+  return pool;
+}
+
+BufferPool::~BufferPool() {
+  for (Buffer& b : buffers_) {
+    if (b.pixels == nullptr) continue;
+    if (allocator_.release) {
+      allocator_.release(b.pixels, batch_pixel_bytes());
+    } else {
+      std::free(b.pixels);
+    }
+  }
+}
+
+SlotView BufferPool::Slot(int index, uint32_t j) {
+  Buffer& b = buffer(index);
+  const size_t slot = j;
+  return {static_cast<uint8_t*>(b.pixels) + sample_pixel_bytes_ * slot,
+          &b.sample_ids[slot],
+          &b.pad_offsets[2 * slot],
+          &b.content_sizes[2 * slot],
+          b.staged_labels.data() + slot * label_capacity_,
+          &b.label_lengths[slot]};
+}
+
+void BufferPool::CompactLabels(int index, uint32_t size, uint32_t fixed_length) {
+  Buffer& m = buffer(index);
+  uint32_t length = fixed_length;
+  if (length == 0) {
+    for (uint32_t j = 0; j < size; ++j) length = std::max(length, m.label_lengths[j]);
+  }
+  m.label_length = length;
+  for (uint32_t j = 0; j < size; ++j) {
+    const int64_t* src = m.staged_labels.data() + size_t{j} * label_capacity_;
+    int64_t* dst = m.labels.data() + size_t{j} * length;
+    std::copy_n(src, m.label_lengths[j], dst);
+    std::fill(dst + m.label_lengths[j], dst + length, kLabelPad);
+  }
+}
+
+}  // namespace docfeed::internal

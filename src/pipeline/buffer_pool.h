@@ -1,0 +1,79 @@
+// The loader's batch buffers: `count` buffers allocated once, each holding one batch's pixels
+// (through the caller's BufferAllocator, e.g. page-locked memory, or aligned_alloc) and its small
+// per-sample arrays (sample ids, pad offsets, content sizes, labels).
+//
+// Ownership protocol (no lock here): the pool's layout never changes after Create(). Which
+// buffer is free, being filled or held is the Scheduler's business (scheduler.h): a worker writes
+// slot j of buffer b only while it holds the claim on (b, j); the consumer reads buffer b only
+// while it holds the Batch of b. So no two threads ever touch one slot at once.
+#ifndef DOCFEED_PIPELINE_BUFFER_POOL_H_
+#define DOCFEED_PIPELINE_BUFFER_POOL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "docfeed/loader.h"
+#include "docfeed/status.h"
+
+namespace docfeed::internal {
+
+using docfeed::BufferAllocator;
+
+// Where one sample of a batch goes: what SampleReader::Load writes.
+struct SlotView {
+  void* pixels = nullptr;           // Preset::SampleBytes bytes
+  int64_t* sample_id = nullptr;     // 1
+  int32_t* pad_offset = nullptr;    // 2: top, left
+  int32_t* content_size = nullptr;  // 2: height, width
+  int64_t* labels = nullptr;        // label_capacity entries (staged, unpadded)
+  uint32_t* label_length = nullptr;
+};
+
+class BufferPool {
+ public:
+  struct Buffer {
+    void* pixels = nullptr;
+    std::vector<int64_t> staged_labels;   // batch_size rows of label_capacity, filled per slot
+    std::vector<uint32_t> label_lengths;  // per slot
+    std::vector<int64_t> labels;          // the batch's rows compacted to its label length
+    uint32_t label_length = 0;
+    std::vector<int64_t> sample_ids;
+    std::vector<int32_t> pad_offsets;
+    std::vector<int32_t> content_sizes;
+  };
+
+  // Errors: ResourceExhausted when a pixel buffer cannot be allocated.
+  static Result<std::unique_ptr<BufferPool>> Create(size_t count, uint32_t batch_size,
+                                                    size_t sample_pixel_bytes,
+                                                    uint32_t label_capacity,
+                                                    BufferAllocator allocator);
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  size_t size() const { return buffers_.size(); }
+  size_t sample_pixel_bytes() const { return sample_pixel_bytes_; }
+  size_t batch_pixel_bytes() const { return sample_pixel_bytes_ * batch_size_; }
+  uint32_t label_capacity() const { return label_capacity_; }
+  Buffer& buffer(int index) { return buffers_[static_cast<size_t>(index)]; }
+
+  SlotView Slot(int index, uint32_t j);
+
+  // Turns the staged label rows (label_capacity apart) of the first `size` slots into a dense
+  // size x L block padded with -100, L being the longest row (fixed_length 0) or fixed_length.
+  void CompactLabels(int index, uint32_t size, uint32_t fixed_length);
+
+ private:
+  BufferPool() = default;
+  std::vector<Buffer> buffers_;
+  uint32_t batch_size_ = 0;
+  size_t sample_pixel_bytes_ = 0;
+  uint32_t label_capacity_ = 0;
+  BufferAllocator allocator_;
+};
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_PIPELINE_BUFFER_POOL_H_

@@ -1,0 +1,61 @@
+#include "pipeline/loader_stats.h"
+
+#include <nlohmann/json.hpp>
+
+namespace docfeed::internal {
+namespace {
+
+constexpr size_t kMaxRecordedErrors = 16;
+
+nlohmann::json StageJson(const StageTime& t) { return {{"count", t.count}, {"nanos", t.nanos}}; }
+
+}  // namespace
+
+uint64_t StatsRecorder::RecordBad(const std::string& message) {
+  const uint64_t count = bad_samples_.fetch_add(1, std::memory_order_relaxed) + 1;
+  MutexLock lock(&mu_);
+  if (bad_errors_.size() < kMaxRecordedErrors) bad_errors_.push_back(message);
+  return count;
+}
+
+LoaderStats StatsRecorder::Snapshot() const {
+  LoaderStats s;
+  s.read = read.Load();
+  s.decode = decode.Load();
+  s.resize = resize.Load();
+  s.decode_resize = decode_resize.Load();
+  s.pad_normalize = pad_normalize.Load();
+  s.buffer_wait = buffer_wait.Load();
+  s.consumer_wait = consumer_wait.Load();
+  s.batches = batches.load(std::memory_order_relaxed);
+  s.samples = samples.load(std::memory_order_relaxed);
+  s.stored_bytes = stored_bytes.load(std::memory_order_relaxed);
+  s.bad_samples = bad_samples();
+  MutexLock lock(&mu_);
+  s.bad_sample_errors = bad_errors_;
+  return s;
+}
+
+}  // namespace docfeed::internal
+
+namespace docfeed {
+
+std::string LoaderStatsJson(const LoaderStats& s) {
+  const StageTime* stages[] = {&s.read,          &s.decode,      &s.resize,       &s.decode_resize,
+                               &s.pad_normalize, &s.buffer_wait, &s.consumer_wait};
+  nlohmann::ordered_json j;
+  for (size_t i = 0; i < std::size(stages); ++i)
+    j[internal::kLoaderStageNames[i]] = internal::StageJson(*stages[i]);
+  j["batches"] = s.batches;
+  j["samples"] = s.samples;
+  j["stored_bytes"] = s.stored_bytes;
+  j["bad_samples"] = s.bad_samples;
+  j["bad_sample_errors"] = s.bad_sample_errors;
+  j["ready_depth_sum"] = s.ready_depth_sum;
+  j["pool_buffers"] = s.pool_buffers;
+  j["pool_bytes"] = s.pool_bytes;
+  // Invalid UTF-8 in a message (a file name) is replaced rather than thrown on.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace docfeed

@@ -1,0 +1,165 @@
+#include "pipeline/sample_reader.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "codec/codec.h"
+#include "format/manifest.h"
+#include "format/value.h"
+
+namespace docfeed::internal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t NanosSince(Clock::time_point start) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SampleReader>> SampleReader::Create(std::unique_ptr<Dataset> dataset,
+                                                           std::unique_ptr<const Preset> preset,
+                                                           const SampleReaderOptions& options,
+                                                           StatsRecorder* stats) {
+  std::unique_ptr<SampleReader> r(new SampleReader());
+  r->dataset_ = std::move(dataset);
+  r->preset_ = std::move(preset);
+  r->options_ = options;
+  r->stats_ = stats;
+  const PreprocessInfo& stored = r->dataset_->manifest().preprocess;
+  r->preprocessed_ = stored.preprocessed();
+  if (r->preprocessed_) {
+    DOCFEED_RETURN_IF_ERROR(r->preset_->CheckStored(stored, r->dataset_->dir()));
+  }
+  DOCFEED_RETURN_IF_ERROR(r->SetUpLabels());
+  return r;
+}
+
+std::string SampleReader::SampleName(uint64_t id) const {
+  return dataset_->dir() + ": sample " + std::to_string(id);
+}
+
+// Finds the label column and the longest row the buffers must hold.
+Status SampleReader::SetUpLabels() {
+  const Manifest& m = dataset_->manifest();
+  const SampleReaderOptions& o = options_;
+  if (o.label_column == "-") return Status::Ok();
+  const std::string name = o.label_column.empty() ? m.label_column : o.label_column;
+  if (name.empty()) return Status::Ok();
+  for (size_t i = 0; i < m.columns.size(); ++i) {
+    if (m.columns[i].name == name) label_column_ = static_cast<int>(i);
+  }
+  if (label_column_ < 0)
+    return InvalidArgumentError(dataset_->dir() + " has no column \"" + name + "\"");
+  if (m.columns[static_cast<size_t>(label_column_)].type != ColumnType::kInt64List) {
+    // The dataset's own label column may be text (ground truth packed without a tokenizer):
+    // then there are no token labels to batch. A column the caller named must be token ids.
+    if (o.label_column.empty()) {
+      label_column_ = -1;
+      return Status::Ok();
+    }
+    return InvalidArgumentError(dataset_->dir() + ": label column \"" + name +
+                                "\" is not a list of int64 (token ids)");
+  }
+  if (o.label_length > 0) {
+    label_capacity_ = o.label_length;
+    return Status::Ok();
+  }
+  if (name != m.label_column) {
+    return InvalidArgumentError("label column \"" + name +
+                                "\" has no lengths in the index; give label_length");
+  }
+  // The index records every row's length, so the longest is known without reading a sample.
+  for (uint64_t id = 0; id < dataset_->size(); ++id) {
+    label_capacity_ = std::max(label_capacity_, dataset_->record(id).label_length);
+  }
+  return Status::Ok();
+}
+
+// The prepared page of sample `id`: the stored one (preprocessed datasets; PPM pages are viewed
+// in place), or the preset's Prepare of the stored original, with the EXIF orientation the
+// packer recorded.
+Result<ImageView> SampleReader::Prepared(uint64_t id, const SampleBytes& sample,
+                                         WorkerScratch& scratch) const {
+  const IndexRecord record = dataset_->record(id);
+  if (preprocessed_) {
+    const Clock::time_point start = Clock::now();
+    ImageView view;
+    if (record.codec == static_cast<uint8_t>(StoredCodec::kPpm)) {
+      Result<ImageView> v = ViewPpm(sample.image);
+      if (!v.ok()) return v.status().WithContext(SampleName(id));
+      view = *v;
+    } else {  // a preprocessed page in another container (docfeed writes PPM/PGM)
+      Result<Image> d = DecodeImage(sample.image);
+      if (!d.ok()) return d.status().WithContext(SampleName(id));
+      scratch.prepared = std::move(*d);
+      view = ViewOf(scratch.prepared);
+    }
+    stats_->decode.Add(NanosSince(start));
+    return view;
+  }
+  PrepareRequest request;
+  request.orientation = record.flags & 0xF;
+  PrepareTimes times;
+  const Status st = preset_->Prepare(sample.image, request, &scratch.prepared, &times);
+  if (!st.ok()) return st.WithContext(SampleName(id));
+  if (times.decode_resize > 0) stats_->decode_resize.Add(times.decode_resize);
+  if (times.decode > 0) stats_->decode.Add(times.decode);
+  if (times.resize > 0) stats_->resize.Add(times.resize);
+  return ViewOf(scratch.prepared);
+}
+
+Status SampleReader::Load(uint64_t id, uint64_t epoch, const SlotView& slot,
+                          WorkerScratch& scratch) const {
+  Clock::time_point start = Clock::now();
+  // `sample` views scratch.read's buffers (compressed bodies) until this worker's next read.
+  Result<SampleBytes> stored = dataset_->ReadSample(id, has_labels(), &scratch.read);
+  if (!stored.ok()) return stored.status();
+  const SampleBytes& sample = *stored;
+  stats_->read.Add(NanosSince(start));
+  stats_->stored_bytes.fetch_add(sample.image.size(), std::memory_order_relaxed);
+
+  DOCFEED_ASSIGN_OR_RETURN(const ImageView view, Prepared(id, sample, scratch));
+  start = Clock::now();
+  Result<Placement> placed = preset_->Finish(view, {options_.seed, epoch, id}, options_.dtype,
+                                             options_.layout, slot.pixels);
+  if (!placed.ok()) return placed.status().WithContext(SampleName(id));
+  stats_->pad_normalize.Add(NanosSince(start));
+  // The stored bytes are consumed: keep the mapping out of the resident set, so memory stays at
+  // the batch buffers whatever the dataset size.
+  dataset_->DropPages(id);
+
+  *slot.sample_id = static_cast<int64_t>(id);
+  slot.pad_offset[0] = placed->top;
+  slot.pad_offset[1] = placed->left;
+  slot.content_size[0] = placed->height;
+  slot.content_size[1] = placed->width;
+  if (has_labels()) DOCFEED_RETURN_IF_ERROR(CopyLabels(id, sample.labels, slot));
+  stats_->samples.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status SampleReader::CopyLabels(uint64_t id, const std::vector<Value>& values,
+                                const SlotView& slot) const {
+  const Value& value = values[static_cast<size_t>(label_column_)];
+  const auto* row = std::get_if<std::vector<int64_t>>(&value);
+  if (row == nullptr) {
+    return CorruptionError(SampleName(id) + ": column \"" +
+                           dataset_->manifest().columns[static_cast<size_t>(label_column_)].name +
+                           "\" is null");
+  }
+  const uint32_t length = LabelLength(value);
+  if (length > label_capacity_) {
+    return InvalidArgumentError(SampleName(id) + ": " + std::to_string(length) +
+                                " labels, more than label_length " +
+                                std::to_string(label_capacity_));
+  }
+  std::copy_n(row->data(), length, slot.labels);
+  *slot.label_length = length;
+  return Status::Ok();
+}
+
+}  // namespace docfeed::internal

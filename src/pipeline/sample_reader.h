@@ -1,0 +1,79 @@
+// The loader's per-sample work: read a sample's stored bytes -> the preset (Prepare unless the
+// dataset stores prepared pages, then Finish into the batch slot) -> its labels.
+//
+// Thread safety: Load() may run on any number of worker threads at once, each with its own
+// WorkerScratch and a slot no other thread writes (buffer_pool.h). The reader itself is
+// immutable after Create(); the dataset's reads are thread-safe (format/dataset.h).
+#ifndef DOCFEED_PIPELINE_SAMPLE_READER_H_
+#define DOCFEED_PIPELINE_SAMPLE_READER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "docfeed/status.h"
+#include "format/dataset.h"
+#include "imaging/normalize.h"
+#include "pipeline/buffer_pool.h"
+#include "pipeline/loader_stats.h"
+#include "preset/preset.h"
+
+namespace docfeed::internal {
+
+// Per-worker memory kept across samples: the prepared page of original-image datasets and the
+// decompressed stored bytes (reused when large enough, so steady state allocates nothing).
+struct WorkerScratch {
+  Image prepared;
+  ReadScratch read;
+};
+
+struct SampleReaderOptions {
+  uint64_t seed = 0;
+  DType dtype = DType::kFloat32;
+  OutputLayout layout = OutputLayout::kChw;
+  // "" = the dataset's own label column when it holds token ids, "-" = none; else a column that
+  // must be list<int64>.
+  std::string label_column;
+  uint32_t label_length = 0;  // 0: the longest row of the dataset (from its index)
+};
+
+class SampleReader {
+ public:
+  // Takes the opened dataset and the preset. Checks a preprocessed dataset against the preset
+  // (FailedPrecondition) and finds the label column (InvalidArgument naming it).
+  static Result<std::unique_ptr<SampleReader>> Create(std::unique_ptr<Dataset> dataset,
+                                                      std::unique_ptr<const Preset> preset,
+                                                      const SampleReaderOptions& options,
+                                                      StatsRecorder* stats);
+
+  const Dataset& dataset() const { return *dataset_; }
+  const Preset& preset() const { return *preset_; }
+  bool preprocessed() const { return preprocessed_; }
+  bool has_labels() const { return label_column_ >= 0; }
+  // The longest label row a slot holds.
+  uint32_t label_capacity() const { return label_capacity_; }
+  size_t sample_pixel_bytes() const { return preset_->SampleBytes(options_.dtype); }
+
+  // Writes sample `id` (of `epoch`, for the per-epoch randomness) into `slot`. Errors name the
+  // dataset and the sample.
+  Status Load(uint64_t id, uint64_t epoch, const SlotView& slot, WorkerScratch& scratch) const;
+
+ private:
+  SampleReader() = default;
+  Status SetUpLabels();
+  Result<ImageView> Prepared(uint64_t id, const SampleBytes& sample, WorkerScratch& scratch) const;
+  Status CopyLabels(uint64_t id, const std::vector<Value>& values, const SlotView& slot) const;
+  std::string SampleName(uint64_t id) const;
+
+  std::unique_ptr<Dataset> dataset_;
+  std::unique_ptr<const Preset> preset_;
+  SampleReaderOptions options_;
+  StatsRecorder* stats_ = nullptr;
+  bool preprocessed_ = false;
+  int label_column_ = -1;  // index into the manifest's columns; -1: no labels
+  uint32_t label_capacity_ = 0;
+};
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_PIPELINE_SAMPLE_READER_H_

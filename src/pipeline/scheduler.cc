@@ -1,0 +1,238 @@
+#include "pipeline/scheduler.h"
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "base/check.h"
+
+namespace docfeed::internal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t NanosSince(Clock::time_point start) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+}
+
+}  // namespace
+
+Scheduler::Scheduler(uint64_t seed, int buffers, int prefetch, OrderFactory make_order,
+                     std::function<void(int buffer, uint32_t size)> on_complete)
+    : seed_(seed),
+      num_buffers_(buffers),
+      prefetch_(prefetch),
+      make_order_(std::move(make_order)),
+      on_complete_(std::move(on_complete)) {
+  MutexLock lock(&mu_);
+  // Buffer 0 is taken first.
+  for (int i = buffers - 1; i >= 0; --i) free_buffers_.push_back(i);
+}
+
+Status Scheduler::Init() {
+  DOCFEED_ASSIGN_OR_RETURN(std::shared_ptr<const EpochOrder> order, make_order_(0, 0));
+  DOCFEED_ASSIGN_OR_RETURN(std::shared_ptr<const EpochOrder> ahead, make_order_(1, 0));
+  MutexLock lock(&mu_);
+  order_ = std::move(order);
+  ahead_ = std::move(ahead);
+  last_state_ = {seed_, 0, 0};
+  return Status::Ok();
+}
+
+bool Scheduler::TryClaim(Claim* claim, bool* no_buffer) {
+  *no_buffer = false;
+  if (paused_ || order_ == nullptr) return false;
+  // Unclaimed slots of started batches first: the current epoch's come before the look-ahead's.
+  for (InFlight& b : in_flight_) {
+    if (b.next_slot < b.size) {
+      *claim = {b.order, generation_, b.k, b.next_slot++, b.buffer};
+      return true;
+    }
+  }
+  std::shared_ptr<const EpochOrder> from;
+  uint64_t* counter = nullptr;
+  if (next_to_start_ < order_->num_batches()) {
+    from = order_;
+    counter = &next_to_start_;
+  } else if (ahead_ != nullptr && ahead_next_to_start_ < ahead_->num_batches()) {
+    from = ahead_;
+    counter = &ahead_next_to_start_;
+  } else {
+    return false;
+  }
+  if (free_buffers_.empty() || in_flight_.size() >= static_cast<size_t>(prefetch_)) {
+    *no_buffer = true;
+    return false;
+  }
+  InFlight b;
+  b.order = from;
+  b.k = (*counter)++;
+  b.buffer = free_buffers_.back();
+  free_buffers_.pop_back();
+  b.size = from->BatchSize(b.k);
+  b.remaining = b.size;
+  b.next_slot = 1;
+  in_flight_.push_back(std::move(b));
+  *claim = {from, generation_, in_flight_.back().k, 0, in_flight_.back().buffer};
+  return true;
+}
+
+bool Scheduler::WaitForClaim(Claim* claim, uint64_t* buffer_wait_nanos) {
+  MutexLock lock(&mu_);
+  bool no_buffer = false;
+  bool waited_for_buffer = false;
+  Clock::time_point wait_start;
+  while (!stopping_ && !TryClaim(claim, &no_buffer)) {
+    if (no_buffer && !waited_for_buffer) {
+      waited_for_buffer = true;
+      wait_start = Clock::now();
+    }
+    work_cv_.Wait(&mu_);
+  }
+  if (waited_for_buffer) *buffer_wait_nanos += NanosSince(wait_start);
+  if (stopping_) return false;
+  ++active_;
+  return true;
+}
+
+void Scheduler::Finish(const Claim& c, Status status) {
+  MutexLock lock(&mu_);
+  --active_;
+  if (active_ == 0) idle_cv_.SignalAll();
+  if (c.generation != generation_) return;  // the epoch was restarted; the batch is gone
+  InFlight* b = nullptr;
+  for (InFlight& f : in_flight_) {
+    if (f.k == c.k && f.order == c.order) b = &f;
+  }
+  DOCFEED_CHECK(b != nullptr);
+  if (!status.ok() && (b->error.ok() || c.j < b->error_slot)) {
+    b->error = std::move(status);
+    b->error_slot = c.j;
+  }
+  if (--b->remaining == 0) {
+    on_complete_(b->buffer, b->size);
+    ready_cv_.SignalAll();
+  }
+}
+
+bool Scheduler::FrontReady() const {
+  return !in_flight_.empty() && in_flight_.front().order == order_ &&
+         in_flight_.front().k == next_to_deliver_ && in_flight_.front().remaining == 0;
+}
+
+Result<Delivery> Scheduler::Next(uint64_t* waited_nanos) {
+  MutexLock lock(&mu_);
+  if (next_to_deliver_ >= order_->num_batches()) {
+    Delivery end;
+    end.end = true;
+    return end;
+  }
+  for (const InFlight& b : in_flight_) ready_depth_sum_ += b.remaining == 0 ? 1 : 0;
+  const Clock::time_point start = Clock::now();
+  while (!FrontReady()) {
+    if (in_flight_.empty() && held_ == num_buffers_) {
+      return ResourceExhaustedError(
+          "every batch buffer (" + std::to_string(num_buffers_) +
+          ") is held by the consumer; release a batch before asking for the next, or raise "
+          "max_held");
+    }
+    ready_cv_.Wait(&mu_);
+  }
+  *waited_nanos = NanosSince(start);
+  InFlight done = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  ++next_to_deliver_;
+  delivered_any_ = true;
+  last_state_ = {seed_, order_->options().epoch, order_->PositionAfter(done.k)};
+  work_cv_.SignalAll();
+  if (!done.error.ok()) {
+    free_buffers_.push_back(done.buffer);
+    return done.error;
+  }
+  ++held_;
+  return Delivery{.end = false,
+                  .buffer = done.buffer,
+                  .size = done.size,
+                  .epoch = order_->options().epoch,
+                  .k = done.k,
+                  .resume_state = last_state_};
+}
+
+void Scheduler::Release(int buffer) {
+  {
+    MutexLock lock(&mu_);
+    free_buffers_.push_back(buffer);
+    --held_;
+  }
+  work_cv_.SignalAll();
+}
+
+Status Scheduler::StartEpoch(uint64_t epoch, uint64_t position) {
+  std::shared_ptr<const EpochOrder> order;
+  {
+    MutexLock lock(&mu_);
+    // Nothing handed out yet and the same start: keep what the workers prefetched.
+    const EpochOrderOptions& cur = order_->options();
+    if (!delivered_any_ && cur.epoch == epoch && cur.start == position) return Status::Ok();
+    // The epoch the workers looked ahead into: keep its prefetched batches.
+    const EpochOrderOptions& next = ahead_->options();
+    if (next.epoch == epoch && next.start == position) order = ahead_;
+  }
+  if (order == nullptr) {
+    DOCFEED_ASSIGN_OR_RETURN(order, make_order_(epoch, position));
+  }
+  DOCFEED_ASSIGN_OR_RETURN(std::shared_ptr<const EpochOrder> ahead, make_order_(epoch + 1, 0));
+  {
+    MutexLock lock(&mu_);
+    // Stop new claims and wait for the workers to leave the slots they are writing, so no
+    // buffer goes back to the pool while a worker still writes into it.
+    paused_ = true;
+    while (active_ != 0) idle_cv_.Wait(&mu_);
+    std::deque<InFlight> kept;
+    for (InFlight& b : in_flight_) {
+      if (b.order == order) {
+        kept.push_back(std::move(b));
+      } else {
+        free_buffers_.push_back(b.buffer);
+      }
+    }
+    next_to_start_ = order == ahead_ ? ahead_next_to_start_ : 0;
+    in_flight_ = std::move(kept);
+    order_ = std::move(order);
+    ahead_ = std::move(ahead);
+    ahead_next_to_start_ = 0;
+    ++generation_;
+    next_to_deliver_ = 0;
+    delivered_any_ = false;
+    last_state_ = {seed_, epoch, position};
+    paused_ = false;
+  }
+  work_cv_.SignalAll();
+  return Status::Ok();
+}
+
+void Scheduler::Stop() {
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  work_cv_.SignalAll();
+}
+
+LoaderState Scheduler::state() const {
+  MutexLock lock(&mu_);
+  return last_state_;
+}
+
+uint64_t Scheduler::num_batches() const {
+  MutexLock lock(&mu_);
+  return order_->num_batches();
+}
+
+uint64_t Scheduler::ready_depth_sum() const {
+  MutexLock lock(&mu_);
+  return ready_depth_sum_;
+}
+
+}  // namespace docfeed::internal

@@ -1,0 +1,141 @@
+// The loader's scheduler: which batch of which epoch each pool buffer holds, which slot each
+// worker fills, the order batches are handed out in, and the look-ahead into the next epoch.
+//
+//   TryClaim/WaitForClaim  a worker takes the next unclaimed slot, starting a new batch in a
+//                          free buffer when the prefetch window allows (current epoch first,
+//                          then the next epoch's first batches: the look-ahead)
+//   Finish                 the worker reports the slot done (or its error); the last slot of a
+//                          batch makes it ready
+//   Next                   the consumer takes the next batch in order once it is ready
+//   Release                a delivered buffer returns to the free list
+//   StartEpoch             drops prefetched work (keeping what belongs to the new epoch's
+//                          start) after the workers left the buffers they write
+//
+// Locking: one Mutex guards every member below it (checked by clang's -Wthread-safety). The
+// scheduler never calls out while holding it, except for the `on_complete` hook (the label
+// compaction of a finished batch, which touches only that batch's buffer).
+#ifndef DOCFEED_PIPELINE_SCHEDULER_H_
+#define DOCFEED_PIPELINE_SCHEDULER_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "base/mutex.h"
+#include "docfeed/loader.h"
+#include "docfeed/status.h"
+#include "pipeline/epoch_order.h"
+
+namespace docfeed::internal {
+
+using docfeed::LoaderState;
+
+// What one worker took on: slot j of batch k of `order`, in `generation`, into `buffer`.
+struct Claim {
+  std::shared_ptr<const EpochOrder> order;
+  uint64_t generation = 0;
+  uint64_t k = 0;
+  uint32_t j = 0;
+  int buffer = -1;
+};
+
+// A batch handed to the consumer (or the end of the epoch, when `end`).
+struct Delivery {
+  bool end = false;
+  int buffer = -1;
+  uint32_t size = 0;
+  uint64_t epoch = 0;
+  uint64_t k = 0;
+  LoaderState resume_state;
+};
+
+class Scheduler {
+ public:
+  using OrderFactory =
+      std::function<Result<std::shared_ptr<const EpochOrder>>(uint64_t epoch, uint64_t position)>;
+
+  // `buffers` pool buffers (all free), at most `prefetch` batches in flight. `on_complete(buffer,
+  // size)` runs under the lock when a batch's last slot finishes.
+  Scheduler(uint64_t seed, int buffers, int prefetch, OrderFactory make_order,
+            std::function<void(int buffer, uint32_t size)> on_complete);
+
+  // Starts epoch 0 at position 0 with epoch 1 as look-ahead.
+  Status Init() DOCFEED_EXCLUDES(mu_);
+
+  // Worker side: blocks until a slot is claimed (true) or Stop() was called (false). Adds the
+  // time spent waiting for a free buffer to *buffer_wait_nanos.
+  bool WaitForClaim(Claim* claim, uint64_t* buffer_wait_nanos) DOCFEED_EXCLUDES(mu_);
+  // Worker side: slot `claim` is done; `status` is its error, if any. The lowest failed slot's
+  // error becomes the batch's.
+  void Finish(const Claim& claim, Status status) DOCFEED_EXCLUDES(mu_);
+
+  // Consumer side: the next batch in order, waiting for it; Delivery::end at the end of the
+  // epoch. Errors: the batch's first failed slot (its buffer is freed), or ResourceExhausted
+  // when every buffer is held by the consumer. `*waited_nanos` gets the time waited; the
+  // batches already complete at the call add to ready_depth_sum().
+  Result<Delivery> Next(uint64_t* waited_nanos) DOCFEED_EXCLUDES(mu_);
+  // A delivered buffer is free again. Any thread.
+  void Release(int buffer) DOCFEED_EXCLUDES(mu_);
+
+  // Drops prefetched work and starts `epoch` at global position `position`, keeping batches
+  // already prefetched for exactly that start (nothing delivered yet, or the look-ahead).
+  Status StartEpoch(uint64_t epoch, uint64_t position) DOCFEED_EXCLUDES(mu_);
+  // Wakes every waiting worker; WaitForClaim returns false from now on.
+  void Stop() DOCFEED_EXCLUDES(mu_);
+
+  LoaderState state() const DOCFEED_EXCLUDES(mu_);
+  uint64_t num_batches() const DOCFEED_EXCLUDES(mu_);
+  uint64_t ready_depth_sum() const DOCFEED_EXCLUDES(mu_);
+
+ private:
+  // A batch that workers are filling or that waits for the consumer.
+  struct InFlight {
+    std::shared_ptr<const EpochOrder> order;  // the current epoch's, or the look-ahead's
+    uint64_t k = 0;                           // batch number in that epoch
+    int buffer = -1;
+    uint32_t size = 0;
+    uint32_t next_slot = 0;  // slots below it are claimed
+    uint32_t remaining = 0;  // slots not yet finished
+    uint32_t error_slot = 0;
+    Status error;  // the lowest-numbered failed slot's error
+  };
+
+  bool TryClaim(Claim* claim, bool* no_buffer) DOCFEED_REQUIRES(mu_);
+  bool FrontReady() const DOCFEED_REQUIRES(mu_);
+
+  const uint64_t seed_;
+  const int num_buffers_;
+  const int prefetch_;
+  const OrderFactory make_order_;
+  const std::function<void(int, uint32_t)> on_complete_;
+
+  mutable Mutex mu_;
+  CondVar work_cv_;   // workers: new work, a free buffer, stop
+  CondVar ready_cv_;  // consumer: a batch completed
+  CondVar idle_cv_;   // StartEpoch: the workers left the slots they held
+  std::shared_ptr<const EpochOrder> order_ DOCFEED_GUARDED_BY(mu_);
+  // The epoch after this one, from its start: once every batch of `order_` is started, idle
+  // workers fill buffers from it, so the first batches of the next epoch are ready when it is
+  // asked for (StartEpoch(epoch + 1) keeps them) instead of the consumer waiting at every epoch
+  // boundary.
+  std::shared_ptr<const EpochOrder> ahead_ DOCFEED_GUARDED_BY(mu_);
+  uint64_t ahead_next_to_start_ DOCFEED_GUARDED_BY(mu_) = 0;
+  uint64_t generation_ DOCFEED_GUARDED_BY(mu_) = 0;
+  bool paused_ DOCFEED_GUARDED_BY(mu_) = false;
+  bool stopping_ DOCFEED_GUARDED_BY(mu_) = false;
+  int active_ DOCFEED_GUARDED_BY(mu_) = 0;  // workers filling a claimed slot outside the lock
+  uint64_t next_to_start_ DOCFEED_GUARDED_BY(mu_) = 0;
+  uint64_t next_to_deliver_ DOCFEED_GUARDED_BY(mu_) = 0;
+  std::deque<InFlight> in_flight_ DOCFEED_GUARDED_BY(mu_);  // front(): batch next_to_deliver_
+  std::vector<int> free_buffers_ DOCFEED_GUARDED_BY(mu_);
+  int held_ DOCFEED_GUARDED_BY(mu_) = 0;
+  LoaderState last_state_ DOCFEED_GUARDED_BY(mu_);
+  bool delivered_any_ DOCFEED_GUARDED_BY(mu_) = false;
+  uint64_t ready_depth_sum_ DOCFEED_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_PIPELINE_SCHEDULER_H_

@@ -1,0 +1,112 @@
+// The preprocessing seam: a model's image preset, split where the randomness starts.
+//
+// Every path from stored image bytes to a model input goes through a Preset: the loader's
+// workers, `docfeed pack --preprocess`, `docfeed preprocess` and the benchmarks. A preset has
+//   Prepare   the deterministic part (decode, EXIF orientation, colour conversion, resize):
+//             stored bytes -> the "prepared" page. It can run once, at pack time, when the
+//             dataset stores its output (`pack --preprocess NAME`); its parameters are then
+//             recorded in the manifest (StoredInfo) and checked at load time (CheckStored).
+//   Finish    the per-epoch part (padding, with its per-sample randomness, rescale, normalize,
+//             layout): prepared page -> one sample's slot of a batch buffer.
+// and says what it yields (OutputShape). Adding a model means adding a Preset and a line in
+// MakePreset; the loader and the packer do not change.
+//
+// Thread safety: a Preset is immutable after creation; Prepare and Finish are const and may be
+// called from any number of threads at once, each with its own scratch Image.
+#ifndef DOCFEED_PRESET_PRESET_H_
+#define DOCFEED_PRESET_PRESET_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "codec/codec.h"
+#include "docfeed/preprocess.h"
+#include "docfeed/status.h"
+#include "format/manifest.h"
+#include "imaging/donut.h"
+#include "imaging/normalize.h"
+
+namespace docfeed::internal {
+
+// The preset vocabulary of docfeed/preprocess.h.
+using docfeed::OutputShape;
+using docfeed::PadMode;
+using docfeed::Placement;
+using docfeed::PrepareMode;
+using docfeed::SampleKey;
+// The parameters of a preset, in the processor's own terms.
+using PresetParams = docfeed::PresetOptions;
+
+// Where Prepare's time went, in nanoseconds, for the loader's statistics. A preset that decodes
+// and resizes in one fused pass reports it as decode_resize only.
+struct PrepareTimes {
+  uint64_t decode = 0;
+  uint64_t resize = 0;
+  uint64_t decode_resize = 0;
+};
+
+// What Prepare needs besides the bytes.
+struct PrepareRequest {
+  // EXIF orientation to apply first (1: none). The loader and the packer pass what the codec
+  // probed (as `datasets` applies it when it decodes); `docfeed preprocess` passes 1, as
+  // `PIL.Image.open` does not apply it.
+  int32_t orientation = 1;
+  PrepareMode mode = PrepareMode::kExact;
+  DecodeLimits limits;
+};
+
+class Preset {
+ public:
+  virtual ~Preset() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual OutputShape output_shape() const = 0;
+  // The normalization Finish applies to float outputs (per channel, as the processor's
+  // image_mean / image_std); a uint8 consumer normalizing elsewhere uses these.
+  virtual const std::array<double, 3>& image_mean() const = 0;
+  virtual const std::array<double, 3>& image_std() const = 0;
+
+  // The deterministic part: stored bytes -> prepared page, written into `out` (its pixel buffer
+  // is reused when large enough, so a worker that keeps `out` allocates nothing in steady
+  // state). `times` (optional) receives where the time went.
+  // Errors: those of decoding (Corruption, Unsupported, ResourceExhausted) and of the preset's
+  // geometry (InvalidArgument), without the file or sample name, which the caller adds.
+  virtual Status Prepare(std::span<const uint8_t> bytes, const PrepareRequest& request, Image* out,
+                         PrepareTimes* times = nullptr) const = 0;
+
+  // What a dataset that stores Prepare's output records in its manifest.
+  virtual PreprocessInfo StoredInfo() const = 0;
+  // OK when pages that a preset prepared at pack time (`stored`, from the manifest of `dir`)
+  // are what this preset's Prepare would give, so Finish can take them as they are.
+  // Errors: FailedPrecondition naming the dataset, what it holds and how to re-pack.
+  virtual Status CheckStored(const PreprocessInfo& stored, const std::string& dir) const = 0;
+
+  // Bytes of one sample's output in `dtype` (output_shape() elements).
+  size_t SampleBytes(DType dtype) const;
+
+  // The per-epoch part: writes one sample's output, every byte of it, at `out` (SampleBytes
+  // bytes, aligned for `dtype`). `prepared` is Prepare's output (or a stored page that
+  // CheckStored accepted). Random choices are drawn from `key`.
+  // Errors: Corruption when `prepared` cannot come from Prepare (channels, a size larger than
+  // the output); InvalidArgument for a bad view.
+  virtual Result<Placement> Finish(const ImageView& prepared, const SampleKey& key, DType dtype,
+                                   OutputLayout layout, void* out) const = 0;
+};
+
+// Creates the preset `params.name` names.
+// Errors: InvalidArgument for an unknown name or parameters the preset refuses (naming them).
+Result<std::unique_ptr<const Preset>> MakePreset(const PresetParams& params);
+
+// The preset whose Prepare made (or, at pack time, will make) pages recorded as `stored` in a
+// manifest. Errors: InvalidArgument for an unknown preset or bad sizes.
+Result<std::unique_ptr<const Preset>> PresetForStored(const PreprocessInfo& stored);
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_PRESET_PRESET_H_

@@ -1,0 +1,37 @@
+// docfeed::Preset (docfeed/preprocess.h): the public handle over an internal::Preset.
+#include "docfeed/preprocess.h"
+#include "preset/preset.h"
+
+namespace docfeed {
+
+Result<Preset> Preset::Create(const PresetOptions& options) {
+  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<const internal::Preset> impl,
+                           internal::MakePreset(options));
+  return Preset(std::shared_ptr<const internal::Preset>(std::move(impl)));
+}
+
+std::string_view Preset::name() const { return impl_->name(); }
+OutputShape Preset::output_shape() const { return impl_->output_shape(); }
+size_t Preset::SampleBytes(DType dtype) const { return impl_->SampleBytes(dtype); }
+const std::array<double, 3>& Preset::image_mean() const { return impl_->image_mean(); }
+const std::array<double, 3>& Preset::image_std() const { return impl_->image_std(); }
+
+Status Preset::Prepare(std::span<const uint8_t> bytes, const PrepareOptions& options,
+                       Image* out) const {
+  if (out == nullptr) return InvalidArgumentError("Preset::Prepare: out is null");
+  internal::PrepareRequest request;
+  request.orientation = options.orientation;
+  request.mode = options.mode;
+  return impl_->Prepare(bytes, request, out);
+}
+
+Result<Placement> Preset::Finish(const Image& prepared, const SampleKey& key, DType dtype,
+                                 OutputLayout layout, void* out) const {
+  if (out == nullptr) return InvalidArgumentError("Preset::Finish: out is null");
+  if (prepared.pixels.size() != prepared.stride_bytes() * static_cast<size_t>(prepared.height)) {
+    return InvalidArgumentError("Preset::Finish: the image's pixels do not match its size");
+  }
+  return impl_->Finish(internal::ViewOf(prepared), key, dtype, layout, out);
+}
+
+}  // namespace docfeed

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The installed package works from outside the tree: install BUILD into a temporary prefix,
+# build examples/loader against it with find_package (only the installed headers on its include
+# path), pack a dataset with the installed CLI and run the example on it.
+#   install_test.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$1
+build=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" > /dev/null
+test -f "$tmp/prefix/include/docfeed/loader.h"
+test -f "$tmp/prefix/lib/cmake/docfeed/docfeedConfig.cmake"
+# Nothing but include/docfeed is installed as headers.
+test "$(ls "$tmp/prefix/include")" = docfeed
+cmake -S "$src/examples/loader" -B "$tmp/example" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$tmp/prefix" > /dev/null
+cmake --build "$tmp/example" > /dev/null
+images=$src/tests/data/sample-docs/invoices
+"$tmp/prefix/bin/docfeed" pack "$images" -o "$tmp/ds" > /dev/null
+n=$(find "$images" -maxdepth 1 -type f \( -name '*.png' -o -name '*.jpg' \) | wc -l)
+out=$("$tmp/example/loader_example" "$tmp/ds" "$images/simple-invoice.png")
+echo "$out"
+grep -qx "samples: $n" <<< "$out"
+grep -qx "delivered: $(( n / 2 * 2 ))" <<< "$out"
+grep -q '"samples":' <<< "$out"
+grep -q '^prepared: ' <<< "$out"
