@@ -27,7 +27,7 @@ struct PackProgress {
 
 // Arrow body compression `docfeed pack --preprocess` uses unless --compression says otherwise:
 // LZ4_FRAME decompresses a 1553x1200 page ~2.4x faster than zstd (level 1, docfeed's writer) for
-// ~27% more bytes (docs/format.md, "Preprocessed datasets").
+// ~27% more bytes (docs/benchmarks.md, "Preprocessed storage").
 inline constexpr char kPreprocessedDefaultCompression[] = "lz4_frame";
 
 struct PackOptions {
