@@ -80,7 +80,7 @@ def donut_base_train_flops(height: int, width: int, target_length: int = 512,
                            vocab: int = 57580) -> Dict[str, float]:
     """FLOPs of one Donut-base training sample (forward + backward) at height x width.
 
-    Architecture (../shared/docs/donut-preprocessing.md): DonutSwin encoder, patch 4, embed 128,
+    Architecture (docs/context.md section 3): DonutSwin encoder, patch 4, embed 128,
     depths [2, 2, 14, 2], window 10, channels doubling per stage (patch merging: the grid is
     padded to even sides, then 4C -> 2C on the merged tokens); MBart decoder, 4 layers, d_model
     1024, FFN 4096, `target_length` tokens (the recipe pads labels to 512), cross-attention over
@@ -88,7 +88,7 @@ def donut_base_train_flops(height: int, width: int, target_length: int = 512,
     Counted: the matrix products (2 FLOPs per multiply-accumulate), as torch's FlopCounterMode
     does; norms, softmax and activations are left out (< 2 %). Training = 3 x forward (the
     backward pass costs two forwards). Check: at 1553 x 1200 this gives 3.56 TFLOP per sample
-    (encoder 1.02, decoder 0.17 TFLOP forward) against ~3.7 in ../shared/docs/CONTEXT.md;
+    (encoder 1.02, decoder 0.17 TFLOP forward) against ~3.7 in docs/context.md section 2;
     tests/python/test_doctor.py compares the formula with FlopCounterMode on the real
     transformers model (meta tensors)."""
     gh, gw = math.ceil(height / 4), math.ceil(width / 4)

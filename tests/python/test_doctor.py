@@ -246,7 +246,7 @@ def test_flop_formula_matches_torch_flop_counter():
     assert ours["forward"] == forward.get_total_flops()
     # Backward skips the input image's gradient: 3 x forward is within 0.1 % of it.
     assert ours["train"] == pytest.approx(train.get_total_flops(), rel=1e-3)
-    assert ours["train"] == pytest.approx(3.7e12, rel=0.05)  # ../shared/docs/CONTEXT.md
+    assert ours["train"] == pytest.approx(3.7e12, rel=0.05)  # docs/context.md section 2
 
 
 def package_link(tmp_path):
