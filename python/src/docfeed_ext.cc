@@ -11,8 +11,11 @@
 //   * The optional buffer allocator (pinned memory for CUDA) is a Python callable
 //     allocate(nbytes) -> object with .data_ptr(); the object is kept alive until the pool frees
 //     the buffer. Its hooks take the GIL themselves because the pool may be freed on any thread.
-//   * Errors become exceptions: ValueError (InvalidArgument), FileNotFoundError (NotFound),
-//     RuntimeError otherwise, with docfeed's message (which names the file / sample).
+//   * Errors become docfeed.errors exceptions chosen by StatusCode alone (Raise; never by
+//     message text), each also a built-in (ValueError, FileNotFoundError, OSError,
+//     RuntimeError, ...), with docfeed's message (which names the file / sample / parameter).
+//   * Loader options are typed keyword-only arguments; MakeOptions is the one place that turns
+//     them into LoaderOptions and checks integer ranges.
 // nanobind's headers trip docfeed's -Wshadow; they are third-party code.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wshadow"
@@ -20,19 +23,26 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 #pragma GCC diagnostic pop
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "docfeed/status.h"
+#include "format/dataset.h"
+#include "format/manifest.h"
 #include "imaging/donut.h"
 #include "imaging/normalize.h"
 #include "pipeline/epoch_order.h"
@@ -44,21 +54,114 @@ using namespace nb::literals;
 namespace docfeed::internal {
 namespace {
 
-[[noreturn]] void Raise(const Status& status) {
-  const std::string text = std::string(status.message());
-  switch (status.code()) {
+// ---- Errors: one place maps a StatusCode to its docfeed.errors class, by code only ----
+
+// The names docfeed.errors.BY_CODE is keyed by (the StatusCode enumerators without the k), plus
+// "Closed" for a loader or batch used after close()/release().
+constexpr const char* kErrorCodes[] = {
+    "InvalidArgument", "NotFound",           "Corruption", "IOError",
+    "Unsupported",     "ResourceExhausted",  "Cancelled",  "Internal",
+    "AlreadyExists",   "FailedPrecondition", "Closed"};
+constexpr size_t kNumErrorCodes = sizeof(kErrorCodes) / sizeof(kErrorCodes[0]);
+constexpr size_t kClosedCode = kNumErrorCodes - 1;
+// The classes, looked up once at import (LoadErrorTypes); references held for the process.
+PyObject* g_error_types[kNumErrorCodes] = {};
+
+size_t ErrorIndex(StatusCode code) {
+  switch (code) {
     case StatusCode::kInvalidArgument:
-      throw nb::value_error(text.c_str());
+      return 0;
     case StatusCode::kNotFound:
-      PyErr_SetString(PyExc_FileNotFoundError, text.c_str());
-      throw nb::python_error();
-    default:
-      throw std::runtime_error(std::string(StatusCodeName(status.code())) + ": " + text);
+      return 1;
+    case StatusCode::kCorruption:
+      return 2;
+    case StatusCode::kIOError:
+      return 3;
+    case StatusCode::kUnsupported:
+      return 4;
+    case StatusCode::kResourceExhausted:
+      return 5;
+    case StatusCode::kCancelled:
+      return 6;
+    case StatusCode::kAlreadyExists:
+      return 8;
+    case StatusCode::kFailedPrecondition:
+      return 9;
+    case StatusCode::kOk:  // never raised; treated as a bug
+    case StatusCode::kInternal:
+      break;
+  }
+  return 7;
+}
+
+void LoadErrorTypes() {
+  nb::object by_code = nb::module_::import_("docfeed.errors").attr("BY_CODE");
+  for (size_t i = 0; i < kNumErrorCodes; ++i) {
+    g_error_types[i] = nb::object(by_code[kErrorCodes[i]]).release().ptr();
   }
 }
 
+// Raises the class of kErrorCodes[index] with `message`; its `.code` is that name.
+[[noreturn]] void RaiseCode(size_t index, const std::string& message) {
+  nb::handle type(g_error_types[index]);
+  nb::object error = type(message);
+  error.attr("code") = kErrorCodes[index];
+  PyErr_SetObject(type.ptr(), error.ptr());
+  throw nb::python_error();
+}
+
+[[noreturn]] void Raise(const Status& status) {
+  const StatusCode code = status.code();
+  // InvalidArgument and NotFound keep docfeed's bare message (they were ValueError and
+  // FileNotFoundError before the hierarchy); the others keep "Code name: message".
+  const bool bare = code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound;
+  RaiseCode(ErrorIndex(code), bare ? std::string(status.message()) : status.ToString());
+}
+
+[[noreturn]] void RaiseInvalid(const std::string& message) {
+  Raise(Status(StatusCode::kInvalidArgument, message));
+}
+
+[[noreturn]] void RaiseClosed(const std::string& message) { RaiseCode(kClosedCode, message); }
+
 void Check(const Status& status) {
   if (!status.ok()) Raise(status);
+}
+
+// A Python int as T, or InvalidArgumentError naming `name` and the range [lo, hi]. Rejects bool
+// (an int subclass) and every non-int, so nothing is truncated or wrapped silently.
+template <typename T>
+T ToInt(const char* name, nb::handle value, T lo = std::numeric_limits<T>::min(),
+        T hi = std::numeric_limits<T>::max()) {
+  static_assert(std::is_integral_v<T> && sizeof(T) <= sizeof(long long));
+  bool in_range = false;
+  T out = 0;
+  if (PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) {
+    int overflow = 0;
+    const long long s = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+    if (overflow == 0 && !(s == -1 && PyErr_Occurred())) {
+      if constexpr (std::is_signed_v<T>) {
+        in_range = s >= static_cast<long long>(lo) && s <= static_cast<long long>(hi);
+      } else {
+        in_range = s >= 0 && static_cast<unsigned long long>(s) >= lo &&
+                   static_cast<unsigned long long>(s) <= hi;
+      }
+      out = static_cast<T>(s);
+    } else if (overflow > 0) {
+      if constexpr (std::is_unsigned_v<T>) {
+        const unsigned long long u = PyLong_AsUnsignedLongLong(value.ptr());
+        if (!PyErr_Occurred()) {
+          in_range = u >= lo && u <= hi;
+          out = static_cast<T>(u);
+        }
+      }
+    }
+    PyErr_Clear();
+  }
+  if (in_range) return out;
+  const std::string got = nb::cast<std::string>(nb::repr(value));
+  RaiseInvalid(std::string(name) + " must be an integer in " + std::to_string(lo) + ".." +
+               std::to_string(hi) + ", not " + got);
 }
 
 DType ParseDType(const std::string& name) {
@@ -66,7 +169,7 @@ DType ParseDType(const std::string& name) {
   if (name == "float32") return DType::kFloat32;
   if (name == "float16") return DType::kFloat16;
   if (name == "bfloat16") return DType::kBfloat16;
-  throw nb::value_error(("dtype must be uint8, float32, float16 or bfloat16, not " + name).c_str());
+  RaiseInvalid("dtype must be uint8, float32, float16 or bfloat16, not " + name);
 }
 
 nb::dlpack::dtype ToDlpack(DType dtype) {
@@ -132,7 +235,7 @@ struct PyBatch {
   int32_t height = 0, width = 0;
 
   void RequireValid() const {
-    if (!batch.valid()) throw std::runtime_error("this docfeed batch was released");
+    if (!batch.valid()) RaiseClosed("this docfeed batch was released");
   }
 };
 
@@ -160,56 +263,60 @@ nb::object Pixels(nb::handle self) {
   return nb::cast(array, nb::rv_policy::reference);
 }
 
-LoaderOptions MakeOptions(const nb::dict& o) {
+// The one place that turns the binding's typed keyword arguments into LoaderOptions. Integers
+// are range-checked here (ToInt: an InvalidArgumentError naming the parameter and its range);
+// the combinations (rank < world_size, a preprocessed dataset's size, ...) are Loader::Create's.
+LoaderOptions MakeOptions(
+    const std::string& path, nb::handle height, nb::handle width, bool align_long_axis,
+    nb::handle batch_size, bool shuffle, nb::handle seed, const std::string& pad,
+    const std::string& dtype, const std::string& layout, nb::handle rank, nb::handle world_size,
+    const std::string& remainder, nb::handle num_threads, nb::handle prefetch, nb::handle max_held,
+    const std::string& label_column, nb::handle label_length, const std::string& on_error,
+    nb::handle max_bad_samples, const std::optional<std::array<double, 3>>& image_mean,
+    const std::optional<std::array<double, 3>>& image_std, nb::handle allocator) {
+  constexpr int kIntMax = std::numeric_limits<int>::max();
   LoaderOptions opt;
-  opt.path = nb::cast<std::string>(o["path"]);
-  opt.donut.height = nb::cast<int32_t>(o["height"]);
-  opt.donut.width = nb::cast<int32_t>(o["width"]);
-  opt.donut.align_long_axis = nb::cast<bool>(o["align_long_axis"]);
-  opt.batch_size = nb::cast<uint32_t>(o["batch_size"]);
-  opt.shuffle = nb::cast<bool>(o["shuffle"]);
-  opt.seed = nb::cast<uint64_t>(o["seed"]);
-  const auto pad = nb::cast<std::string>(o["pad"]);
+  opt.path = path;
+  opt.donut.height = ToInt<int32_t>("height", height, 1, 65535);
+  opt.donut.width = ToInt<int32_t>("width", width, 1, 65535);
+  opt.donut.align_long_axis = align_long_axis;
+  opt.batch_size = ToInt<uint32_t>("batch_size", batch_size, 1);
+  opt.shuffle = shuffle;
+  opt.seed = ToInt<uint64_t>("seed", seed);
   if (pad == "random") {
     opt.pad = PadMode::kRandom;
   } else if (pad == "center") {
     opt.pad = PadMode::kCenter;
   } else {
-    throw nb::value_error(("pad must be 'random' or 'center', not '" + pad + "'").c_str());
+    RaiseInvalid("pad must be 'random' or 'center', not '" + pad + "'");
   }
-  opt.dtype = ParseDType(nb::cast<std::string>(o["dtype"]));
-  // Optional keys (None or 3 floats): override the dataset's normalization.
-  if (o.contains("image_mean") && !o["image_mean"].is_none()) {
-    opt.image_mean = nb::cast<std::array<double, 3>>(o["image_mean"]);
+  opt.dtype = ParseDType(dtype);
+  opt.image_mean = image_mean;
+  opt.image_std = image_std;
+  if (layout != "chw" && layout != "hwc") {
+    RaiseInvalid("layout must be 'chw' or 'hwc', not '" + layout + "'");
   }
-  if (o.contains("image_std") && !o["image_std"].is_none()) {
-    opt.image_std = nb::cast<std::array<double, 3>>(o["image_std"]);
-  }
-  const auto layout = nb::cast<std::string>(o["layout"]);
-  if (layout != "chw" && layout != "hwc") throw nb::value_error("layout must be 'chw' or 'hwc'");
   opt.layout = layout == "chw" ? OutputLayout::kChw : OutputLayout::kHwc;
-  opt.rank = nb::cast<uint32_t>(o["rank"]);
-  opt.world_size = nb::cast<uint32_t>(o["world_size"]);
-  auto remainder = ParseRemainder(nb::cast<std::string>(o["remainder"]));
-  if (!remainder.ok()) Raise(remainder.status());
-  opt.remainder = remainder.value();
-  opt.num_threads = nb::cast<int>(o["num_threads"]);
-  opt.prefetch = nb::cast<int>(o["prefetch"]);
-  opt.max_held = nb::cast<int>(o["max_held"]);
-  opt.label_column = nb::cast<std::string>(o["label_column"]);
-  opt.label_length = nb::cast<uint32_t>(o["label_length"]);
-  const auto on_error = nb::cast<std::string>(o["on_error"]);
+  opt.rank = ToInt<uint32_t>("rank", rank);
+  opt.world_size = ToInt<uint32_t>("world_size", world_size, 1);
+  Result<Remainder> parsed_remainder = ParseRemainder(remainder);
+  if (!parsed_remainder.ok()) Raise(parsed_remainder.status());
+  opt.remainder = parsed_remainder.value();
+  opt.num_threads = ToInt<int>("num_threads", num_threads, 0, kIntMax);
+  opt.prefetch = ToInt<int>("prefetch", prefetch, 1, kIntMax);
+  opt.max_held = ToInt<int>("max_held", max_held, 1, kIntMax);
+  opt.label_column = label_column;
+  opt.label_length = ToInt<uint32_t>("label_length", label_length);
   if (on_error == "raise") {
     opt.on_error = BadSamplePolicy::kError;
   } else if (on_error == "skip") {
     opt.on_error = BadSamplePolicy::kSkip;
   } else {
-    throw nb::value_error(("on_error must be 'raise' or 'skip', not '" + on_error + "'").c_str());
+    RaiseInvalid("on_error must be 'raise' or 'skip', not '" + on_error + "'");
   }
-  opt.max_bad_samples = nb::cast<uint64_t>(o["max_bad_samples"]);
-  nb::object allocate = o["allocator"];
-  if (!allocate.is_none()) {
-    auto alloc = std::make_shared<PyAllocator>(allocate);
+  opt.max_bad_samples = ToInt<uint64_t>("max_bad_samples", max_bad_samples);
+  if (!allocator.is_none()) {
+    auto alloc = std::make_shared<PyAllocator>(nb::borrow(allocator));
     opt.allocator.allocate = [alloc](size_t bytes) { return alloc->Allocate(bytes); };
     opt.allocator.release = [alloc](void* data, size_t) { alloc->Release(data); };
   }
@@ -234,10 +341,29 @@ struct PyLoader {
   }
   std::unique_ptr<Loader> loader;
   Loader& get() {
-    if (!loader) throw std::runtime_error("this docfeed loader was closed");
+    if (!loader) RaiseClosed("this docfeed loader was closed");
     return *loader;
   }
 };
+
+// Every field of LoaderStats, in declaration order (src/pipeline/loader.h): stages as (count,
+// seconds), counters as ints, bad_sample_errors as a list of str. STATS_FIELDS exposes the
+// names so a test can hold them against the struct.
+constexpr const char* kStatsFields[] = {"read",
+                                        "decode",
+                                        "resize",
+                                        "decode_resize",
+                                        "pad_normalize",
+                                        "buffer_wait",
+                                        "consumer_wait",
+                                        "batches",
+                                        "samples",
+                                        "stored_bytes",
+                                        "bad_samples",
+                                        "bad_sample_errors",
+                                        "ready_depth_sum",
+                                        "pool_buffers",
+                                        "pool_bytes"};
 
 nb::dict StatsDict(const LoaderStats& s) {
   nb::dict d;
@@ -247,6 +373,7 @@ nb::dict StatsDict(const LoaderStats& s) {
   d["read"] = stage(s.read);
   d["decode"] = stage(s.decode);
   d["resize"] = stage(s.resize);
+  d["decode_resize"] = stage(s.decode_resize);
   d["pad_normalize"] = stage(s.pad_normalize);
   d["buffer_wait"] = stage(s.buffer_wait);
   d["consumer_wait"] = stage(s.consumer_wait);
@@ -254,11 +381,71 @@ nb::dict StatsDict(const LoaderStats& s) {
   d["samples"] = s.samples;
   d["stored_bytes"] = s.stored_bytes;
   d["bad_samples"] = s.bad_samples;
-  d["bad_sample_errors"] = s.bad_sample_errors;
+  d["bad_sample_errors"] = nb::cast(s.bad_sample_errors);
   d["ready_depth_sum"] = s.ready_depth_sum;
   d["pool_buffers"] = s.pool_buffers;
   d["pool_bytes"] = s.pool_bytes;
   return d;
+}
+
+// What a dataset's manifest says, without starting a loader: Dataset::Open checks the
+// manifest, the index and each data file's schema (no image is read or decoded).
+nb::dict DatasetInfo(const std::string& path) {
+  Result<std::unique_ptr<Dataset>> opened = [&] {
+    nb::gil_scoped_release nogil;
+    return Dataset::Open(path);
+  }();
+  if (!opened.ok()) Raise(opened.status());
+  const Dataset& dataset = *opened.value();
+  const Manifest& m = dataset.manifest();
+  nb::dict d;
+  d["path"] = dataset.dir();
+  d["num_samples"] = dataset.size();
+  nb::list columns;
+  for (const ColumnSpec& c : m.columns) {
+    columns.append(nb::make_tuple(c.name, std::string(ColumnTypeName(c.type))));
+  }
+  d["columns"] = columns;
+  d["label_column"] = m.label_column;
+  d["codec"] = m.codec;
+  d["compression"] = m.compression;
+  d["stored_codecs"] = nb::cast(m.stored_codecs);
+  d["source_bytes"] = m.source_bytes;
+  d["stored_image_bytes"] = m.stored_image_bytes;
+  d["rejected"] = m.rejected;
+  if (m.preprocess.preprocessed()) {
+    nb::dict pre;
+    pre["preset"] = m.preprocess.preset;
+    pre["height"] = m.preprocess.height;
+    pre["width"] = m.preprocess.width;
+    pre["align_long_axis"] = m.preprocess.align_long_axis;
+    d["preprocess"] = pre;
+  } else {
+    d["preprocess"] = nb::none();
+  }
+  d["original_column"] = m.original_column;
+  return d;
+}
+
+// Loader.__init__: typed keyword arguments -> MakeOptions -> Loader::Create (GIL released).
+void InitLoader(PyLoader* self, const std::string& path, nb::int_ height, nb::int_ width,
+                bool align_long_axis, nb::int_ batch_size, bool shuffle, nb::int_ seed,
+                const std::string& pad, const std::string& dtype, const std::string& layout,
+                nb::int_ rank, nb::int_ world_size, const std::string& remainder,
+                nb::int_ num_threads, nb::int_ prefetch, nb::int_ max_held,
+                const std::string& label_column, nb::int_ label_length, const std::string& on_error,
+                nb::int_ max_bad_samples, std::optional<std::array<double, 3>> image_mean,
+                std::optional<std::array<double, 3>> image_std, nb::object allocator) {
+  const LoaderOptions opt = MakeOptions(
+      path, height, width, align_long_axis, batch_size, shuffle, seed, pad, dtype, layout, rank,
+      world_size, remainder, num_threads, prefetch, max_held, label_column, label_length, on_error,
+      max_bad_samples, image_mean, image_std, allocator);
+  Result<std::unique_ptr<Loader>> created = [&] {
+    nb::gil_scoped_release nogil;
+    return Loader::Create(opt);
+  }();
+  if (!created.ok()) Raise(created.status());
+  new (self) PyLoader(std::move(created).value());
 }
 
 }  // namespace
@@ -269,6 +456,15 @@ NB_MODULE(_docfeed, m) {
   using docfeed::Result;
   using docfeed::Status;
   m.doc() = "docfeed's C++ loader (internal; use docfeed.Loader)";
+  LoadErrorTypes();
+  static const LoaderOptions kDefaults;
+
+  nb::list stats_fields;
+  for (const char* name : kStatsFields) stats_fields.append(name);
+  m.attr("STATS_FIELDS") = nb::tuple(stats_fields);
+  m.def("dataset_info", &DatasetInfo, "path"_a,
+        "The manifest's facts about a dataset (num_samples, columns, label_column, preprocess, "
+        "...) without starting a loader.");
 
   nb::class_<PyBatch>(m, "Batch")
       .def_prop_ro("valid", [](const PyBatch& b) { return b.batch.valid(); })
@@ -321,18 +517,19 @@ NB_MODULE(_docfeed, m) {
           "Returns the buffer to the pool now. Only safe when no view of it is alive.");
 
   nb::class_<PyLoader>(m, "Loader")
-      .def(
-          "__init__",
-          [](PyLoader* self, nb::dict options) {
-            LoaderOptions opt = MakeOptions(options);
-            Result<std::unique_ptr<Loader>> created = [&] {
-              nb::gil_scoped_release nogil;
-              return Loader::Create(opt);
-            }();
-            if (!created.ok()) Raise(created.status());
-            new (self) PyLoader(std::move(created).value());
-          },
-          "options"_a)
+      .def("__init__", &InitLoader, "path"_a, nb::kw_only(), "height"_a = kDefaults.donut.height,
+           "width"_a = kDefaults.donut.width, "align_long_axis"_a = kDefaults.donut.align_long_axis,
+           "batch_size"_a = kDefaults.batch_size, "shuffle"_a = kDefaults.shuffle,
+           "seed"_a = kDefaults.seed, "pad"_a = "random", "dtype"_a = "float32", "layout"_a = "chw",
+           "rank"_a = kDefaults.rank, "world_size"_a = kDefaults.world_size, "remainder"_a = "drop",
+           "num_threads"_a = kDefaults.num_threads, "prefetch"_a = kDefaults.prefetch,
+           "max_held"_a = kDefaults.max_held, "label_column"_a = "",
+           "label_length"_a = kDefaults.label_length, "on_error"_a = "raise",
+           "max_bad_samples"_a = kDefaults.max_bad_samples, "image_mean"_a = nb::none(),
+           "image_std"_a = nb::none(), "allocator"_a = nb::none(),
+           "Opens `path` and starts epoch 0. Integers out of range, unknown names and bad "
+           "combinations raise docfeed.InvalidArgumentError (a ValueError) naming the "
+           "parameter.")
       .def_prop_ro("num_samples", [](PyLoader& l) { return l.get().num_samples(); })
       .def_prop_ro("num_batches", [](PyLoader& l) { return l.get().num_batches(); })
       .def_prop_ro("preprocessed", [](PyLoader& l) { return l.get().preprocessed(); })
@@ -341,7 +538,9 @@ NB_MODULE(_docfeed, m) {
       .def_prop_ro("batch_pixel_bytes", [](PyLoader& l) { return l.get().batch_pixel_bytes(); })
       .def(
           "start_epoch",
-          [](PyLoader& l, uint64_t epoch, uint64_t position) {
+          [](PyLoader& l, nb::int_ epoch_arg, nb::int_ position_arg) {
+            const auto epoch = ToInt<uint64_t>("epoch", epoch_arg);
+            const auto position = ToInt<uint64_t>("position", position_arg);
             Loader& loader = l.get();
             Status status;
             {
@@ -353,12 +552,15 @@ NB_MODULE(_docfeed, m) {
           "epoch"_a, "position"_a = 0)
       .def(
           "restore",
-          [](PyLoader& l, uint64_t seed, uint64_t epoch, uint64_t position) {
+          [](PyLoader& l, nb::int_ seed_arg, nb::int_ epoch_arg, nb::int_ position_arg) {
+            const LoaderState state{ToInt<uint64_t>("seed", seed_arg),
+                                    ToInt<uint64_t>("epoch", epoch_arg),
+                                    ToInt<uint64_t>("position", position_arg)};
             Loader& loader = l.get();
             Status status;
             {
               nb::gil_scoped_release nogil;
-              status = loader.Restore(LoaderState{seed, epoch, position});
+              status = loader.Restore(state);
             }
             Check(status);
           },
