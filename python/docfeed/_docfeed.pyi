@@ -66,5 +66,15 @@ STATS_FIELDS: Tuple[str, ...]
 # preprocess (None or {preset, height, width, align_long_axis}), original_column.
 def dataset_info(path: str) -> Dict[str, Any]: ...
 
+# docfeed.pack's engine (src/pack/packer.h PackFrom): `rows` is one JSON object per line
+# (file_name + the other columns, typed as metadata.jsonl rows); fetch() returns the next rows'
+# images in row order (bytes, or a str saying what is wrong with that row; [] at the end).
+# Releases the GIL while encoding and writing. Returns the pack summary.
+def pack_rows(output: str, rows: str, fetch: Callable[[], List[Any]], *, codec: str = "keep",
+              jpeg_quality: int = 90, threads: int = 0, overwrite: bool = False,
+              skip_bad: bool = False, compression: Optional[str] = None, preprocess: str = "",
+              size: Optional[Tuple[int, int]] = None, align_long_axis: bool = False,
+              keep_original: bool = False, max_file_mb: int = 500) -> Dict[str, Any]: ...
+
 def normalize_table(height: int = 2560, width: int = 1920, rescale_factor: float = ...,
                     mean: Sequence[float] = ..., std: Sequence[float] = ...) -> List[float]: ...

@@ -45,6 +45,9 @@
 #include "format/manifest.h"
 #include "imaging/donut.h"
 #include "imaging/normalize.h"
+#include "pack/image_folder.h"
+#include "pack/packer.h"
+#include "pack/sample_encoder.h"
 #include "pipeline/epoch_order.h"
 #include "pipeline/loader.h"
 
@@ -448,6 +451,171 @@ void InitLoader(PyLoader* self, const std::string& path, nb::int_ height, nb::in
   new (self) PyLoader(std::move(created).value());
 }
 
+// ---- docfeed.pack: the rows of an in-memory dataset through the C++ packer ----
+
+// The rows as a SampleSource. The listing comes from the JSON rows Python wrote in its first
+// pass (ParseSampleRows: typed exactly as metadata.jsonl rows); the images from `fetch()`, a
+// Python callable returning the next rows' images in row order (a list; each item the encoded
+// file as bytes, or a str saying what is wrong with that row; [] once the rows are exhausted).
+// The encode workers call ReadImage without the GIL; the one that finds its row not fetched
+// yet takes the GIL for one fetch() while holding mu_, so rows arrive in order and the GIL is
+// held only to hand over the next rows.
+class PyRowSource final : public SampleSource {
+ public:
+  PyRowSource(ImageFolder listing, nb::object fetch)
+      : listing_(std::move(listing)), fetch_(fetch.release().ptr()) {}
+  ~PyRowSource() override {
+    if (!Py_IsInitialized()) return;
+    nb::gil_scoped_acquire gil;
+    Py_XDECREF(fetch_);
+  }
+  PyRowSource(const PyRowSource&) = delete;
+  PyRowSource& operator=(const PyRowSource&) = delete;
+
+  const ImageFolder& listing() const override { return listing_; }
+
+  Result<std::vector<uint8_t>> ReadImage(size_t i) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (fetched_ <= i && fetch_error_.ok()) FetchMore();
+    auto it = images_.find(i);
+    if (it == images_.end()) {
+      if (!fetch_error_.ok()) return fetch_error_;
+      return InternalError("row " + std::to_string(i) + " was asked for twice");
+    }
+    Result<std::vector<uint8_t>> image = std::move(it->second);
+    images_.erase(it);
+    return image;
+  }
+
+  std::string Where(size_t i) const override {
+    return "row " + std::to_string(i) + " (" + listing_.samples[i].relative_path + ")";
+  }
+  std::string Name() const override { return "the dataset's rows"; }
+
+ private:
+  // REQUIRES: mu_ held. Appends the next rows to images_, or sets fetch_error_.
+  void FetchMore() {
+    const size_t total = listing_.samples.size();
+    nb::gil_scoped_acquire gil;
+    try {
+      nb::object got = nb::handle(fetch_)();
+      size_t added = 0;
+      for (nb::handle item : got) {
+        if (fetched_ >= total) {
+          fetch_error_ = InvalidArgumentError("the rows gave more images than the " +
+                                              std::to_string(total) + " rows listed");
+          return;
+        }
+        if (nb::isinstance<nb::bytes>(item)) {
+          nb::bytes data = nb::borrow<nb::bytes>(item);
+          const auto* begin = static_cast<const uint8_t*>(static_cast<const void*>(data.c_str()));
+          images_.emplace(fetched_, std::vector<uint8_t>(begin, begin + data.size()));
+        } else if (nb::isinstance<nb::str>(item)) {
+          images_.emplace(fetched_, InvalidArgumentError(nb::cast<std::string>(item)));
+        } else {
+          images_.emplace(
+              fetched_,
+              InvalidArgumentError("the image is a " +
+                                   nb::cast<std::string>(nb::str(item.type().attr("__name__"))) +
+                                   ", not bytes"));
+        }
+        ++fetched_;
+        ++added;
+      }
+      if (added == 0) {
+        fetch_error_ =
+            InvalidArgumentError("the rows ended after " + std::to_string(fetched_) + " images; " +
+                                 std::to_string(total) + " rows were listed");
+      }
+    } catch (nb::python_error& e) {
+      fetch_error_ = InternalError("reading the images from row " + std::to_string(fetched_) +
+                                   " on: " + e.what());
+    }
+  }
+
+  const ImageFolder listing_;
+  PyObject* fetch_;  // owned; touched only with the GIL
+  std::mutex mu_;
+  size_t fetched_ = 0;                                     // guarded by mu_
+  std::map<size_t, Result<std::vector<uint8_t>>> images_;  // guarded by mu_
+  Status fetch_error_;                                     // guarded by mu_
+};
+
+// The one place that turns pack_rows' typed keyword arguments into PackOptions, with the
+// checks and defaults of `docfeed pack` (tools/docfeed/pack_command.cc).
+PackOptions MakePackOptions(const std::string& output, const std::string& codec,
+                            nb::handle jpeg_quality, nb::handle threads, bool overwrite,
+                            bool skip_bad, const std::optional<std::string>& compression,
+                            const std::string& preprocess,
+                            const std::optional<std::array<int64_t, 2>>& size, bool align_long_axis,
+                            bool keep_original, nb::handle max_file_mb) {
+  PackOptions o;
+  o.output = output;
+  Result<CodecChoice> parsed_codec = ParseCodecChoice(codec);
+  if (!parsed_codec.ok()) Raise(parsed_codec.status());
+  o.encode.codec = parsed_codec.value();
+  o.encode.jpeg_quality = ToInt<int>("jpeg_quality", jpeg_quality, 1, 100);
+  o.threads = ToInt<int>("threads", threads, 0, 1024);
+  o.overwrite = overwrite;
+  o.skip_bad = skip_bad;
+  o.max_file_bytes = uint64_t{ToInt<uint32_t>("max_file_mb", max_file_mb, 1, 1 << 20)} * 1'000'000;
+  if (preprocess.empty()) {
+    if (size || align_long_axis || keep_original) {
+      RaiseInvalid("size, align_long_axis and keep_original need preprocess=\"donut\"");
+    }
+  } else {
+    if (preprocess != "donut")
+      RaiseInvalid("preprocess must be \"donut\", not \"" + preprocess + "\"");
+    if (!size) RaiseInvalid("preprocess=\"donut\" needs size=(height, width)");
+    if (o.encode.codec != CodecChoice::kKeep) {
+      RaiseInvalid("codec does not apply with preprocess (pages are stored as PGM/PPM)");
+    }
+    o.encode.preprocess.preset = preprocess;
+    o.encode.preprocess.height = ToInt<int32_t>("size[0] (height)", nb::int_((*size)[0]), 1, 65535);
+    o.encode.preprocess.width = ToInt<int32_t>("size[1] (width)", nb::int_((*size)[1]), 1, 65535);
+    o.encode.preprocess.align_long_axis = align_long_axis;
+    o.encode.keep_original = keep_original;
+  }
+  o.compression = compression.value_or(
+      o.encode.preprocess.preprocessed() ? kPreprocessedDefaultCompression : "none");
+  if (o.compression != "none" && o.compression != "zstd" && o.compression != "lz4_frame") {
+    RaiseInvalid("compression must be none, zstd or lz4_frame, not " + o.compression);
+  }
+  return o;
+}
+
+nb::dict PackSummaryDict(const PackSummary& s) {
+  nb::dict d;
+  d["samples"] = s.samples;
+  d["rejected"] = s.rejected;
+  d["source_bytes"] = s.source_bytes;
+  d["stored_image_bytes"] = s.stored_image_bytes;
+  d["output_bytes"] = s.output_bytes;
+  d["stored_codecs"] = nb::cast(s.stored_codecs);
+  d["data_files"] = nb::cast(s.data_files);
+  d["seconds"] = s.seconds;
+  return d;
+}
+
+nb::dict PackRows(const std::string& output, const std::string& rows, nb::object fetch,
+                  const std::string& codec, nb::int_ jpeg_quality, nb::int_ threads, bool overwrite,
+                  bool skip_bad, std::optional<std::string> compression,
+                  const std::string& preprocess, std::optional<std::array<int64_t, 2>> size,
+                  bool align_long_axis, bool keep_original, nb::int_ max_file_mb) {
+  const PackOptions options =
+      MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad, compression,
+                      preprocess, size, align_long_axis, keep_original, max_file_mb);
+  Result<ImageFolder> listing = ParseSampleRows(rows);
+  if (!listing.ok()) Raise(listing.status());
+  PyRowSource source(std::move(listing).value(), std::move(fetch));
+  Result<PackSummary> packed = [&] {
+    nb::gil_scoped_release nogil;
+    return PackFrom(source, options);
+  }();
+  if (!packed.ok()) Raise(packed.status());
+  return PackSummaryDict(packed.value());
+}
+
 }  // namespace
 }  // namespace docfeed::internal
 
@@ -593,6 +761,13 @@ NB_MODULE(_docfeed, m) {
         loader.reset();  // joins the workers
       });
 
+  m.def("pack_rows", &PackRows, "output"_a, "rows"_a, "fetch"_a, nb::kw_only(), "codec"_a = "keep",
+        "jpeg_quality"_a = 90, "threads"_a = 0, "overwrite"_a = false, "skip_bad"_a = false,
+        "compression"_a = nb::none(), "preprocess"_a = "", "size"_a = nb::none(),
+        "align_long_axis"_a = false, "keep_original"_a = false, "max_file_mb"_a = 500,
+        "Packs rows into `output` (docfeed.pack's engine): `rows` is one JSON object per line "
+        "(file_name and the other columns, as metadata.jsonl), `fetch()` returns the next "
+        "rows' images. The GIL is released while encoding and writing. Returns the summary.");
   m.def(
       "normalize_table",
       [](int32_t height, int32_t width, double rescale_factor, std::array<double, 3> mean,
