@@ -59,56 +59,51 @@ namespace {
 
 // ---- Errors: one place maps a StatusCode to its docfeed.errors class, by code only ----
 
-// The names docfeed.errors.BY_CODE is keyed by (the StatusCode enumerators without the k), plus
-// "Closed" for a loader or batch used after close()/release().
-constexpr const char* kErrorCodes[] = {
-    "InvalidArgument", "NotFound",           "Corruption", "IOError",
-    "Unsupported",     "ResourceExhausted",  "Cancelled",  "Internal",
-    "AlreadyExists",   "FailedPrecondition", "Closed"};
-constexpr size_t kNumErrorCodes = sizeof(kErrorCodes) / sizeof(kErrorCodes[0]);
-constexpr size_t kClosedCode = kNumErrorCodes - 1;
+// Each StatusCode with the name docfeed.errors.BY_CODE keys its class by (the enumerator without
+// the k), and last "Closed" (no StatusCode) for a loader or batch used after close()/release().
+struct ErrorKind {
+  StatusCode code;
+  const char* name;
+};
+constexpr ErrorKind kErrorKinds[] = {
+    {StatusCode::kInvalidArgument, "InvalidArgument"},
+    {StatusCode::kNotFound, "NotFound"},
+    {StatusCode::kCorruption, "Corruption"},
+    {StatusCode::kIOError, "IOError"},
+    {StatusCode::kUnsupported, "Unsupported"},
+    {StatusCode::kResourceExhausted, "ResourceExhausted"},
+    {StatusCode::kCancelled, "Cancelled"},
+    {StatusCode::kInternal, "Internal"},
+    {StatusCode::kAlreadyExists, "AlreadyExists"},
+    {StatusCode::kFailedPrecondition, "FailedPrecondition"},
+    {StatusCode::kOk, "Closed"},
+};
+constexpr size_t kNumErrorKinds = sizeof(kErrorKinds) / sizeof(kErrorKinds[0]);
+constexpr size_t kClosedKind = kNumErrorKinds - 1;
+constexpr size_t kInternalKind = 7;
+static_assert(kErrorKinds[kInternalKind].code == StatusCode::kInternal);
 // The classes, looked up once at import (LoadErrorTypes); references held for the process.
-PyObject* g_error_types[kNumErrorCodes] = {};
+PyObject* g_error_types[kNumErrorKinds] = {};
 
 size_t ErrorIndex(StatusCode code) {
-  switch (code) {
-    case StatusCode::kInvalidArgument:
-      return 0;
-    case StatusCode::kNotFound:
-      return 1;
-    case StatusCode::kCorruption:
-      return 2;
-    case StatusCode::kIOError:
-      return 3;
-    case StatusCode::kUnsupported:
-      return 4;
-    case StatusCode::kResourceExhausted:
-      return 5;
-    case StatusCode::kCancelled:
-      return 6;
-    case StatusCode::kAlreadyExists:
-      return 8;
-    case StatusCode::kFailedPrecondition:
-      return 9;
-    case StatusCode::kOk:  // never raised; treated as a bug
-    case StatusCode::kInternal:
-      break;
+  for (size_t i = 0; i < kClosedKind; ++i) {
+    if (kErrorKinds[i].code == code) return i;
   }
-  return 7;
+  return kInternalKind;  // kOk is never raised: treated as a bug
 }
 
 void LoadErrorTypes() {
   nb::object by_code = nb::module_::import_("docfeed.errors").attr("BY_CODE");
-  for (size_t i = 0; i < kNumErrorCodes; ++i) {
-    g_error_types[i] = nb::object(by_code[kErrorCodes[i]]).release().ptr();
+  for (size_t i = 0; i < kNumErrorKinds; ++i) {
+    g_error_types[i] = nb::object(by_code[kErrorKinds[i].name]).release().ptr();
   }
 }
 
-// Raises the class of kErrorCodes[index] with `message`; its `.code` is that name.
+// Raises the class of kErrorKinds[index] with `message`; its `.code` is that kind's name.
 [[noreturn]] void RaiseCode(size_t index, const std::string& message) {
   nb::handle type(g_error_types[index]);
   nb::object error = type(message);
-  error.attr("code") = kErrorCodes[index];
+  error.attr("code") = kErrorKinds[index].name;
   PyErr_SetObject(type.ptr(), error.ptr());
   throw nb::python_error();
 }
@@ -125,7 +120,7 @@ void LoadErrorTypes() {
   Raise(Status(StatusCode::kInvalidArgument, message));
 }
 
-[[noreturn]] void RaiseClosed(const std::string& message) { RaiseCode(kClosedCode, message); }
+[[noreturn]] void RaiseClosed(const std::string& message) { RaiseCode(kClosedKind, message); }
 
 void Check(const Status& status) {
   if (!status.ok()) Raise(status);
@@ -623,6 +618,7 @@ NB_MODULE(_docfeed, m) {
   using namespace docfeed::internal;
   using docfeed::Result;
   using docfeed::Status;
+  using docfeed::StatusCode;
   m.doc() = "docfeed's C++ loader (internal; use docfeed.Loader)";
   LoadErrorTypes();
   static const LoaderOptions kDefaults;
@@ -630,6 +626,16 @@ NB_MODULE(_docfeed, m) {
   nb::list stats_fields;
   for (const char* name : kStatsFields) stats_fields.append(name);
   m.attr("STATS_FIELDS") = nb::tuple(stats_fields);
+  m.def(
+      "_raise_status",
+      [](int code, const std::string& message) {
+        if (code <= 0 || code > static_cast<int>(StatusCode::kFailedPrecondition)) {
+          RaiseInvalid("no StatusCode " + std::to_string(code));
+        }
+        Raise(Status(static_cast<StatusCode>(code), message));
+      },
+      "code"_a, "message"_a,
+      "For tests: raises what a C++ Status with this StatusCode value becomes.");
   m.def("dataset_info", &DatasetInfo, "path"_a,
         "The manifest's facts about a dataset (num_samples, columns, label_column, preprocess, "
         "...) without starting a loader.");

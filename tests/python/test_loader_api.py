@@ -63,9 +63,27 @@ def test_every_class_is_a_docfeed_error_and_its_builtin():
         assert getattr(docfeed, cls.__name__) is cls
     # One class per C++ StatusCode except kOk (include/docfeed/status.h), plus "Closed".
     header = (REPO / "include" / "docfeed" / "status.h").read_text()
-    enum = re.search(r"enum class StatusCode[^{]*\{(.*?)\};", header, re.S).group(1)
+    enum = re.sub(r"//[^\n]*", "", re.search(r"enum class StatusCode[^{]*\{(.*?)\};", header,
+                                             re.S).group(1))
     codes = {m for m in re.findall(r"\bk(\w+)", enum) if m != "Ok"}
     assert set(errors.BY_CODE) == codes | {"Closed"}
+
+
+def test_every_status_code_raises_its_class():
+    """The binding's table against the enum: value i of StatusCode (status.h order) raises
+    BY_CODE[its name], with .code set and the message kept."""
+    header = (REPO / "include" / "docfeed" / "status.h").read_text()
+    enum = re.sub(r"//[^\n]*", "", re.search(r"enum class StatusCode[^{]*\{(.*?)\};", header,
+                                             re.S).group(1))
+    names = re.findall(r"\bk(\w+)", enum)
+    assert names[0] == "Ok"
+    for value, name in enumerate(names[1:], start=1):
+        with pytest.raises(errors.BY_CODE[name]) as info:
+            _docfeed._raise_status(value, "what went wrong")
+        assert type(info.value) is errors.BY_CODE[name] and info.value.code == name
+        assert "what went wrong" in str(info.value)
+    with pytest.raises(docfeed.InvalidArgumentError):
+        _docfeed._raise_status(len(names), "no such code")
 
 
 def test_missing_dataset_is_not_found(tmp_path):
