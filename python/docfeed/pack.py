@@ -88,26 +88,26 @@ class _ArrowImages:
         self.images = dataset.select_columns([image_column]).with_format("arrow")
         self.column = image_column
 
-    def _batches(self, field: str, rows: int) -> Iterator[List[Any]]:
+    def _fields(self, rows: int, *names: str) -> Iterator[List[List[Any]]]:
+        """Per record batch of `rows` rows, the listed struct fields as Python lists."""
         import pyarrow.compute as pc
 
         for table in self.images.iter(batch_size=rows):
-            yield pc.struct_field(table.column(self.column), field).to_pylist()
+            column = table.column(self.column)
+            yield [pc.struct_field(column, name).to_pylist() for name in names]
 
     def suffixes(self) -> Iterator[str]:
-        for paths in self._batches("path", 1024):
+        for (paths,) in self._fields(1024, "path"):
             yield from (_suffix_of(p) for p in paths)
 
     def fetcher(self) -> Callable[[], List[Union[bytes, str]]]:
-        data = self._batches("bytes", _FETCH_ROWS)
-        paths = self._batches("path", _FETCH_ROWS)
+        batches = self._fields(_FETCH_ROWS, "bytes", "path")
 
         def fetch() -> List[Union[bytes, str]]:
-            chunk = next(data, None)
-            names = next(paths, None)
-            if chunk is None:
+            batch = next(batches, None)
+            if batch is None:
                 return []
-            return [_cell_or_error({"bytes": b, "path": p}) for b, p in zip(chunk, names)]
+            return [_cell_or_error({"bytes": b, "path": p}) for b, p in zip(*batch)]
 
         return fetch
 
