@@ -253,7 +253,8 @@ def package_link(tmp_path):
     """A PYTHONPATH entry holding this docfeed package (installed or a development tree)."""
     link = tmp_path / "pkg"
     link.mkdir()
-    (link / "docfeed").symlink_to(pathlib.Path(doctor.__file__).parent)
+    # doctor is a package of the docfeed package: docfeed/doctor/__init__.py.
+    (link / "docfeed").symlink_to(pathlib.Path(doctor.__file__).parents[1])
     return str(link)
 
 
