@@ -414,6 +414,16 @@ def test_docfeed_is_measured_in_process(packed_keep, tensors, tmp_path, monkeypa
     r = run_doctor(tmp_path / "ds", tmp_path)
     assert [c[0] for c in guard.commands] == ["pack"]  # the sample's migration only
     assert any(p["name"].startswith("docfeed.Loader") for p in r["pipelines"])
+    root = tmp_path / "folder"
+    (root / "img").mkdir(parents=True)
+    for i, page in enumerate(pages(4)):
+        page.save(root / "img" / f"{i}.png")
+    r = run_doctor(root, tmp_path, "--size", "64x48", "--batch-size", "2")
+    assert any(p["name"].startswith("docfeed.Loader") for p in r["pipelines"])
+    from docfeed.doctor.measure_docfeed import in_process_pack
+
+    # An image folder: packed in process where docfeed.pack applies the Donut preset itself.
+    assert [c[0] for c in guard.commands] == ["pack"] * (2 if in_process_pack() is None else 1)
 
 
 def test_loader_run_counts_what_bench_counts(packed_keep, tmp_path):

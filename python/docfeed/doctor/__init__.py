@@ -32,8 +32,9 @@ disk_read_mb_s, gpu {step_s, source, device}, batch_size, epochs, assume_samples
 stay. Errors (not a dataset, a truncated or corrupt Arrow file, unreadable images) raise
 DoctorError naming the path; `main` prints them and returns 1. Nothing is written outside a
 temporary directory except --report and --json. The only process doctor starts is `docfeed
-pack` for the sample (measure_docfeed.pack_sample_with_cli), until docfeed.pack can migrate and
-preprocess in process.
+pack` for the sample (measure_docfeed.pack_sample_with_cli): always for a save_to_disk sample
+(a migration, which docfeed.pack does not do in process yet), for an image folder only where
+docfeed.pack cannot apply the Donut preset in process.
 """
 from __future__ import annotations
 

@@ -2,9 +2,10 @@
 migrated) into a temporary directory, then docfeed's loader run in this process through the
 Python binding, with no consumer work, timed as `docfeed bench` times it.
 
-Packing still runs the CLI (`pack_sample_with_cli`, the one place doctor starts a process):
-docfeed.pack does not yet migrate a save_to_disk sample or pack an image folder with the Donut
-preset in process. The measurement itself never leaves this process."""
+An image-folder sample is packed in process by docfeed.pack where it applies the Donut preset
+itself (`preprocess=`, `size=`); a save_to_disk sample (a migration of float pixel tensors) and,
+with an older docfeed.pack, an image folder still go through the CLI (`pack_sample_with_cli`,
+the one place doctor starts a process). The measurement itself never leaves this process."""
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ import resource
 import shutil
 import subprocess
 import time
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
 from docfeed.doctor.common import DEFAULT_SIZE, Budget, DoctorError, dir_bytes, load_json
 from docfeed.doctor.measure import DocfeedSample, LoaderRun, Measured, Measurements
@@ -77,13 +78,52 @@ def write_sample_imagefolder(stored: Stored, k: int, dest: pathlib.Path) -> int:
     return min(k, len(images))
 
 
+def in_process_pack() -> Optional[Callable[..., Any]]:
+    """docfeed.pack when it packs rows in process with the Donut preset (it takes preprocess=
+    and size=), else None (an older docfeed.pack writes a folder and runs the CLI)."""
+    import inspect
+
+    import docfeed
+
+    pack = getattr(docfeed, "pack", None)
+    try:
+        params = inspect.signature(pack).parameters
+    except (TypeError, ValueError):
+        return None
+    return pack if {"preprocess", "size", "threads"} <= set(params) else None
+
+
+def pack_imagefolder_sample(stored: Stored, k: int, tmp: pathlib.Path, threads: int,
+                            size: Tuple[int, int],
+                            timeout: float) -> Tuple[pathlib.Path, int, float]:
+    """The first k images packed with --preprocess donut at size: (output, rows, seconds).
+    In process (docfeed.pack over the rows: the image files and their metadata) where
+    in_process_pack() allows, else an image folder of the sample packed by the CLI."""
+    out = tmp / "sample.docfeed"
+    pack = in_process_pack()
+    if pack is None:
+        n = write_sample_imagefolder(stored, k, tmp / "sample-src")
+        options = ["--preprocess", "donut", "--size", f"{size[0]}x{size[1]}"]
+        return out, n, pack_sample_with_cli(tmp / "sample-src", out, threads, options, timeout)
+    rows = [dict({c: v for c, v in meta.items() if c != "file_name"}, image={"path": str(p)})
+            for p, meta in zip(stored.source.images[:k], stored.source.metadata[:k])]
+    try:  # docfeed.pack checks for a datasets.Dataset: a one-time import, no per-sample cost
+        import datasets  # noqa: F401
+    except ImportError:
+        pass
+    start = time.perf_counter()
+    pack(rows, out, image_column="image", preprocess="donut", size=size, threads=threads)
+    return out, len(rows), time.perf_counter() - start
+
+
 def pack_sample_with_cli(src: pathlib.Path, out: pathlib.Path, threads: int,
                          options: Sequence[str], timeout: float) -> float:
     """`docfeed pack SRC -o OUT --threads N OPTIONS` through the bundled CLI; returns its
     seconds. DoctorError with the CLI's message when it fails.
 
     FOR NOW the only process doctor starts: replace it with an in-process docfeed.pack once
-    that migrates float pixel tensors (--pixel-column) and applies --preprocess donut."""
+    that migrates float pixel tensors (--pixel-column), as it already packs image rows with
+    the Donut preset (pack_imagefolder_sample)."""
     from docfeed import cli_path
 
     args = [cli_path(), "pack", str(src), "-o", str(out), "--threads", str(threads),
@@ -197,18 +237,18 @@ def measure_docfeed(stored: Stored, k: int, batch: int, threads: int, budget: Bu
         if stored.kind == "docfeed":
             out, packed_bytes = stored.source.split_dir, stored.bytes_on_disk
         else:
-            src, out = tmp / "sample-src", tmp / "sample.docfeed"
             if stored.kind == "save_to_disk":
                 if stored.source.tensor_column is None:
                     return Measurements(notes=("docfeed path not measured: no pixel tensor "
                                                "column to migrate",))
+                src, out = tmp / "sample-src", tmp / "sample.docfeed"
                 n = write_sample_save_to_disk(stored, k, src)
                 column = stored.source.tensor_column
                 options = ["--pixel-column", column] if column != "pixel_values" else []
+                pack_s = pack_sample_with_cli(src, out, threads, options, budget.left() + 60)
             else:
-                n = write_sample_imagefolder(stored, k, src)
-                options = ["--preprocess", "donut", "--size", f"{h}x{w}"]
-            pack_s = pack_sample_with_cli(src, out, threads, options, budget.left() + 60)
+                out, n, pack_s = pack_imagefolder_sample(stored, k, tmp, threads, (h, w),
+                                                         budget.left() + 60)
             packed_bytes = dir_bytes(out)
         per_epoch = max(1, n // batch)
         epochs = 1 if stored.kind == "docfeed" else max(1, min(50, math.ceil(12 / per_epoch)))
