@@ -63,8 +63,8 @@ def donut_base_flops(height: int, width: int, target_length: int = 512,
     does; norms, softmax and activations are left out (< 2 %). Training = 3 x forward (the
     backward pass costs two forwards). Check: at 1553 x 1200 this gives 3.56 TFLOP per sample
     (encoder 1.02, decoder 0.17 TFLOP forward) against ~3.7 in docs/context.md section 2;
-    tests/python/test_doctor.py compares the formula
-    with FlopCounterMode on the real transformers model (meta tensors)."""
+    tests/python/test_doctor.py compares the formula with FlopCounterMode on the real
+    transformers model (meta tensors)."""
     gh, gw = math.ceil(height / 4), math.ceil(width / 4)
     dims, depths = [128, 256, 512, 1024], [2, 2, 14, 2]
     enc = gh * gw * (3 * 4 * 4) * dims[0]  # patch embedding: a 4x4 stride-4 convolution
