@@ -5,7 +5,7 @@
 2. A small XLM-R-style SentencePiece tokenizer is trained on their text (no download: the real
    Donut tokenizer cannot be fetched here), then `docfeed pack --tokenizer` packs the original
    images with the recipe's `labels`; `docfeed verify` re-checks it.
-3. The recipe of ../shared/docs/CONTEXT.md builds its dataset exactly as the public notebook does:
+3. The recipe of docs/context.md builds its dataset exactly as the public notebook does:
    json2token targets, a DonutProcessor (DonutImageProcessor + the same tokenizer, new special
    tokens added) run by `datasets.map` into float32 `pixel_values` + 512 `labels`, `save_to_disk`,
    no format set. Its labels are compared with docfeed's, token for token.
@@ -170,7 +170,7 @@ def recipe_processor(tokenizer_dir, size, new_tokens):
 def random_padding_reaches_processor(processor, image):
     """Whether `processor(image, random_padding=True)` passes the flag on: some transformers
     versions (4.57.6 among them) drop it with a warning, so the recipe's "random padding" is
-    centred padding (../shared/docs/donut-preprocessing.md). Detected from that warning."""
+    centred padding (docs/donut-preprocessing.md section 6). Detected from that warning."""
     import logging
 
     messages = []

@@ -1,6 +1,7 @@
 // codec_table: packs a sample folder once per `--codec` choice and measures, on one thread,
 // stored bytes per sample, pack time per sample and decode time per sample of what was stored.
-// Prints the Markdown table recorded in docs/format.md ("Choosing a codec").
+// Prints the Markdown table recorded in docs/benchmarks.md ("Stored size and decode cost per
+// codec").
 //
 // usage: codec_table SRC [--repeats N]
 #include <algorithm>

@@ -6,7 +6,7 @@
 // per page, i.e. what a loader pays to get from the stored body to pixels: decompress the Arrow IPC
 // body buffer (docfeed's own arrow::DecompressBuffer, as a reader does) and parse the container
 // (ViewPpm for PPM, a full decode for PNG/WebP). Ratios are against PNG, measured in the same
-// run. Prints the Markdown table recorded in docs/format.md ("Preprocessed datasets").
+// run. Prints the Markdown table recorded in docs/benchmarks.md ("Preprocessed storage").
 //
 // usage: preprocessed_storage SRC [--size HxW] [--repeats N]
 #include <zstd.h>

@@ -6,12 +6,20 @@
         ...
 
 docfeed.hf has the Hugging Face Trainer integration; docfeed.pack packs an in-memory dataset.
+Errors are docfeed.Error subclasses (docfeed.errors), each also the matching built-in exception.
 """
-from docfeed._docfeed import normalize_table as _normalize_table  # noqa: F401
-from docfeed.loader import Batch, Loader
-from docfeed.pack import pack
+from docfeed.errors import (AlreadyExistsError, CancelledError, DataError, Error,
+                            FailedPreconditionError, InternalError, InvalidArgumentError,
+                            LoaderClosedError, NotFoundError, ResourceExhaustedError,
+                            StorageError)
+from docfeed._docfeed import normalize_table as _normalize_table  # noqa: F401,E402
+from docfeed.loader import Batch, Loader  # noqa: E402
+from docfeed.pack import pack  # noqa: E402
 
-__all__ = ["Batch", "Loader", "pack", "cli_path"]
+__all__ = ["Batch", "Loader", "pack", "cli_path", "Error", "InvalidArgumentError",
+           "NotFoundError", "DataError", "StorageError", "ResourceExhaustedError",
+           "CancelledError", "InternalError", "AlreadyExistsError", "FailedPreconditionError",
+           "LoaderClosedError"]
 __version__ = "0.1.0"
 
 

@@ -1,5 +1,5 @@
 """`python -m docfeed ...` (and the `docfeed` console script): runs the bundled CLI, except
-`doctor`, which is Python (docfeed/doctor.py)."""
+`doctor`, which is Python (the docfeed.doctor package)."""
 import os
 import sys
 

@@ -26,11 +26,19 @@ class Batch:
     def release(self) -> None: ...
 
 class Loader:
-    # options: path, height, width, align_long_axis, batch_size, shuffle, seed, pad, dtype,
-    # layout, rank, world_size, remainder, num_threads, prefetch, max_held, label_column,
-    # label_length, on_error, max_bad_samples, allocator (None or Callable[[int], tensor]),
-    # optional image_mean, image_std (None or 3 floats: override the dataset's normalization).
-    def __init__(self, options: Dict[str, Any]) -> None: ...
+    # Integers are range-checked (docfeed.InvalidArgumentError, a ValueError, naming the
+    # parameter and its range); image_mean/image_std override the dataset's normalization;
+    # allocator: None or Callable[[int], tensor] (pinned host buffers for the GPU stage).
+    def __init__(self, path: str, *, height: int = 2560, width: int = 1920,
+                 align_long_axis: bool = False, batch_size: int = 8, shuffle: bool = True,
+                 seed: int = 0, pad: str = "random", dtype: str = "float32", layout: str = "chw",
+                 rank: int = 0, world_size: int = 1, remainder: str = "drop",
+                 num_threads: int = 0, prefetch: int = 4, max_held: int = 2,
+                 label_column: str = "", label_length: int = 0, on_error: str = "raise",
+                 max_bad_samples: int = 100,
+                 image_mean: Optional[Tuple[float, float, float]] = None,
+                 image_std: Optional[Tuple[float, float, float]] = None,
+                 allocator: Optional[Callable[[int], Any]] = None) -> None: ...
     @property
     def num_samples(self) -> int: ...
     @property
@@ -49,6 +57,24 @@ class Loader:
     def stats(self) -> Dict[str, Any]: ...
     def next(self) -> Optional[Batch]: ...
     def close(self) -> None: ...
+
+# The keys of Loader.stats(): every field of the C++ LoaderStats, in declaration order.
+STATS_FIELDS: Tuple[str, ...]
+
+# The manifest's facts without starting a loader: path, num_samples, columns [(name, type)],
+# label_column, codec, compression, stored_codecs, source_bytes, stored_image_bytes, rejected,
+# preprocess (None or {preset, height, width, align_long_axis}), original_column.
+def dataset_info(path: str) -> Dict[str, Any]: ...
+
+# docfeed.pack's engine (src/pack/packer.h PackFrom): `rows` is one JSON object per line
+# (file_name + the other columns, typed as metadata.jsonl rows); fetch() returns the next rows'
+# images in row order (bytes, or a str saying what is wrong with that row; [] at the end).
+# Releases the GIL while encoding and writing. Returns the pack summary.
+def pack_rows(output: str, rows: str, fetch: Callable[[], List[Any]], *, codec: str = "keep",
+              jpeg_quality: int = 90, threads: int = 0, overwrite: bool = False,
+              skip_bad: bool = False, compression: Optional[str] = None, preprocess: str = "",
+              size: Optional[Tuple[int, int]] = None, align_long_axis: bool = False,
+              keep_original: bool = False, max_file_mb: int = 500) -> Dict[str, Any]: ...
 
 def normalize_table(height: int = 2560, width: int = 1920, rescale_factor: float = ...,
                     mean: Sequence[float] = ..., std: Sequence[float] = ...) -> List[float]: ...

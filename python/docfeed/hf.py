@@ -32,6 +32,7 @@ import transformers
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 
 import docfeed
+from docfeed import _docfeed
 
 STATE_FILE = "docfeed_loader_state.json"
 
@@ -48,13 +49,9 @@ class DocfeedDataset:
         self._num_samples: Optional[int] = None
 
     def __len__(self) -> int:
+        """Samples in the dataset, from its manifest and index (no loader, no image read)."""
         if self._num_samples is None:
-            probe = docfeed.Loader(self.path, batch_size=1, image_size=self.image_size,
-                                   shuffle=False, num_threads=1, prefetch=1, max_held=1,
-                                   rank=0, world_size=1,
-                                   label_column=self.loader_options.get("label_column"))
-            self._num_samples = probe.num_samples
-            probe.close()
+            self._num_samples = int(_docfeed.dataset_info(self.path)["num_samples"])
         return self._num_samples
 
     def loader(self, **defaults: Any) -> docfeed.Loader:

@@ -18,10 +18,12 @@ completed (a CUDA event).
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from docfeed import _docfeed
 from docfeed import _gpu
+from docfeed.errors import InvalidArgumentError
 
 _DTYPE_NAMES = ("uint8", "float32", "float16", "bfloat16")
 
@@ -36,9 +38,20 @@ def _dtype_name(dtype: Any) -> str:
     return name
 
 
+def _int(name: str, value: Any) -> int:
+    """`value` as a Python int (numpy integers included), or InvalidArgumentError naming `name`:
+    a float or a string is refused rather than truncated. Ranges are checked by the extension."""
+    if isinstance(value, bool):
+        raise InvalidArgumentError(f"{name} must be an integer, not {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise InvalidArgumentError(f"{name} must be an integer, not {value!r}") from None
+
+
 def _distributed_defaults(rank: Optional[int], world_size: Optional[int]) -> Tuple[int, int]:
     if rank is not None and world_size is not None:
-        return int(rank), int(world_size)
+        return _int("rank", rank), _int("world_size", world_size)
     dist_rank, dist_world = 0, 1
     try:
         import torch.distributed as dist
@@ -47,8 +60,8 @@ def _distributed_defaults(rank: Optional[int], world_size: Optional[int]) -> Tup
             dist_rank, dist_world = dist.get_rank(), dist.get_world_size()
     except ImportError:
         pass
-    return (dist_rank if rank is None else int(rank),
-            dist_world if world_size is None else int(world_size))
+    return (dist_rank if rank is None else _int("rank", rank),
+            dist_world if world_size is None else _int("world_size", world_size))
 
 
 def _channel_values(name: str, value: Any) -> Optional[List[float]]:
@@ -131,37 +144,35 @@ class Loader:
         self._rank, self._world_size = _distributed_defaults(rank, world_size)
         self._dtype = _dtype_name(dtype)
         self._gpu = _gpu.GpuStage.create(device, self._dtype, layout, max_held)
-        height, width = (int(v) for v in image_size)
+        height, width = (_int("image_size", v) for v in image_size)
         if drop_last:
             remainder = "drop"
         else:
             remainder = "partial" if self._world_size == 1 else "wrap"
-        options = {
-            "path": os.fspath(path), "height": height, "width": width,
-            "align_long_axis": bool(align_long_axis), "batch_size": int(batch_size),
-            "shuffle": bool(shuffle), "seed": int(seed), "pad": pad,
-            "dtype": "uint8" if self._gpu is not None else self._dtype,
+        self._core = _docfeed.Loader(
+            os.fspath(path), height=height, width=width, align_long_axis=bool(align_long_axis),
+            batch_size=_int("batch_size", batch_size), shuffle=bool(shuffle),
+            seed=_int("seed", seed), pad=pad,
+            dtype="uint8" if self._gpu is not None else self._dtype,
             # The GPU stage takes HWC uint8 (row copies on the CPU) and reorders on the device.
-            "layout": "hwc" if self._gpu is not None else layout,
-            "rank": self._rank, "world_size": self._world_size, "remainder": remainder,
-            "num_threads": int(num_threads), "prefetch": int(prefetch),
+            layout="hwc" if self._gpu is not None else layout,
+            rank=self._rank, world_size=self._world_size, remainder=remainder,
+            num_threads=_int("num_threads", num_threads), prefetch=_int("prefetch", prefetch),
             # The GPU stage keeps host buffers until their copies finish: one more.
-            "max_held": int(max_held) + (1 if self._gpu is not None else 0),
-            "label_column": "" if label_column is None else label_column,
-            "label_length": int(label_length),
-            "on_error": on_error, "max_bad_samples": int(max_bad_samples),
-            "allocator": self._gpu.pinned_allocator if self._gpu is not None else None,
-            "image_mean": _channel_values("image_mean", image_mean),
-            "image_std": _channel_values("image_std", image_std),
-        }
-        self._core = _docfeed.Loader(options)
+            max_held=_int("max_held", max_held) + (1 if self._gpu is not None else 0),
+            label_column="" if label_column is None else label_column,
+            label_length=_int("label_length", label_length), on_error=on_error,
+            max_bad_samples=_int("max_bad_samples", max_bad_samples),
+            image_mean=_channel_values("image_mean", image_mean),
+            image_std=_channel_values("image_std", image_std),
+            allocator=self._gpu.pinned_allocator if self._gpu is not None else None)
         if self._gpu is not None:
             # The GPU stage normalizes with the same mean/std as the C++ float path would.
             self._gpu.set_normalization(self.image_mean, self.image_std)
         self.image_size = (height, width)
-        self.batch_size = int(batch_size)
-        self.seed = int(seed)
-        self.max_held = int(max_held)
+        self.batch_size = _int("batch_size", batch_size)
+        self.seed = _int("seed", seed)
+        self.max_held = _int("max_held", max_held)
         seed_, epoch, position = self._core.state()
         self._state = {"seed": seed_, "epoch": epoch, "position": position}
         self._epoch_done = False
@@ -209,9 +220,10 @@ class Loader:
         """Starts `epoch` from its beginning, unless a load_state_dict() of that same epoch has
         not been iterated yet (then its position is kept, so `load_state_dict(); set_epoch(e)`
         resumes mid-epoch as a Trainer-style loop expects)."""
-        if self._restored and int(epoch) == self._state["epoch"]:
+        epoch = _int("epoch", epoch)
+        if self._restored and epoch == self._state["epoch"]:
             return
-        self._start(int(epoch), 0)
+        self._start(epoch, 0)
 
     def state_dict(self) -> Dict[str, int]:
         """Where the batches handed out so far end: load_state_dict() of it continues with the
@@ -221,14 +233,20 @@ class Loader:
 
     def load_state_dict(self, state: Dict[str, int]) -> None:
         """Continues from a state_dict() (of this dataset and seed; the world size may differ)."""
-        if int(state["seed"]) != self.seed:
-            raise ValueError(f"state_dict is for seed {state['seed']}, this loader has {self.seed}")
-        if "num_samples" in state and int(state["num_samples"]) != self.num_samples:
-            raise ValueError(f"state_dict is for {state['num_samples']} samples, this dataset has "
-                             f"{self.num_samples}")
-        self._core.restore(int(state["seed"]), int(state["epoch"]), int(state["position"]))
-        self._state = {"seed": int(state["seed"]), "epoch": int(state["epoch"]),
-                       "position": int(state["position"])}
+        values = {}
+        for key in ("seed", "epoch", "position"):
+            if key not in state:
+                raise InvalidArgumentError(f"state_dict has no {key!r}")
+            values[key] = _int(f"state_dict[{key!r}]", state[key])
+        if values["seed"] != self.seed:
+            raise InvalidArgumentError(
+                f"state_dict is for seed {values['seed']}, this loader has {self.seed}")
+        if "num_samples" in state and _int("state_dict['num_samples']",
+                                           state["num_samples"]) != self.num_samples:
+            raise InvalidArgumentError(f"state_dict is for {state['num_samples']} samples, this "
+                                       f"dataset has {self.num_samples}")
+        self._core.restore(values["seed"], values["epoch"], values["position"])
+        self._state = values
         self._epoch_done = False
         self._restored = True
 
@@ -254,14 +272,9 @@ class Loader:
 
     def next(self) -> Optional[Batch]:
         """The next batch, or None at the end of the epoch."""
-        try:
-            raw = self._core.next()
-        except RuntimeError as e:
-            if "ResourceExhausted" in str(e):
-                raise RuntimeError(
-                    f"{e} (docfeed.Loader: max_held={self.max_held} batches are still referenced; "
-                    "drop them, .clone() what you keep, or pass a larger max_held)") from None
-            raise
+        # Every batch buffer still referenced raises docfeed.ResourceExhaustedError (a
+        # RuntimeError) whose message says to release a batch or raise max_held.
+        raw = self._core.next()
         if raw is None:
             self._epoch_done = True
             return None
@@ -286,7 +299,10 @@ class Loader:
         return out
 
     def stats(self) -> Dict[str, Any]:
-        """Counters and stage times (count, seconds) of the C++ loader."""
+        """Every field of the C++ LoaderStats (docfeed._docfeed.STATS_FIELDS): the stages read,
+        decode, resize, decode_resize (decode and resize fused, for originals needing no
+        rotation), pad_normalize, buffer_wait and consumer_wait as (count, seconds); the
+        counters as ints; bad_sample_errors as a list of messages."""
         return self._core.stats()
 
     def close(self) -> None:

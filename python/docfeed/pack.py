@@ -1,10 +1,19 @@
 """docfeed.pack: packs an in-memory Hugging Face dataset (e.g. one loaded with `imagefolder`).
 
-The dataset is written as an image folder (the stored image bytes when the dataset still has
-them, else PNG, which is lossless) with a metadata.jsonl of its other scalar columns, and the
-bundled CLI packs that (`docfeed pack`), so the result is exactly what the CLI gives for the same
-folder. With a Hugging Face tokenizer, the `labels` column is computed here the way the Donut
-recipes do: tokenizer(text, add_special_tokens=False, max_length, padding="max_length",
+The rows go straight into the C++ packer (docfeed._docfeed.pack_rows over src/pack/packer.h
+PackFrom): no temporary folder, no subprocess. Two passes over the dataset:
+
+  1. the listing: per row, the name stored with its image (images/NNNNNNNN.ext, from the
+     image's own path) and its other scalar columns, as one JSON object per row, which C++ types
+     exactly as it types a metadata.jsonl (so the result is what `docfeed pack` gives for the
+     same rows written as an image folder);
+  2. the images: the stored bytes (Arrow record batches of the image column when the dataset
+     is a `datasets.Dataset` with an Image feature, so nothing is decoded to PIL; PNG, which is
+     lossless, for PIL images), handed to C++ a few rows at a time. C++ encodes and writes
+     without the GIL and takes it only to fetch the next rows.
+
+With a Hugging Face tokenizer, the `labels` column is computed here the way the Donut recipes
+do: tokenizer(text, add_special_tokens=False, max_length, padding="max_length",
 truncation=True).input_ids with the pad id replaced by -100. (For JSON ground truths turned into
 Donut target sequences, `docfeed pack --tokenizer` does json2token and the XLM-R tokenization in
 C++.)
@@ -15,87 +24,225 @@ import io
 import json
 import os
 import pathlib
-import subprocess
-import tempfile
-from typing import Any, Iterable, Optional, Sequence
+import warnings
+from collections.abc import Sequence as _Sequence
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+from docfeed.errors import InvalidArgumentError
+
+# Rows handed to C++ per fetch: enough to keep the encode workers busy, few enough to bound
+# the memory of fetched-but-not-yet-encoded images.
+_FETCH_ROWS = 16
 
 
-def _image_bytes(value: Any) -> tuple:
-    """(bytes, extension) of one image cell: a dict with bytes/path (undecoded datasets Image)
-    or a PIL image."""
+def _suffix_of(path: Optional[str]) -> str:
+    return pathlib.Path(path or "").suffix.lower()
+
+
+def _image_suffix(value: Any) -> str:
+    """The extension of one image cell's stored name ("" when it has none)."""
+    if isinstance(value, dict):
+        return _suffix_of(value.get("path"))
+    if hasattr(value, "save"):  # PIL.Image: stored as PNG
+        return ".png"
+    return ""
+
+
+def _image_bytes(value: Any) -> bytes:
+    """The encoded file of one image cell: a dict with bytes/path (undecoded datasets Image)
+    or a PIL image (PNG)."""
     if isinstance(value, dict):
         if value.get("bytes"):
-            data = value["bytes"]
-            suffix = pathlib.Path(value.get("path") or "").suffix.lower() or ".img"
-            return data, suffix
+            return bytes(value["bytes"])
         if value.get("path"):
-            path = pathlib.Path(value["path"])
-            return path.read_bytes(), path.suffix.lower()
-        raise ValueError("image cell has neither bytes nor path")
+            return pathlib.Path(value["path"]).read_bytes()
+        raise ValueError("the image cell has neither bytes nor path")
     if hasattr(value, "save"):  # PIL.Image
         buffer = io.BytesIO()
         value.save(buffer, format="PNG")
-        return buffer.getvalue(), ".png"
+        return buffer.getvalue()
     raise TypeError(f"unsupported image value of type {type(value).__name__}")
+
+
+def _cell_or_error(value: Any) -> Union[bytes, str]:
+    """The bytes of one cell, or (for C++ to report with the row's name) what is wrong."""
+    try:
+        return _image_bytes(value)
+    except Exception as e:  # noqa: BLE001 - reported per row by the packer
+        return f"{type(e).__name__}: {e}"
+
+
+def _arrow_image_dataset(dataset: Any, image_column: str) -> bool:
+    """True for a datasets.Dataset whose image column is an Image feature."""
+    try:
+        from datasets import Dataset, Image
+    except ImportError:
+        return False
+    return isinstance(dataset, Dataset) and isinstance(dataset.features.get(image_column), Image)
+
+
+class _ArrowImages:
+    """The image column of a datasets.Dataset as Arrow record batches (struct<bytes, path>)."""
+
+    def __init__(self, dataset: Any, image_column: str) -> None:
+        self.images = dataset.select_columns([image_column]).with_format("arrow")
+        self.column = image_column
+
+    def _fields(self, rows: int, *names: str) -> Iterator[List[List[Any]]]:
+        """Per record batch of `rows` rows, the listed struct fields as Python lists."""
+        import pyarrow.compute as pc
+
+        for table in self.images.iter(batch_size=rows):
+            column = table.column(self.column)
+            yield [pc.struct_field(column, name).to_pylist() for name in names]
+
+    def suffixes(self) -> Iterator[str]:
+        for (paths,) in self._fields(1024, "path"):
+            yield from (_suffix_of(p) for p in paths)
+
+    def fetcher(self) -> Callable[[], List[Union[bytes, str]]]:
+        batches = self._fields(_FETCH_ROWS, "bytes", "path")
+
+        def fetch() -> List[Union[bytes, str]]:
+            batch = next(batches, None)
+            if batch is None:
+                return []
+            return [_cell_or_error({"bytes": b, "path": p}) for b, p in zip(*batch)]
+
+        return fetch
+
+
+class _RowImages:
+    """The image cells of any sequence of dict rows."""
+
+    def __init__(self, rows: Sequence[Dict[str, Any]], image_column: str) -> None:
+        self.rows = rows
+        self.column = image_column
+
+    def suffixes(self) -> Iterator[str]:
+        for row in self.rows:
+            yield _image_suffix(row[self.column])
+
+    def fetcher(self) -> Callable[[], List[Union[bytes, str]]]:
+        it = iter(self.rows)
+
+        def fetch() -> List[Union[bytes, str]]:
+            out = []
+            for row in it:
+                out.append(_cell_or_error(row[self.column]))
+                if len(out) == _FETCH_ROWS:
+                    break
+            return out
+
+        return fetch
+
+
+def _listing(metadata: Iterable[Dict[str, Any]], suffixes: Iterable[str], image_column: str,
+             columns: Optional[Sequence[str]], tokenizer: Any, text_column: str,
+             max_length: int) -> str:
+    """Pass 1: one JSON object per row (file_name + kept scalar columns + labels)."""
+    pad_id = getattr(tokenizer, "pad_token_id", None)
+    lines = []
+    for i, (row, suffix) in enumerate(zip(metadata, suffixes)):
+        record: Dict[str, Any] = {"file_name": f"images/{i:08d}{suffix if suffix != '.img' else ''}"}
+        for key, value in row.items():
+            if key == image_column or (columns is not None and key not in columns):
+                continue
+            if isinstance(value, (str, int, float, bool)):
+                record[key] = value
+        if tokenizer is not None:
+            ids = tokenizer(row[text_column], add_special_tokens=False, max_length=max_length,
+                            padding="max_length", truncation=True)["input_ids"]
+            record["labels"] = [-100 if t == pad_id else int(t) for t in ids]
+        lines.append(json.dumps(record, ensure_ascii=False))
+    return "\n".join(lines) + "\n"
+
+
+def _from_cli_args(args: List[str], options: Dict[str, Any]) -> None:
+    """The deprecated extra_args (docfeed pack's flags) as typed options."""
+    flags = {"--align-long-axis": "align_long_axis", "--keep-original": "keep_original"}
+    valued = {"--preprocess": "preprocess", "--compression": "compression", "--codec": "codec",
+              "--quality": "jpeg_quality", "--threads": "threads", "--max-file-mb": "max_file_mb",
+              "--size": "size"}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in flags:
+            options[flags[arg]] = True
+            i += 1
+            continue
+        if arg not in valued or i + 1 >= len(args):
+            raise InvalidArgumentError(
+                f"extra_args: {arg!r} is not one of {sorted(flags) + sorted(valued)} (with a "
+                "value); pass the typed keyword arguments instead")
+        key, value = valued[arg], args[i + 1]
+        if key == "size":
+            h, _, w = value.partition("x")
+            try:
+                options[key] = (int(h), int(w))
+            except ValueError:
+                raise InvalidArgumentError(f"--size must be HxW, e.g. 1553x1200, not {value!r}") \
+                    from None
+        elif key in ("jpeg_quality", "threads", "max_file_mb"):
+            try:
+                options[key] = int(value)
+            except ValueError:
+                raise InvalidArgumentError(f"{arg} takes an integer, not {value!r}") from None
+        else:
+            options[key] = value
+        i += 2
 
 
 def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = "image",
          tokenizer: Any = None, text_column: str = "target_sequence", max_length: int = 512,
          columns: Optional[Sequence[str]] = None, codec: Optional[str] = None, threads: int = 0,
-         overwrite: bool = False, skip_bad: bool = False, extra_args: Iterable[str] = ()) -> str:
+         overwrite: bool = False, skip_bad: bool = False, extra_args: Iterable[str] = (),
+         preprocess: Optional[str] = None, size: Optional[Tuple[int, int]] = None,
+         align_long_axis: bool = False, keep_original: bool = False,
+         compression: Optional[str] = None, jpeg_quality: int = 90,
+         max_file_mb: int = 500) -> str:
     """Packs `dataset` (a datasets.Dataset, or any sequence of dict rows) into `output`.
 
     image_column: the images (a datasets Image column, decoded or not, or PIL images).
     tokenizer: optional Hugging Face tokenizer; with it, `labels` (list<int64>) is added from
       `text_column`, padded/truncated to `max_length` with -100 in place of padding.
     columns: the other columns to keep (default: every column with str/int/float/bool values).
-    codec: the CLI's --codec (default: keep the stored bytes); extra_args: more CLI options,
-      e.g. ["--preprocess", "donut", "--size", "1553x1200"].
-    Returns the output path. Errors: the CLI's (naming the sample) as RuntimeError.
+    codec: keep (default: the stored bytes), png, webp (lossless) or jpeg (at jpeg_quality).
+    preprocess="donut", size=(height, width), align_long_axis: store the Donut preset's
+      deterministic stages (`docfeed pack --preprocess donut --size HxW`); keep_original also
+      stores the source file. compression: none, zstd or lz4_frame (default: none, lz4_frame
+      with preprocess). threads: encoding threads (0: all cores); max_file_mb: data file size.
+    extra_args: deprecated; `docfeed pack` flags (--preprocess, --size, --compression, ...)
+      mapped onto the keyword arguments above.
+    Returns the output path. Errors are docfeed.Error subclasses naming the row, e.g.
+    DataError for an image that does not decode, AlreadyExistsError for an existing output.
     """
-    from docfeed import cli_path
+    from docfeed import _docfeed
 
     output = os.fspath(output)
-    rows = dataset
-    try:  # keep stored bytes when the dataset can hand them out undecoded
-        from datasets import Dataset, Image
+    options: Dict[str, Any] = {
+        "codec": codec or "keep", "jpeg_quality": jpeg_quality, "threads": threads,
+        "overwrite": bool(overwrite), "skip_bad": bool(skip_bad), "compression": compression,
+        "preprocess": preprocess or "", "size": None if size is None else tuple(size),
+        "align_long_axis": bool(align_long_axis), "keep_original": bool(keep_original),
+        "max_file_mb": max_file_mb,
+    }
+    extra = list(extra_args)
+    if extra:
+        warnings.warn("docfeed.pack(extra_args=...) is deprecated; pass preprocess=, size=, "
+                      "compression=, ... instead", DeprecationWarning, stacklevel=2)
+        _from_cli_args(extra, options)
+        options["codec"] = options["codec"] or "keep"
 
-        if isinstance(dataset, Dataset) and isinstance(dataset.features.get(image_column), Image):
-            rows = dataset.cast_column(image_column, Image(decode=False))
-    except ImportError:
-        pass
-    pad_id = getattr(tokenizer, "pad_token_id", None)
-    with tempfile.TemporaryDirectory(prefix="docfeed-pack-") as tmp:
-        root = pathlib.Path(tmp)
-        with open(root / "metadata.jsonl", "w", encoding="utf-8") as meta:
-            for i, row in enumerate(rows):
-                data, suffix = _image_bytes(row[image_column])
-                name = f"images/{i:08d}{suffix if suffix != '.img' else ''}"
-                (root / name).parent.mkdir(exist_ok=True)
-                (root / name).write_bytes(data)
-                record = {"file_name": name}
-                for key, value in row.items():
-                    if key == image_column or (columns is not None and key not in columns):
-                        continue
-                    if isinstance(value, (str, int, float, bool)):
-                        record[key] = value
-                if tokenizer is not None:
-                    ids = tokenizer(row[text_column], add_special_tokens=False,
-                                    max_length=max_length, padding="max_length",
-                                    truncation=True)["input_ids"]
-                    record["labels"] = [-100 if t == pad_id else int(t) for t in ids]
-                meta.write(json.dumps(record, ensure_ascii=False) + "\n")
-        args = [cli_path(), "pack", str(root), "-o", output]
-        if codec:
-            args += ["--codec", codec]
-        if threads:
-            args += ["--threads", str(threads)]
-        if overwrite:
-            args.append("--overwrite")
-        if skip_bad:
-            args.append("--skip-bad")
-        args += list(extra_args)
-        proc = subprocess.run(args, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"docfeed pack failed ({proc.returncode}): {proc.stderr.strip()}")
+    if _arrow_image_dataset(dataset, image_column):
+        images: Any = _ArrowImages(dataset, image_column)
+        metadata: Iterable[Dict[str, Any]] = dataset.remove_columns([image_column]).with_format(None)
+    else:
+        rows = dataset if isinstance(dataset, _Sequence) or hasattr(dataset, "__getitem__") \
+            else list(dataset)
+        images = _RowImages(rows, image_column)
+        metadata = rows
+    listing = _listing(metadata, images.suffixes(), image_column, columns, tokenizer,
+                       text_column, max_length)
+    _docfeed.pack_rows(output, listing, images.fetcher(), **options)
     return output

@@ -11,8 +11,11 @@
 //   * The optional buffer allocator (pinned memory for CUDA) is a Python callable
 //     allocate(nbytes) -> object with .data_ptr(); the object is kept alive until the pool frees
 //     the buffer. Its hooks take the GIL themselves because the pool may be freed on any thread.
-//   * Errors become exceptions: ValueError (InvalidArgument), FileNotFoundError (NotFound),
-//     RuntimeError otherwise, with docfeed's message (which names the file / sample).
+//   * Errors become docfeed.errors exceptions chosen by StatusCode alone (Raise; never by
+//     message text), each also a built-in (ValueError, FileNotFoundError, OSError,
+//     RuntimeError, ...), with docfeed's message (which names the file / sample / parameter).
+//   * Loader options are typed keyword-only arguments; MakeOptions is the one place that turns
+//     them into LoaderOptions and checks integer ranges.
 // nanobind's headers trip docfeed's -Wshadow; they are third-party code.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wshadow"
@@ -20,21 +23,31 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 #pragma GCC diagnostic pop
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "docfeed/status.h"
+#include "format/dataset.h"
+#include "format/manifest.h"
 #include "imaging/donut.h"
 #include "imaging/normalize.h"
+#include "pack/image_folder.h"
+#include "pack/packer.h"
+#include "pack/sample_encoder.h"
 #include "pipeline/epoch_order.h"
 #include "pipeline/loader.h"
 
@@ -44,21 +57,109 @@ using namespace nb::literals;
 namespace docfeed::internal {
 namespace {
 
-[[noreturn]] void Raise(const Status& status) {
-  const std::string text = std::string(status.message());
-  switch (status.code()) {
-    case StatusCode::kInvalidArgument:
-      throw nb::value_error(text.c_str());
-    case StatusCode::kNotFound:
-      PyErr_SetString(PyExc_FileNotFoundError, text.c_str());
-      throw nb::python_error();
-    default:
-      throw std::runtime_error(std::string(StatusCodeName(status.code())) + ": " + text);
+// ---- Errors: one place maps a StatusCode to its docfeed.errors class, by code only ----
+
+// Each StatusCode with the name docfeed.errors.BY_CODE keys its class by (the enumerator without
+// the k), and last "Closed" (no StatusCode) for a loader or batch used after close()/release().
+struct ErrorKind {
+  StatusCode code;
+  const char* name;
+};
+constexpr ErrorKind kErrorKinds[] = {
+    {StatusCode::kInvalidArgument, "InvalidArgument"},
+    {StatusCode::kNotFound, "NotFound"},
+    {StatusCode::kCorruption, "Corruption"},
+    {StatusCode::kIOError, "IOError"},
+    {StatusCode::kUnsupported, "Unsupported"},
+    {StatusCode::kResourceExhausted, "ResourceExhausted"},
+    {StatusCode::kCancelled, "Cancelled"},
+    {StatusCode::kInternal, "Internal"},
+    {StatusCode::kAlreadyExists, "AlreadyExists"},
+    {StatusCode::kFailedPrecondition, "FailedPrecondition"},
+    {StatusCode::kOk, "Closed"},
+};
+constexpr size_t kNumErrorKinds = sizeof(kErrorKinds) / sizeof(kErrorKinds[0]);
+constexpr size_t kClosedKind = kNumErrorKinds - 1;
+constexpr size_t kInternalKind = 7;
+static_assert(kErrorKinds[kInternalKind].code == StatusCode::kInternal);
+// The classes, looked up once at import (LoadErrorTypes); references held for the process.
+PyObject* g_error_types[kNumErrorKinds] = {};
+
+size_t ErrorIndex(StatusCode code) {
+  for (size_t i = 0; i < kClosedKind; ++i) {
+    if (kErrorKinds[i].code == code) return i;
+  }
+  return kInternalKind;  // kOk is never raised: treated as a bug
+}
+
+void LoadErrorTypes() {
+  nb::object by_code = nb::module_::import_("docfeed.errors").attr("BY_CODE");
+  for (size_t i = 0; i < kNumErrorKinds; ++i) {
+    g_error_types[i] = nb::object(by_code[kErrorKinds[i].name]).release().ptr();
   }
 }
 
+// Raises the class of kErrorKinds[index] with `message`; its `.code` is that kind's name.
+[[noreturn]] void RaiseCode(size_t index, const std::string& message) {
+  nb::handle type(g_error_types[index]);
+  nb::object error = type(message);
+  error.attr("code") = kErrorKinds[index].name;
+  PyErr_SetObject(type.ptr(), error.ptr());
+  throw nb::python_error();
+}
+
+[[noreturn]] void Raise(const Status& status) {
+  const StatusCode code = status.code();
+  // InvalidArgument and NotFound keep docfeed's bare message (they were ValueError and
+  // FileNotFoundError before the hierarchy); the others keep "Code name: message".
+  const bool bare = code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound;
+  RaiseCode(ErrorIndex(code), bare ? std::string(status.message()) : status.ToString());
+}
+
+[[noreturn]] void RaiseInvalid(const std::string& message) {
+  Raise(Status(StatusCode::kInvalidArgument, message));
+}
+
+[[noreturn]] void RaiseClosed(const std::string& message) { RaiseCode(kClosedKind, message); }
+
 void Check(const Status& status) {
   if (!status.ok()) Raise(status);
+}
+
+// A Python int as T, or InvalidArgumentError naming `name` and the range [lo, hi]. Rejects bool
+// (an int subclass) and every non-int, so nothing is truncated or wrapped silently.
+template <typename T>
+T ToInt(const char* name, nb::handle value, T lo = std::numeric_limits<T>::min(),
+        T hi = std::numeric_limits<T>::max()) {
+  static_assert(std::is_integral_v<T> && sizeof(T) <= sizeof(long long));
+  bool in_range = false;
+  T out = 0;
+  if (PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) {
+    int overflow = 0;
+    const long long s = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+    if (overflow == 0 && !(s == -1 && PyErr_Occurred())) {
+      if constexpr (std::is_signed_v<T>) {
+        in_range = s >= static_cast<long long>(lo) && s <= static_cast<long long>(hi);
+      } else {
+        in_range = s >= 0 && static_cast<unsigned long long>(s) >= lo &&
+                   static_cast<unsigned long long>(s) <= hi;
+      }
+      out = static_cast<T>(s);
+    } else if (overflow > 0) {
+      if constexpr (std::is_unsigned_v<T>) {
+        const unsigned long long u = PyLong_AsUnsignedLongLong(value.ptr());
+        if (!PyErr_Occurred()) {
+          in_range = u >= lo && u <= hi;
+          out = static_cast<T>(u);
+        }
+      }
+    }
+    PyErr_Clear();
+  }
+  if (in_range) return out;
+  const std::string got = nb::cast<std::string>(nb::repr(value));
+  RaiseInvalid(std::string(name) + " must be an integer in " + std::to_string(lo) + ".." +
+               std::to_string(hi) + ", not " + got);
 }
 
 DType ParseDType(const std::string& name) {
@@ -66,7 +167,7 @@ DType ParseDType(const std::string& name) {
   if (name == "float32") return DType::kFloat32;
   if (name == "float16") return DType::kFloat16;
   if (name == "bfloat16") return DType::kBfloat16;
-  throw nb::value_error(("dtype must be uint8, float32, float16 or bfloat16, not " + name).c_str());
+  RaiseInvalid("dtype must be uint8, float32, float16 or bfloat16, not " + name);
 }
 
 nb::dlpack::dtype ToDlpack(DType dtype) {
@@ -132,7 +233,7 @@ struct PyBatch {
   int32_t height = 0, width = 0;
 
   void RequireValid() const {
-    if (!batch.valid()) throw std::runtime_error("this docfeed batch was released");
+    if (!batch.valid()) RaiseClosed("this docfeed batch was released");
   }
 };
 
@@ -160,56 +261,60 @@ nb::object Pixels(nb::handle self) {
   return nb::cast(array, nb::rv_policy::reference);
 }
 
-LoaderOptions MakeOptions(const nb::dict& o) {
+// The one place that turns the binding's typed keyword arguments into LoaderOptions. Integers
+// are range-checked here (ToInt: an InvalidArgumentError naming the parameter and its range);
+// the combinations (rank < world_size, a preprocessed dataset's size, ...) are Loader::Create's.
+LoaderOptions MakeOptions(
+    const std::string& path, nb::handle height, nb::handle width, bool align_long_axis,
+    nb::handle batch_size, bool shuffle, nb::handle seed, const std::string& pad,
+    const std::string& dtype, const std::string& layout, nb::handle rank, nb::handle world_size,
+    const std::string& remainder, nb::handle num_threads, nb::handle prefetch, nb::handle max_held,
+    const std::string& label_column, nb::handle label_length, const std::string& on_error,
+    nb::handle max_bad_samples, const std::optional<std::array<double, 3>>& image_mean,
+    const std::optional<std::array<double, 3>>& image_std, nb::handle allocator) {
+  constexpr int kIntMax = std::numeric_limits<int>::max();
   LoaderOptions opt;
-  opt.path = nb::cast<std::string>(o["path"]);
-  opt.preset.donut.height = nb::cast<int32_t>(o["height"]);
-  opt.preset.donut.width = nb::cast<int32_t>(o["width"]);
-  opt.preset.donut.align_long_axis = nb::cast<bool>(o["align_long_axis"]);
-  opt.batch_size = nb::cast<uint32_t>(o["batch_size"]);
-  opt.shuffle = nb::cast<bool>(o["shuffle"]);
-  opt.seed = nb::cast<uint64_t>(o["seed"]);
-  const auto pad = nb::cast<std::string>(o["pad"]);
+  opt.path = path;
+  opt.preset.donut.height = ToInt<int32_t>("height", height, 1, 65535);
+  opt.preset.donut.width = ToInt<int32_t>("width", width, 1, 65535);
+  opt.preset.donut.align_long_axis = align_long_axis;
+  opt.batch_size = ToInt<uint32_t>("batch_size", batch_size, 1);
+  opt.shuffle = shuffle;
+  opt.seed = ToInt<uint64_t>("seed", seed);
   if (pad == "random") {
     opt.preset.pad = PadMode::kRandom;
   } else if (pad == "center") {
     opt.preset.pad = PadMode::kCenter;
   } else {
-    throw nb::value_error(("pad must be 'random' or 'center', not '" + pad + "'").c_str());
+    RaiseInvalid("pad must be 'random' or 'center', not '" + pad + "'");
   }
-  opt.dtype = ParseDType(nb::cast<std::string>(o["dtype"]));
-  // Optional keys (None or 3 floats): override the dataset's normalization.
-  if (o.contains("image_mean") && !o["image_mean"].is_none()) {
-    opt.image_mean = nb::cast<std::array<double, 3>>(o["image_mean"]);
+  opt.dtype = ParseDType(dtype);
+  opt.image_mean = image_mean;
+  opt.image_std = image_std;
+  if (layout != "chw" && layout != "hwc") {
+    RaiseInvalid("layout must be 'chw' or 'hwc', not '" + layout + "'");
   }
-  if (o.contains("image_std") && !o["image_std"].is_none()) {
-    opt.image_std = nb::cast<std::array<double, 3>>(o["image_std"]);
-  }
-  const auto layout = nb::cast<std::string>(o["layout"]);
-  if (layout != "chw" && layout != "hwc") throw nb::value_error("layout must be 'chw' or 'hwc'");
   opt.layout = layout == "chw" ? OutputLayout::kChw : OutputLayout::kHwc;
-  opt.rank = nb::cast<uint32_t>(o["rank"]);
-  opt.world_size = nb::cast<uint32_t>(o["world_size"]);
-  auto remainder = ParseRemainder(nb::cast<std::string>(o["remainder"]));
-  if (!remainder.ok()) Raise(remainder.status());
-  opt.remainder = remainder.value();
-  opt.num_threads = nb::cast<int>(o["num_threads"]);
-  opt.prefetch = nb::cast<int>(o["prefetch"]);
-  opt.max_held = nb::cast<int>(o["max_held"]);
-  opt.label_column = nb::cast<std::string>(o["label_column"]);
-  opt.label_length = nb::cast<uint32_t>(o["label_length"]);
-  const auto on_error = nb::cast<std::string>(o["on_error"]);
+  opt.rank = ToInt<uint32_t>("rank", rank);
+  opt.world_size = ToInt<uint32_t>("world_size", world_size, 1);
+  Result<Remainder> parsed_remainder = ParseRemainder(remainder);
+  if (!parsed_remainder.ok()) Raise(parsed_remainder.status());
+  opt.remainder = parsed_remainder.value();
+  opt.num_threads = ToInt<int>("num_threads", num_threads, 0, kIntMax);
+  opt.prefetch = ToInt<int>("prefetch", prefetch, 1, kIntMax);
+  opt.max_held = ToInt<int>("max_held", max_held, 1, kIntMax);
+  opt.label_column = label_column;
+  opt.label_length = ToInt<uint32_t>("label_length", label_length);
   if (on_error == "raise") {
     opt.on_error = BadSamplePolicy::kError;
   } else if (on_error == "skip") {
     opt.on_error = BadSamplePolicy::kSkip;
   } else {
-    throw nb::value_error(("on_error must be 'raise' or 'skip', not '" + on_error + "'").c_str());
+    RaiseInvalid("on_error must be 'raise' or 'skip', not '" + on_error + "'");
   }
-  opt.max_bad_samples = nb::cast<uint64_t>(o["max_bad_samples"]);
-  nb::object allocate = o["allocator"];
-  if (!allocate.is_none()) {
-    auto alloc = std::make_shared<PyAllocator>(allocate);
+  opt.max_bad_samples = ToInt<uint64_t>("max_bad_samples", max_bad_samples);
+  if (!allocator.is_none()) {
+    auto alloc = std::make_shared<PyAllocator>(nb::borrow(allocator));
     opt.allocator.allocate = [alloc](size_t bytes) { return alloc->Allocate(bytes); };
     opt.allocator.release = [alloc](void* data, size_t) { alloc->Release(data); };
   }
@@ -234,10 +339,29 @@ struct PyLoader {
   }
   std::unique_ptr<Loader> loader;
   Loader& get() {
-    if (!loader) throw std::runtime_error("this docfeed loader was closed");
+    if (!loader) RaiseClosed("this docfeed loader was closed");
     return *loader;
   }
 };
+
+// Every field of LoaderStats, in declaration order (src/pipeline/loader.h): stages as (count,
+// seconds), counters as ints, bad_sample_errors as a list of str. STATS_FIELDS exposes the
+// names so a test can hold them against the struct.
+constexpr const char* kStatsFields[] = {"read",
+                                        "decode",
+                                        "resize",
+                                        "decode_resize",
+                                        "pad_normalize",
+                                        "buffer_wait",
+                                        "consumer_wait",
+                                        "batches",
+                                        "samples",
+                                        "stored_bytes",
+                                        "bad_samples",
+                                        "bad_sample_errors",
+                                        "ready_depth_sum",
+                                        "pool_buffers",
+                                        "pool_bytes"};
 
 nb::dict StatsDict(const LoaderStats& s) {
   nb::dict d;
@@ -247,6 +371,7 @@ nb::dict StatsDict(const LoaderStats& s) {
   d["read"] = stage(s.read);
   d["decode"] = stage(s.decode);
   d["resize"] = stage(s.resize);
+  d["decode_resize"] = stage(s.decode_resize);
   d["pad_normalize"] = stage(s.pad_normalize);
   d["buffer_wait"] = stage(s.buffer_wait);
   d["consumer_wait"] = stage(s.consumer_wait);
@@ -254,11 +379,236 @@ nb::dict StatsDict(const LoaderStats& s) {
   d["samples"] = s.samples;
   d["stored_bytes"] = s.stored_bytes;
   d["bad_samples"] = s.bad_samples;
-  d["bad_sample_errors"] = s.bad_sample_errors;
+  d["bad_sample_errors"] = nb::cast(s.bad_sample_errors);
   d["ready_depth_sum"] = s.ready_depth_sum;
   d["pool_buffers"] = s.pool_buffers;
   d["pool_bytes"] = s.pool_bytes;
   return d;
+}
+
+// What a dataset's manifest says, without starting a loader: Dataset::Open checks the
+// manifest, the index and each data file's schema (no image is read or decoded).
+nb::dict DatasetInfo(const std::string& path) {
+  Result<std::unique_ptr<Dataset>> opened = [&] {
+    nb::gil_scoped_release nogil;
+    return Dataset::Open(path);
+  }();
+  if (!opened.ok()) Raise(opened.status());
+  const Dataset& dataset = *opened.value();
+  const Manifest& m = dataset.manifest();
+  nb::dict d;
+  d["path"] = dataset.dir();
+  d["num_samples"] = dataset.size();
+  nb::list columns;
+  for (const ColumnSpec& c : m.columns) {
+    columns.append(nb::make_tuple(c.name, std::string(ColumnTypeName(c.type))));
+  }
+  d["columns"] = columns;
+  d["label_column"] = m.label_column;
+  d["codec"] = m.codec;
+  d["compression"] = m.compression;
+  d["stored_codecs"] = nb::cast(m.stored_codecs);
+  d["source_bytes"] = m.source_bytes;
+  d["stored_image_bytes"] = m.stored_image_bytes;
+  d["rejected"] = m.rejected;
+  if (m.preprocess.preprocessed()) {
+    nb::dict pre;
+    pre["preset"] = m.preprocess.preset;
+    pre["height"] = m.preprocess.height;
+    pre["width"] = m.preprocess.width;
+    pre["align_long_axis"] = m.preprocess.align_long_axis;
+    d["preprocess"] = pre;
+  } else {
+    d["preprocess"] = nb::none();
+  }
+  d["original_column"] = m.original_column;
+  return d;
+}
+
+// Loader.__init__: typed keyword arguments -> MakeOptions -> Loader::Create (GIL released).
+void InitLoader(PyLoader* self, const std::string& path, nb::int_ height, nb::int_ width,
+                bool align_long_axis, nb::int_ batch_size, bool shuffle, nb::int_ seed,
+                const std::string& pad, const std::string& dtype, const std::string& layout,
+                nb::int_ rank, nb::int_ world_size, const std::string& remainder,
+                nb::int_ num_threads, nb::int_ prefetch, nb::int_ max_held,
+                const std::string& label_column, nb::int_ label_length, const std::string& on_error,
+                nb::int_ max_bad_samples, std::optional<std::array<double, 3>> image_mean,
+                std::optional<std::array<double, 3>> image_std, nb::object allocator) {
+  const LoaderOptions opt = MakeOptions(
+      path, height, width, align_long_axis, batch_size, shuffle, seed, pad, dtype, layout, rank,
+      world_size, remainder, num_threads, prefetch, max_held, label_column, label_length, on_error,
+      max_bad_samples, image_mean, image_std, allocator);
+  Result<std::unique_ptr<Loader>> created = [&] {
+    nb::gil_scoped_release nogil;
+    return Loader::Create(opt);
+  }();
+  if (!created.ok()) Raise(created.status());
+  new (self) PyLoader(std::move(created).value());
+}
+
+// ---- docfeed.pack: the rows of an in-memory dataset through the C++ packer ----
+
+// The rows as a SampleSource. The listing comes from the JSON rows Python wrote in its first
+// pass (ParseSampleRows: typed exactly as metadata.jsonl rows); the images from `fetch()`, a
+// Python callable returning the next rows' images in row order (a list; each item the encoded
+// file as bytes, or a str saying what is wrong with that row; [] once the rows are exhausted).
+// The encode workers call ReadImage without the GIL; the one that finds its row not fetched
+// yet takes the GIL for one fetch() while holding mu_, so rows arrive in order and the GIL is
+// held only to hand over the next rows.
+class PyRowSource final : public SampleSource {
+ public:
+  PyRowSource(ImageFolder listing, nb::object fetch)
+      : listing_(std::move(listing)), fetch_(fetch.release().ptr()) {}
+  ~PyRowSource() override {
+    if (!Py_IsInitialized()) return;
+    nb::gil_scoped_acquire gil;
+    Py_XDECREF(fetch_);
+  }
+  PyRowSource(const PyRowSource&) = delete;
+  PyRowSource& operator=(const PyRowSource&) = delete;
+
+  const ImageFolder& listing() const override { return listing_; }
+
+  Result<std::vector<uint8_t>> ReadImage(size_t i) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (fetched_ <= i && fetch_error_.ok()) FetchMore();
+    auto it = images_.find(i);
+    if (it == images_.end()) {
+      if (!fetch_error_.ok()) return fetch_error_;
+      return InternalError("row " + std::to_string(i) + " was asked for twice");
+    }
+    Result<std::vector<uint8_t>> image = std::move(it->second);
+    images_.erase(it);
+    return image;
+  }
+
+  std::string Where(size_t i) const override {
+    return "row " + std::to_string(i) + " (" + listing_.samples[i].relative_path + ")";
+  }
+  std::string Name() const override { return "the dataset's rows"; }
+
+ private:
+  // REQUIRES: mu_ held. Appends the next rows to images_, or sets fetch_error_.
+  void FetchMore() {
+    const size_t total = listing_.samples.size();
+    nb::gil_scoped_acquire gil;
+    try {
+      nb::object got = nb::handle(fetch_)();
+      size_t added = 0;
+      for (nb::handle item : got) {
+        if (fetched_ >= total) {
+          fetch_error_ = InvalidArgumentError("the rows gave more images than the " +
+                                              std::to_string(total) + " rows listed");
+          return;
+        }
+        if (nb::isinstance<nb::bytes>(item)) {
+          nb::bytes data = nb::borrow<nb::bytes>(item);
+          const auto* begin = static_cast<const uint8_t*>(static_cast<const void*>(data.c_str()));
+          images_.emplace(fetched_, std::vector<uint8_t>(begin, begin + data.size()));
+        } else if (nb::isinstance<nb::str>(item)) {
+          images_.emplace(fetched_, InvalidArgumentError(nb::cast<std::string>(item)));
+        } else {
+          images_.emplace(
+              fetched_,
+              InvalidArgumentError("the image is a " +
+                                   nb::cast<std::string>(nb::str(item.type().attr("__name__"))) +
+                                   ", not bytes"));
+        }
+        ++fetched_;
+        ++added;
+      }
+      if (added == 0) {
+        fetch_error_ =
+            InvalidArgumentError("the rows ended after " + std::to_string(fetched_) + " images; " +
+                                 std::to_string(total) + " rows were listed");
+      }
+    } catch (nb::python_error& e) {
+      fetch_error_ = InternalError("reading the images from row " + std::to_string(fetched_) +
+                                   " on: " + e.what());
+    }
+  }
+
+  const ImageFolder listing_;
+  PyObject* fetch_;  // owned; touched only with the GIL
+  std::mutex mu_;
+  size_t fetched_ = 0;                                     // guarded by mu_
+  std::map<size_t, Result<std::vector<uint8_t>>> images_;  // guarded by mu_
+  Status fetch_error_;                                     // guarded by mu_
+};
+
+// The one place that turns pack_rows' typed keyword arguments into PackOptions, with the
+// checks and defaults of `docfeed pack` (tools/docfeed/pack_command.cc).
+PackOptions MakePackOptions(const std::string& output, const std::string& codec,
+                            nb::handle jpeg_quality, nb::handle threads, bool overwrite,
+                            bool skip_bad, const std::optional<std::string>& compression,
+                            const std::string& preprocess,
+                            const std::optional<std::array<int64_t, 2>>& size, bool align_long_axis,
+                            bool keep_original, nb::handle max_file_mb) {
+  PackOptions o;
+  o.output = output;
+  Result<CodecChoice> parsed_codec = ParseCodecChoice(codec);
+  if (!parsed_codec.ok()) Raise(parsed_codec.status());
+  o.encode.codec = parsed_codec.value();
+  o.encode.jpeg_quality = ToInt<int>("jpeg_quality", jpeg_quality, 1, 100);
+  o.threads = ToInt<int>("threads", threads, 0, 1024);
+  o.overwrite = overwrite;
+  o.skip_bad = skip_bad;
+  o.max_file_bytes = uint64_t{ToInt<uint32_t>("max_file_mb", max_file_mb, 1, 1 << 20)} * 1'000'000;
+  if (preprocess.empty()) {
+    if (size || align_long_axis || keep_original) {
+      RaiseInvalid("size, align_long_axis and keep_original need preprocess=\"donut\"");
+    }
+  } else {
+    if (preprocess != "donut")
+      RaiseInvalid("preprocess must be \"donut\", not \"" + preprocess + "\"");
+    if (!size) RaiseInvalid("preprocess=\"donut\" needs size=(height, width)");
+    if (o.encode.codec != CodecChoice::kKeep) {
+      RaiseInvalid("codec does not apply with preprocess (pages are stored as PGM/PPM)");
+    }
+    o.encode.preprocess.preset = preprocess;
+    o.encode.preprocess.height = ToInt<int32_t>("size[0] (height)", nb::int_((*size)[0]), 1, 65535);
+    o.encode.preprocess.width = ToInt<int32_t>("size[1] (width)", nb::int_((*size)[1]), 1, 65535);
+    o.encode.preprocess.align_long_axis = align_long_axis;
+    o.encode.keep_original = keep_original;
+  }
+  o.compression = compression.value_or(
+      o.encode.preprocess.preprocessed() ? kPreprocessedDefaultCompression : "none");
+  if (o.compression != "none" && o.compression != "zstd" && o.compression != "lz4_frame") {
+    RaiseInvalid("compression must be none, zstd or lz4_frame, not " + o.compression);
+  }
+  return o;
+}
+
+nb::dict PackSummaryDict(const PackSummary& s) {
+  nb::dict d;
+  d["samples"] = s.samples;
+  d["rejected"] = s.rejected;
+  d["source_bytes"] = s.source_bytes;
+  d["stored_image_bytes"] = s.stored_image_bytes;
+  d["output_bytes"] = s.output_bytes;
+  d["stored_codecs"] = nb::cast(s.stored_codecs);
+  d["data_files"] = nb::cast(s.data_files);
+  d["seconds"] = s.seconds;
+  return d;
+}
+
+nb::dict PackRows(const std::string& output, const std::string& rows, nb::object fetch,
+                  const std::string& codec, nb::int_ jpeg_quality, nb::int_ threads, bool overwrite,
+                  bool skip_bad, std::optional<std::string> compression,
+                  const std::string& preprocess, std::optional<std::array<int64_t, 2>> size,
+                  bool align_long_axis, bool keep_original, nb::int_ max_file_mb) {
+  const PackOptions options =
+      MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad, compression,
+                      preprocess, size, align_long_axis, keep_original, max_file_mb);
+  Result<ImageFolder> listing = ParseSampleRows(rows);
+  if (!listing.ok()) Raise(listing.status());
+  PyRowSource source(std::move(listing).value(), std::move(fetch));
+  Result<PackSummary> packed = [&] {
+    nb::gil_scoped_release nogil;
+    return PackFrom(source, options);
+  }();
+  if (!packed.ok()) Raise(packed.status());
+  return PackSummaryDict(packed.value());
 }
 
 }  // namespace
@@ -268,7 +618,27 @@ NB_MODULE(_docfeed, m) {
   using namespace docfeed::internal;
   using docfeed::Result;
   using docfeed::Status;
+  using docfeed::StatusCode;
   m.doc() = "docfeed's C++ loader (internal; use docfeed.Loader)";
+  LoadErrorTypes();
+  static const LoaderOptions kDefaults;
+
+  nb::list stats_fields;
+  for (const char* name : kStatsFields) stats_fields.append(name);
+  m.attr("STATS_FIELDS") = nb::tuple(stats_fields);
+  m.def(
+      "_raise_status",
+      [](int code, const std::string& message) {
+        if (code <= 0 || code > static_cast<int>(StatusCode::kFailedPrecondition)) {
+          RaiseInvalid("no StatusCode " + std::to_string(code));
+        }
+        Raise(Status(static_cast<StatusCode>(code), message));
+      },
+      "code"_a, "message"_a,
+      "For tests: raises what a C++ Status with this StatusCode value becomes.");
+  m.def("dataset_info", &DatasetInfo, "path"_a,
+        "The manifest's facts about a dataset (num_samples, columns, label_column, preprocess, "
+        "...) without starting a loader.");
 
   nb::class_<PyBatch>(m, "Batch")
       .def_prop_ro("valid", [](const PyBatch& b) { return b.batch.valid(); })
@@ -321,18 +691,19 @@ NB_MODULE(_docfeed, m) {
           "Returns the buffer to the pool now. Only safe when no view of it is alive.");
 
   nb::class_<PyLoader>(m, "Loader")
-      .def(
-          "__init__",
-          [](PyLoader* self, nb::dict options) {
-            LoaderOptions opt = MakeOptions(options);
-            Result<std::unique_ptr<Loader>> created = [&] {
-              nb::gil_scoped_release nogil;
-              return Loader::Create(opt);
-            }();
-            if (!created.ok()) Raise(created.status());
-            new (self) PyLoader(std::move(created).value());
-          },
-          "options"_a)
+      .def("__init__", &InitLoader, "path"_a, nb::kw_only(), "height"_a = kDefaults.preset.donut.height,
+           "width"_a = kDefaults.preset.donut.width, "align_long_axis"_a = kDefaults.preset.donut.align_long_axis,
+           "batch_size"_a = kDefaults.batch_size, "shuffle"_a = kDefaults.shuffle,
+           "seed"_a = kDefaults.seed, "pad"_a = "random", "dtype"_a = "float32", "layout"_a = "chw",
+           "rank"_a = kDefaults.rank, "world_size"_a = kDefaults.world_size, "remainder"_a = "drop",
+           "num_threads"_a = kDefaults.num_threads, "prefetch"_a = kDefaults.prefetch,
+           "max_held"_a = kDefaults.max_held, "label_column"_a = "",
+           "label_length"_a = kDefaults.label_length, "on_error"_a = "raise",
+           "max_bad_samples"_a = kDefaults.max_bad_samples, "image_mean"_a = nb::none(),
+           "image_std"_a = nb::none(), "allocator"_a = nb::none(),
+           "Opens `path` and starts epoch 0. Integers out of range, unknown names and bad "
+           "combinations raise docfeed.InvalidArgumentError (a ValueError) naming the "
+           "parameter.")
       .def_prop_ro("num_samples", [](PyLoader& l) { return l.get().num_samples(); })
       .def_prop_ro("num_batches", [](PyLoader& l) { return l.get().num_batches(); })
       .def_prop_ro("preprocessed", [](PyLoader& l) { return l.get().preprocessed(); })
@@ -341,7 +712,9 @@ NB_MODULE(_docfeed, m) {
       .def_prop_ro("batch_pixel_bytes", [](PyLoader& l) { return l.get().batch_pixel_bytes(); })
       .def(
           "start_epoch",
-          [](PyLoader& l, uint64_t epoch, uint64_t position) {
+          [](PyLoader& l, nb::int_ epoch_arg, nb::int_ position_arg) {
+            const auto epoch = ToInt<uint64_t>("epoch", epoch_arg);
+            const auto position = ToInt<uint64_t>("position", position_arg);
             Loader& loader = l.get();
             Status status;
             {
@@ -353,12 +726,15 @@ NB_MODULE(_docfeed, m) {
           "epoch"_a, "position"_a = 0)
       .def(
           "restore",
-          [](PyLoader& l, uint64_t seed, uint64_t epoch, uint64_t position) {
+          [](PyLoader& l, nb::int_ seed_arg, nb::int_ epoch_arg, nb::int_ position_arg) {
+            const LoaderState state{ToInt<uint64_t>("seed", seed_arg),
+                                    ToInt<uint64_t>("epoch", epoch_arg),
+                                    ToInt<uint64_t>("position", position_arg)};
             Loader& loader = l.get();
             Status status;
             {
               nb::gil_scoped_release nogil;
-              status = loader.Restore(LoaderState{seed, epoch, position});
+              status = loader.Restore(state);
             }
             Check(status);
           },
@@ -391,6 +767,13 @@ NB_MODULE(_docfeed, m) {
         loader.reset();  // joins the workers
       });
 
+  m.def("pack_rows", &PackRows, "output"_a, "rows"_a, "fetch"_a, nb::kw_only(), "codec"_a = "keep",
+        "jpeg_quality"_a = 90, "threads"_a = 0, "overwrite"_a = false, "skip_bad"_a = false,
+        "compression"_a = nb::none(), "preprocess"_a = "", "size"_a = nb::none(),
+        "align_long_axis"_a = false, "keep_original"_a = false, "max_file_mb"_a = 500,
+        "Packs rows into `output` (docfeed.pack's engine): `rows` is one JSON object per line "
+        "(file_name and the other columns, as metadata.jsonl), `fetch()` returns the next "
+        "rows' images. The GIL is released while encoding and writing. Returns the summary.");
   m.def(
       "normalize_table",
       [](int32_t height, int32_t width, double rescale_factor, std::array<double, 3> mean,

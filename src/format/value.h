@@ -1,8 +1,8 @@
 // Column values of the non-image columns of a sample (labels, ground truth, ids), and the
 // canonical byte serialization that docfeed's per-sample label checksum is computed over.
-// The serialization is specified in docs/format.md ("Label checksum"); the packer hashes values
-// it parsed from metadata.jsonl, and `verify` hashes values it read back from Arrow: both go
-// through HashLabels so they cannot drift apart.
+// The serialization is specified in docs/format.md ("Label serialization", section 3); the
+// packer hashes values it parsed from metadata.jsonl, and `verify` hashes values it read back
+// from Arrow: both go through HashLabels so they cannot drift apart.
 #ifndef DOCFEED_FORMAT_VALUE_H_
 #define DOCFEED_FORMAT_VALUE_H_
 

@@ -1,7 +1,7 @@
 // The Donut image preset: the geometry half of Hugging Face's DonutImageProcessor (PIL path).
 //
 // DonutImageProcessor.preprocess (transformers 4.x, checked against 4.57.6) turns a PIL image into
-// the model's pixel_values in this order (docs/donut-preprocessing.md):
+// the model's pixel_values in this order (docs/donut-preprocessing.md section 3):
 //   convert("RGB") -> [align long axis] -> shortest-edge resize (BILINEAR) -> thumbnail
 //   (BICUBIC, reducing_gap 2.0) -> pad to (height, width) with 0 -> rescale -> normalize -> CHW.
 // This header covers everything up to the padding, split where the randomness starts:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -197,8 +198,10 @@ struct ParsedRow {
   Json row;
 };
 
-// Parses metadata.jsonl into rows and infers column kinds (first-seen column order).
-Status ParseMetadata(const std::string& path, const std::string& text, std::vector<ParsedRow>* rows,
+// Parses metadata.jsonl-style rows into rows and infers column kinds (first-seen column order).
+// `where(line)` names a row in errors.
+Status ParseMetadata(const std::function<std::string(int64_t)>& where_of, std::string_view text,
+                     std::vector<ParsedRow>* rows,
                      std::vector<std::pair<std::string, Kind>>* kinds) {
   std::map<std::string, size_t> column_at;
   int64_t line_no = 0;
@@ -210,7 +213,7 @@ Status ParseMetadata(const std::string& path, const std::string& text, std::vect
     pos = end + 1;
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    std::string where = path + ":" + std::to_string(line_no);
+    std::string where = where_of(line_no);
     Json row = Json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (row.is_discarded()) return MalformedRow(where, line);
     if (!row.is_object()) return InvalidArgumentError(where + ": a row must be a JSON object");
@@ -240,6 +243,16 @@ Status ParseMetadata(const std::string& path, const std::string& text, std::vect
   return Status::Ok();
 }
 
+// The column values of `r` in `columns` order (missing keys are null).
+std::vector<Value> RowValues(const ParsedRow& r, const std::vector<ColumnSpec>& columns) {
+  std::vector<Value> values;
+  for (const ColumnSpec& c : columns) {
+    auto it = r.row.find(c.name);
+    values.push_back(it == r.row.end() ? Value{} : ToValue(*it, c.type));
+  }
+  return values;
+}
+
 Status ResolveMetadataRows(const std::string& root, const std::vector<ParsedRow>& rows,
                            ImageFolder* folder) {
   const std::string meta_path = JoinPath(root, kMetadataFileName);
@@ -256,16 +269,27 @@ Status ResolveMetadataRows(const std::string& root, const std::vector<ParsedRow>
     SourceSample s;
     s.relative_path = r.file_name;
     s.line = r.line;
-    for (const ColumnSpec& c : folder->columns) {
-      auto it = r.row.find(c.name);
-      s.values.push_back(it == r.row.end() ? Value{} : ToValue(*it, c.type));
-    }
+    s.values = RowValues(r, folder->columns);
     folder->samples.push_back(std::move(s));
   }
   return Status::Ok();
 }
 
 }  // namespace
+
+Result<ImageFolder> ParseSampleRows(std::string_view jsonl) {
+  ImageFolder listing;
+  listing.has_metadata = true;
+  std::vector<ParsedRow> rows;
+  std::vector<std::pair<std::string, Kind>> kinds;
+  DOCFEED_RETURN_IF_ERROR(ParseMetadata(
+      [](int64_t line) { return "row " + std::to_string(line - 1); }, jsonl, &rows, &kinds));
+  for (const auto& [name, kind] : kinds) listing.columns.push_back({name, ToColumnType(kind)});
+  for (const ParsedRow& r : rows) {
+    listing.samples.push_back({r.file_name, 0, RowValues(r, listing.columns)});
+  }
+  return listing;
+}
 
 bool HasImageExtension(const std::string& path) {
   size_t dot = path.rfind('.');
@@ -289,7 +313,8 @@ Result<ImageFolder> ScanImageFolder(const std::string& root) {
     DOCFEED_ASSIGN_OR_RETURN(std::string text, ReadTextFile(meta_path));
     std::vector<ParsedRow> rows;
     std::vector<std::pair<std::string, Kind>> kinds;
-    DOCFEED_RETURN_IF_ERROR(ParseMetadata(meta_path, text, &rows, &kinds));
+    DOCFEED_RETURN_IF_ERROR(ParseMetadata(
+        [&](int64_t line) { return meta_path + ":" + std::to_string(line); }, text, &rows, &kinds));
     for (const auto& [name, kind] : kinds) folder.columns.push_back({name, ToColumnType(kind)});
     DOCFEED_RETURN_IF_ERROR(ResolveMetadataRows(root, rows, &folder));
   }

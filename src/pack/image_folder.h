@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "docfeed/status.h"
@@ -39,6 +40,13 @@ struct ImageFolder {
 // malformed JSON, a row without a string `file_name`, a `file_name` that escapes the root or
 // names a missing file, nested objects, and columns whose values have incompatible types.
 Result<ImageFolder> ScanImageFolder(const std::string& root);
+
+// The listing of samples that are not files under a root (the Python binding's in-memory rows):
+// one JSON object per line, each with a string "file_name" (the name stored with the image) and
+// the other columns, parsed and typed exactly as metadata.jsonl rows are (same errors, rows
+// named "row N", 0-based, counting every line). No file is looked at; root is empty and
+// SourceSample::line is 0.
+Result<ImageFolder> ParseSampleRows(std::string_view jsonl);
 
 // True if the file name has an image extension (.jpg .jpeg .png .webp .gif .bmp .tif .tiff,
 // any case). Used only to decide which files are candidate samples; the format itself is

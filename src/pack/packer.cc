@@ -27,15 +27,28 @@ struct Slot {
   std::vector<Value> label_values;  // `labels`, `target_sequence` with a Labeler
 };
 
-std::string SampleWhere(const ImageFolder& folder, const SourceSample& s) {
-  std::string where = JoinPath(folder.root, s.relative_path);
-  if (s.line > 0) where += " (metadata.jsonl line " + std::to_string(s.line) + ")";
-  return where;
-}
+// The image folder: its listing, and each sample's file read from the folder.
+class ImageFolderSource final : public SampleSource {
+ public:
+  explicit ImageFolderSource(ImageFolder folder) : folder_(std::move(folder)) {}
+  const ImageFolder& listing() const override { return folder_; }
+  Result<std::vector<uint8_t>> ReadImage(size_t i) override {
+    return ReadFile(JoinPath(folder_.root, folder_.samples[i].relative_path));
+  }
+  std::string Where(size_t i) const override {
+    const SourceSample& s = folder_.samples[i];
+    std::string where = JoinPath(folder_.root, s.relative_path);
+    if (s.line > 0) where += " (metadata.jsonl line " + std::to_string(s.line) + ")";
+    return where;
+  }
+  std::string Name() const override { return folder_.root; }
 
-Slot EncodeOne(const ImageFolder& folder, size_t i, const EncodeOptions& opts,
-               const Labeler* labeler) {
-  const SourceSample& sample = folder.samples[i];
+ private:
+  ImageFolder folder_;
+};
+
+Slot EncodeOne(SampleSource& source, size_t i, const EncodeOptions& opts, const Labeler* labeler) {
+  const SourceSample& sample = source.listing().samples[i];
   Slot slot;
   if (labeler != nullptr) {
     Result<std::vector<Value>> values = labeler->Make(i, sample);
@@ -45,7 +58,7 @@ Slot EncodeOne(const ImageFolder& folder, size_t i, const EncodeOptions& opts,
     }
     slot.label_values = std::move(values).value();
   }
-  Result<std::vector<uint8_t>> bytes = ReadFile(JoinPath(folder.root, sample.relative_path));
+  Result<std::vector<uint8_t>> bytes = source.ReadImage(i);
   if (!bytes.ok()) {
     slot.encoded = bytes.status();
     return slot;
@@ -79,12 +92,12 @@ struct WriteState {
 };
 
 // Writes one encoded sample (or rejects it); called in sample order.
-Status WriteOne(const ImageFolder& folder, size_t i, Slot& slot, const PackOptions& options,
+Status WriteOne(const SampleSource& source, size_t i, Slot& slot, const PackOptions& options,
                 const std::string& dir, ShardWriter& writer, WriteState& state) {
-  const SourceSample& src = folder.samples[i];
+  const SourceSample& src = source.listing().samples[i];
   state.summary.source_bytes += slot.source_bytes;
   if (!slot.encoded.ok()) {
-    Status why = slot.encoded.status().WithContext(SampleWhere(folder, src));
+    Status why = slot.encoded.status().WithContext(source.Where(i));
     if (!options.skip_bad) return why;
     return Reject(dir, src, why, &state.rejects);
   }
@@ -99,8 +112,9 @@ Status WriteOne(const ImageFolder& folder, size_t i, Slot& slot, const PackOptio
   return Status::Ok();
 }
 
-Status WriteAll(const ImageFolder& folder, const PackOptions& options, const std::string& dir,
+Status WriteAll(SampleSource& source, const PackOptions& options, const std::string& dir,
                 WriteState& state) {
+  const ImageFolder& folder = source.listing();
   std::unique_ptr<Labeler> labeler;
   ShardWriterOptions wopts;
   wopts.directory = dir;
@@ -125,9 +139,9 @@ Status WriteAll(const ImageFolder& folder, const PackOptions& options, const std
   const size_t total = folder.samples.size();
   DOCFEED_RETURN_IF_ERROR(OrderedParallelFor<Slot>(
       total, threads, kWindowPerThread * static_cast<size_t>(threads),
-      [&](size_t i) { return EncodeOne(folder, i, options.encode, labeler.get()); },
+      [&](size_t i) { return EncodeOne(source, i, options.encode, labeler.get()); },
       [&](size_t i, Slot& slot) {
-        DOCFEED_RETURN_IF_ERROR(WriteOne(folder, i, slot, options, dir, *writer, state));
+        DOCFEED_RETURN_IF_ERROR(WriteOne(source, i, slot, options, dir, *writer, state));
         if (options.on_progress) {
           std::chrono::duration<double> elapsed = Clock::now() - state.start;
           options.on_progress({i + 1, total, state.summary.source_bytes, elapsed.count()});
@@ -135,7 +149,7 @@ Status WriteAll(const ImageFolder& folder, const PackOptions& options, const std
         return Status::Ok();
       }));
   if (state.summary.samples == 0) {
-    return InvalidArgumentError("every sample of " + folder.root + " was rejected; see " +
+    return InvalidArgumentError("every sample of " + source.Name() + " was rejected; see " +
                                 JoinPath(dir, kRejectsFileName));
   }
   if (state.rejects.file) DOCFEED_RETURN_IF_ERROR(state.rejects.file->Close());
@@ -190,7 +204,15 @@ Status PlaceOutput(const std::string& tmp, const PackOptions& options) {
 
 }  // namespace
 
-Result<PackSummary> Pack(const PackOptions& options) {
+Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root) {
+  DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(root));
+  return std::unique_ptr<SampleSource>(std::make_unique<ImageFolderSource>(std::move(folder)));
+}
+
+namespace {
+
+// The checks both entry points make before reading anything.
+Result<std::string> CheckOutput(const PackOptions& options) {
   std::string output = options.output;
   while (output.size() > 1 && output.back() == '/') output.pop_back();
   if (output.empty()) return InvalidArgumentError("no output directory given (-o OUT)");
@@ -202,14 +224,19 @@ Result<PackSummary> Pack(const PackOptions& options) {
   if (PathExists(output) && !options.overwrite) {
     return AlreadyExistsError(output + " already exists; pass --overwrite to replace it");
   }
-  DOCFEED_RETURN_IF_ERROR(CheckOverwriteKeepsSource(options.source, output));
+  return output;
+}
+
+// Writes `source` into OUT.partial-PID, verifies it and places it at `output`.
+Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options,
+                                const std::string& output, WriteState& state) {
+  if (source.listing().samples.empty()) {
+    return InvalidArgumentError(source.Name() + " holds no samples");
+  }
   std::shared_ptr<const Preset> preset = options.encode.preset;
   if (options.encode.preprocess.preprocessed() && preset == nullptr) {
     DOCFEED_ASSIGN_OR_RETURN(preset, PresetForStored(options.encode.preprocess));
   }
-  WriteState state;
-  state.start = Clock::now();
-  DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(options.source));
   RemoveStaleTemporaries(output);
   std::string tmp = TempSibling(output, "partial");
   DOCFEED_RETURN_IF_ERROR(RemoveAll(tmp));
@@ -217,7 +244,7 @@ Result<PackSummary> Pack(const PackOptions& options) {
   PackOptions placed = options;
   placed.output = output;
   placed.encode.preset = std::move(preset);
-  Status status = WriteAll(folder, placed, tmp, state);
+  Status status = WriteAll(source, placed, tmp, state);
   if (status.ok()) status = VerifyDataset(tmp).WithContext("verifying the packed output");
   if (status.ok()) status = PlaceOutput(tmp, placed);
   if (!status.ok()) {
@@ -225,10 +252,29 @@ Result<PackSummary> Pack(const PackOptions& options) {
     return status;
   }
   state.summary.rejected = state.rejects.count;
-  state.summary.unlisted_images = folder.unlisted_images;
-  state.summary.other_files = folder.other_files;
+  state.summary.unlisted_images = source.listing().unlisted_images;
+  state.summary.other_files = source.listing().other_files;
   state.summary.seconds = std::chrono::duration<double>(Clock::now() - state.start).count();
   return state.summary;
+}
+
+}  // namespace
+
+Result<PackSummary> Pack(const PackOptions& options) {
+  DOCFEED_ASSIGN_OR_RETURN(std::string output, CheckOutput(options));
+  DOCFEED_RETURN_IF_ERROR(CheckOverwriteKeepsSource(options.source, output));
+  WriteState state;
+  state.start = Clock::now();
+  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<SampleSource> source,
+                           OpenImageFolderSource(options.source));
+  return PackChecked(*source, options, output, state);
+}
+
+Result<PackSummary> PackFrom(SampleSource& source, const PackOptions& options) {
+  DOCFEED_ASSIGN_OR_RETURN(std::string output, CheckOutput(options));
+  WriteState state;
+  state.start = Clock::now();
+  return PackChecked(source, options, output, state);
 }
 
 }  // namespace docfeed::internal

@@ -1,18 +1,22 @@
-// `docfeed pack`: turns an image folder (Hugging Face `imagefolder` layout) into a docfeed
-// dataset. Reads and encodes samples on worker threads, writes them in id order, and makes
-// the output appear atomically: everything goes to a temporary sibling directory that is
-// verified and then renamed to the output path, so an interrupted pack leaves nothing that
-// looks like a finished dataset.
+// `docfeed pack`: turns samples into a docfeed dataset. The samples come from a SampleSource:
+// an image folder (Hugging Face `imagefolder` layout; Pack) or any caller-supplied source
+// (PackFrom; the Python binding feeds the rows of an in-memory dataset this way). Both share
+// the rest: samples are read and encoded on worker threads, written in id order, and the output
+// appears atomically: everything goes to a temporary sibling directory that is verified and then
+// renamed to the output path, so an interrupted pack leaves nothing that looks like a finished
+// dataset.
 #ifndef DOCFEED_PACK_PACKER_H_
 #define DOCFEED_PACK_PACKER_H_
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "docfeed/status.h"
+#include "pack/image_folder.h"
 #include "pack/labeler.h"
 #include "pack/sample_encoder.h"
 
@@ -27,11 +31,11 @@ struct PackProgress {
 
 // Arrow body compression `docfeed pack --preprocess` uses unless --compression says otherwise:
 // LZ4_FRAME decompresses a 1553x1200 page ~2.4x faster than zstd (level 1, docfeed's writer) for
-// ~27% more bytes (docs/format.md, "Preprocessed datasets").
+// ~27% more bytes (docs/benchmarks.md, "Preprocessed storage").
 inline constexpr char kPreprocessedDefaultCompression[] = "lz4_frame";
 
 struct PackOptions {
-  std::string source;
+  std::string source;  // Pack: the image folder; PackFrom: unused
   std::string output;
   EncodeOptions encode;    // encode.preprocess / encode.keep_original: pack --preprocess
   int threads = 0;         // 0: one per hardware thread
@@ -60,9 +64,36 @@ struct PackSummary {
   uint64_t tokenizer_size = 0;    // len(tokenizer) after adding them
 };
 
-// Errors name the file (and metadata.jsonl line) of the first bad sample unless skip_bad.
-// AlreadyExists if the output exists and !overwrite.
+// Where PackFrom's samples come from. The listing (columns with their types, and every sample's
+// stored name and column values) is known before any image is read, because the shard schema
+// is written first; the images are then asked for by sample id.
+class SampleSource {
+ public:
+  virtual ~SampleSource() = default;
+  // Columns and samples (SourceSample::relative_path is the name stored with the image; line > 0
+  // adds metadata_line to rejects.jsonl), and for the summary the unlisted images and other
+  // files. Must hold at least one sample; stays valid and unchanged during PackFrom.
+  virtual const ImageFolder& listing() const = 0;
+  // The encoded image file of sample `i` (< listing().samples.size()). Called once per sample
+  // from the encode workers: concurrently for different samples, in increasing order of first
+  // call within a window of a few samples per thread. Errors need not name the sample.
+  virtual Result<std::vector<uint8_t>> ReadImage(size_t i) = 0;
+  // How errors name sample `i`, e.g. "SRC/a.png (metadata.jsonl line 3)" or "row 3".
+  virtual std::string Where(size_t i) const = 0;
+  // How errors name the whole source, e.g. "source folder SRC".
+  virtual std::string Name() const = 0;
+};
+
+// The image folder at `root` as a SampleSource (ScanImageFolder, then ReadFile per sample).
+Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root);
+
+// Packs the image folder options.source. Errors name the file (and metadata.jsonl line) of the
+// first bad sample unless skip_bad. AlreadyExists if the output exists and !overwrite.
 Result<PackSummary> Pack(const PackOptions& options);
+
+// Packs `source` (options.source is ignored); the same encoder, writer, verification and
+// atomic placement as Pack. Errors name the sample by source.Where(i) unless skip_bad.
+Result<PackSummary> PackFrom(SampleSource& source, const PackOptions& options);
 
 }  // namespace docfeed::internal
 

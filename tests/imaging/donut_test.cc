@@ -1,4 +1,4 @@
-// The Donut preset's geometry: sizes (the worked examples of docs/donut-preprocessing.md),
+// The Donut preset's geometry: sizes (the worked examples of docs/donut-preprocessing.md 4),
 // RGB conversion, rotation, gray == replicated RGB, padding offsets (range, reachability,
 // determinism, draw order), DonutPad, the scaled (fast) decode, and error cases. Byte parity with
 // transformers is tested by tests/python/test_donut_parity.py.

@@ -15,8 +15,12 @@ lists, the recipe's format-less state). Checked:
 * the Donut-base FLOP formula against torch's FlopCounterMode on the real transformers model
   (meta tensors, no weights, no compute) at the recipe's 1553 x 1200;
 * `docfeed doctor` through the C++ CLI, its error when the Python cannot import docfeed, and
-  the fallback measurement in .venv (no torch).
+  the fallback measurement in .venv (no torch);
+* the typed results: --json is Report.to_json() and reads back (Report.from_json), the model's
+  arithmetic on hand-made measurements, and docfeed measured in this process (no `docfeed`
+  process but the sample's `pack`; the loader run counts what `docfeed bench` counts).
 """
+import dataclasses
 import json
 import os
 import pathlib
@@ -246,14 +250,15 @@ def test_flop_formula_matches_torch_flop_counter():
     assert ours["forward"] == forward.get_total_flops()
     # Backward skips the input image's gradient: 3 x forward is within 0.1 % of it.
     assert ours["train"] == pytest.approx(train.get_total_flops(), rel=1e-3)
-    assert ours["train"] == pytest.approx(3.7e12, rel=0.05)  # ../shared/docs/CONTEXT.md
+    assert ours["train"] == pytest.approx(3.7e12, rel=0.05)  # docs/context.md section 2
 
 
 def package_link(tmp_path):
     """A PYTHONPATH entry holding this docfeed package (installed or a development tree)."""
     link = tmp_path / "pkg"
     link.mkdir()
-    (link / "docfeed").symlink_to(pathlib.Path(doctor.__file__).parent)
+    # doctor is a package of the docfeed package: docfeed/doctor/__init__.py.
+    (link / "docfeed").symlink_to(pathlib.Path(doctor.__file__).parents[1])
     return str(link)
 
 
@@ -297,3 +302,142 @@ def test_cli_dispatch_and_the_fallback_without_torch(tensors, tmp_path):
                           env=dict(bare, DOCFEED_PYTHON=str(tmp_path / "no-python")),
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "no-python" in proc.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# Typed results and the in-process docfeed measurement.
+
+
+def test_json_is_the_report_dataclasses_and_reads_back(tensors, tmp_path):
+    save(tmp_path / "ds", tensors["centred"])
+    args = doctor.parse_args([str(tmp_path / "ds"), "--max-seconds", "8", "--workers", "2",
+                              "--samples", "16", "--epochs", "3"])
+    report = doctor.run(args)
+    assert isinstance(report, doctor.Report)
+    assert all(isinstance(p, doctor.Pathology) for p in report.pathologies)
+    assert all(isinstance(p, doctor.Pipeline) for p in report.pipelines)
+    assert isinstance(report.gpu, doctor.GpuEstimate) and isinstance(report.disk, doctor.DiskRead)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.samples = 1
+    assert args.assume_samples == 0  # run() leaves the arguments alone
+    doctor.write_outputs(report, None, str(tmp_path / "r.json"))
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data == report.to_json()
+    assert doctor.Report.from_json(data).to_json() == data
+    assert doctor.Report.from_json(data) == report  # nothing modelled away: the cache holds it
+    assert CONTRACT_KEYS <= set(data)
+    assert data["disk_read_mb_s"] == report.disk.cold_mb_s == data["disk"]["cold_mb_s"]
+    assert data["bytes_per_sample"] == report.bytes_on_disk / 16
+    by_kind = {p.kind: p for p in report.pipelines}
+    d = by_kind["docfeed"]
+    run = d.measured.docfeed.bench
+    assert isinstance(run, doctor.LoaderRun) and run.dtype == "uint8" and run.threads == 2
+    assert d.batch_s == pytest.approx(8 / run.pages_per_s)
+    assert d.measured.docfeed.sample_rows == 16
+    assert by_kind["user"].measured.sampling.measured_batch_size == 8
+    text = doctor.render_text(doctor.Report.from_json(data))
+    assert text == doctor.render_text(report) and "[float32-nested-lists]" in text
+
+
+def measured(name, batch_s, workers, kind="user", docfeed=None):
+    return doctor.Measured(name=name, batch_s=batch_s, stages={"work": batch_s}, workers=workers,
+                           kind=kind, docfeed=docfeed,
+                           sampling=doctor.Sampling(2, 8) if kind == "user" else None)
+
+
+def test_the_model_on_hand_made_measurements():
+    """Disk and GPU model, checked by hand: 1 MB samples, 8 per batch, a 100 MB/s disk (80 ms a
+    batch), a 0.5 s GPU step, 1000 samples x 2 epochs that do not fit in 100 MB of RAM."""
+    args = dict(bytes_per_sample=1e6, disk_mb_s=100.0, step_s=0.5, batch_size=8,
+                assume_samples=1000, epochs=2, ram_available=100_000_000)
+    serial = doctor.model_pipeline(measured("p, 0 workers", 1.0, 0), **args)
+    assert serial.batch_s == pytest.approx(1.08) and not serial.page_cache_holds
+    assert list(serial.stages) == ["disk read", "work"]
+    assert serial.gpu_busy == pytest.approx(0.5 / 1.08)
+    assert serial.epoch_s == pytest.approx(125 * 1.08) and serial.job_s == 2 * serial.epoch_s
+    overlapped = doctor.model_pipeline(measured("p, 4 workers", 0.05, 4), **args)
+    assert overlapped.batch_s == pytest.approx(0.08) and list(overlapped.stages) == ["disk read"]
+    assert overlapped.gpu_busy == 1.0 and overlapped.epoch_s == pytest.approx(125 * 0.5)
+    run = doctor.LoaderRun(dataset="x", preprocessed=True, threads=4, batch_size=8, height=64,
+                           width=48, dtype="uint8", pages=80, seconds=0.4, pages_per_s=200.0,
+                           first_batch_s=0.1, stored_bytes=1, ms_per_page={"read": 1.0},
+                           consumer_wait_s=0.0, buffer_wait_s=0.0, peak_rss_bytes=1,
+                           pool_bytes=1, bad_samples=0, rss_after_epoch=(5, 6))
+    sample = doctor.DocfeedSample(sample_rows=16, bytes_per_sample=1000.0,
+                                  pack_s_per_sample=0.01, bench=run)
+    packed = doctor.model_pipeline(measured("docfeed.Loader, 4 threads", 0.04, 4, "docfeed",
+                                            sample), **args)
+    assert packed.page_cache_holds and packed.batch_s == 0.04  # 1 MB in all: the cache holds it
+    j = packed.to_json()
+    assert list(j) == ["name", "batch_s", "stages", "workers", "kind", "pack_s_per_sample",
+                       "bytes_per_sample", "bench", "sample_rows", "page_cache_holds",
+                       "gpu_busy", "epoch_s", "job_s"]
+    assert j["bench"]["rss_after_epoch"] == [5, 6] and j["bytes_per_sample"] == 1000.0
+    assert list(serial.to_json()) == ["name", "batch_s", "stages", "workers", "measured_batches",
+                                      "measured_batch_size", "kind", "page_cache_holds",
+                                      "gpu_busy", "epoch_s", "job_s"]
+    for p in (serial, overlapped, packed):
+        assert doctor.Pipeline.from_json(json.loads(json.dumps(p.to_json()))).to_json() == \
+            p.to_json()
+    gpu = doctor.estimate_step(8, (1553, 1200), "h100", 0.35)
+    assert gpu.step_s == pytest.approx(gpu.flops.train * 8 / (989e12 * 0.35))
+    assert doctor.GpuEstimate.from_json(gpu.to_json()) == gpu
+    assert doctor.estimate_step(8, (1553, 1200), step_time=0.25).to_json() == {
+        "step_s": 0.25, "source": "step-time", "device": "the user's GPU (--step-time)"}
+
+
+class NoDocfeedProcess:
+    """subprocess.Popen that records the docfeed CLI's commands and refuses all but `pack`."""
+
+    def __init__(self, monkeypatch):
+        self.commands = []
+        real, cli, commands = subprocess.Popen, str(docfeed_bin()), self.commands
+
+        def popen(args, *rest, **kwargs):
+            argv = [str(a) for a in (args if isinstance(args, (list, tuple)) else [args])]
+            if argv and argv[0] == cli:
+                commands.append(argv[1:])
+                if argv[1:2] != ["pack"]:
+                    raise AssertionError(f"doctor ran the docfeed CLI: {argv}")
+            return real(args, *rest, **kwargs)
+
+        monkeypatch.setattr(subprocess, "Popen", popen)
+
+
+def test_docfeed_is_measured_in_process(packed_keep, tensors, tmp_path, monkeypatch):
+    guard = NoDocfeedProcess(monkeypatch)
+    r = run_doctor(packed_keep, tmp_path, "--batch-size", "4")
+    assert guard.commands == []  # a docfeed dataset: nothing to pack, the loader runs here
+    bench = r["pipelines"][0]["bench"]
+    assert bench["dataset"] == str(packed_keep) and bench["pages"] > 0
+    save(tmp_path / "ds", tensors["centred"][:8])
+    r = run_doctor(tmp_path / "ds", tmp_path)
+    assert [c[0] for c in guard.commands] == ["pack"]  # the sample's migration only
+    assert any(p["name"].startswith("docfeed.Loader") for p in r["pipelines"])
+    root = tmp_path / "folder"
+    (root / "img").mkdir(parents=True)
+    for i, page in enumerate(pages(4)):
+        page.save(root / "img" / f"{i}.png")
+    r = run_doctor(root, tmp_path, "--size", "64x48", "--batch-size", "2")
+    assert any(p["name"].startswith("docfeed.Loader") for p in r["pipelines"])
+    from docfeed.doctor.measure_docfeed import in_process_pack
+
+    # An image folder: packed in process where docfeed.pack applies the Donut preset itself.
+    assert [c[0] for c in guard.commands] == ["pack"] * (2 if in_process_pack() is None else 1)
+
+
+def test_loader_run_counts_what_bench_counts(packed_keep, tmp_path):
+    """The in-process run against `docfeed bench --json` (the C++ CLI) on the same dataset and
+    options: the same keys, pages after the first batch, batch pool and configuration."""
+    cli = json.loads(run_docfeed(
+        "bench", packed_keep, "--json", "--threads", "2", "--dtype", "uint8", "--batch-size", "4",
+        "--size", "64x48", "--epochs", "2", "--max-batches", "3").stdout.strip().splitlines()[-1])
+    ours = doctor.run_loader(packed_keep, 4, 2, (64, 48), epochs=2, max_batches=3).to_json()
+    assert list(ours) == list(cli)
+    assert list(ours["ms_per_page"]) == list(cli["ms_per_page"])
+    for key in ("dataset", "preprocessed", "threads", "batch_size", "height", "width", "dtype",
+                "pages", "pool_bytes", "bad_samples", "baseline_ms_per_page"):
+        assert ours[key] == cli[key], key
+    assert ours["pages"] == 4 * 5  # 6 batches of 4 in two epochs, the first not counted
+    assert len(ours["rss_after_epoch"]) == 2 and ours["pages_per_s"] > 0
+    assert ours["ms_per_page"]["read"] > 0 and ours["first_batch_s"] > 0

@@ -20,7 +20,7 @@ from conftest import REPO, SAMPLE_DOCS, docfeed_bin, run_docfeed
 
 TRANSFORMERS_VERSION = "4.57.6"
 REF_DIR = REPO / ".venv" / "donut-ref"
-FIXTURES = REPO / "tests" / "data" / "labels"  # copies of ../shared/fixtures files, see SOURCES.md there
+FIXTURES = REPO / "tests" / "data" / "labels"  # public annotations: see SOURCES.md there
 
 
 # ---- json2token, transcribed from the recipes ----

@@ -1,7 +1,8 @@
-// docfeed doctor: the diagnosis is Python (python/docfeed/doctor.py: pyarrow, datasets, torch),
-// so the CLI hands over to `${DOCFEED_PYTHON:-python3}` with DOCFEED_CLI set to this binary
-// (the measurements run `docfeed pack` and `docfeed bench` through it). The Python process
-// replaces this one (exec), so its exit code and output are the command's.
+// docfeed doctor: the diagnosis is Python (the package python/docfeed/doctor/: pyarrow,
+// datasets, torch, and docfeed's loader through the binding, in that process), so the CLI hands
+// over to `${DOCFEED_PYTHON:-python3}` with DOCFEED_CLI set to this binary (doctor packs its
+// sample with `docfeed pack` through it). The Python process replaces this one (exec), so its
+// exit code and output are the command's.
 #include <unistd.h>
 
 #include <cerrno>

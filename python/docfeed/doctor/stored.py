@@ -1,0 +1,474 @@
+"""Part 1 of `docfeed doctor`: what is stored, read with pyarrow only (no `datasets` needed).
+
+`detect_kind` names the layout (save_to_disk, docfeed, imagefolder); `inspect` returns a
+`Stored`: the facts the report prints (samples, bytes, columns, image size, pathologies) and, in
+`Stored.source`, where the measurements read the data from. Nothing here writes anything."""
+from __future__ import annotations
+
+import json
+import pathlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+
+from docfeed.doctor.common import (HUGE_ROW_BYTES, IMAGE_SUFFIXES, Budget, DoctorError,
+                                   dir_bytes, human_bytes, load_json)
+
+# Normalizations Donut datasets are made with: (mean, std) per channel.
+NORMALIZATIONS = {"donut (0.5/0.5)": ((0.5,) * 3, (0.5,) * 3),
+                  "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))}
+PADDING_ROWS = 16  # rows sampled (spread over the split) for the frozen-padding check
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+
+    def to_json(self) -> Dict[str, str]:
+        return {"name": self.name, "type": self.type}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Column":
+        return cls(d["name"], d["type"])
+
+
+@dataclass(frozen=True)
+class Pathology:
+    """A named problem of the stored data: a stable id (float32-nested-lists, float-tensors,
+    raw-pixels, frozen-padding, no-format, huge-rows), the message with its cost, and the
+    figures behind it (JSON values, written next to id and message)."""
+
+    id: str
+    message: str
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"id": self.id, "message": self.message, **self.detail}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Pathology":
+        return cls(d["id"], d["message"],
+                   {k: v for k, v in d.items() if k not in ("id", "message")})
+
+
+@dataclass(frozen=True)
+class Padding:
+    """Border rows/columns of one tensor that are exactly the normalization's value of uint8 0."""
+
+    normalization: str
+    top: int
+    bottom: int
+    left: int
+    right: int
+    centred: bool
+
+
+@dataclass(frozen=True)
+class StoredSource:
+    """Where the measurements read the examined split: its directory and data files, and per
+    kind the pixel tensor column (save_to_disk) or the images with their metadata rows
+    (imagefolder, in sample order)."""
+
+    split_dir: pathlib.Path
+    data_files: Tuple[pathlib.Path, ...] = ()
+    tensor_column: Optional[str] = None
+    tensor_dtype: Optional[str] = None
+    format_type: Optional[str] = None
+    images: Tuple[pathlib.Path, ...] = ()
+    metadata: Tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Stored:
+    """Part 1's findings on PATH (the examined split of a dataset dict)."""
+
+    path: pathlib.Path
+    kind: str
+    samples: int
+    bytes_on_disk: int
+    source: StoredSource
+    split: Optional[str] = None
+    splits: Tuple[str, ...] = ()
+    columns: Tuple[Column, ...] = ()
+    image_size: Optional[Tuple[int, int]] = None
+    pathologies: Tuple[Pathology, ...] = ()
+    notes: Tuple[str, ...] = ()
+
+    @property
+    def bytes_per_sample(self) -> float:
+        return self.bytes_on_disk / self.samples if self.samples else 0.0
+
+
+# ----------------------------------------------------------------------------------------------
+# The layout.
+
+
+def detect_kind(path: pathlib.Path) -> str:
+    """save_to_disk, docfeed or imagefolder; DoctorError naming `path` otherwise."""
+    if not path.exists():
+        raise DoctorError(f"{path}: no such file or directory")
+    if not path.is_dir():
+        raise DoctorError(f"{path}: not a directory (doctor takes a save_to_disk directory, an "
+                          "image folder or a docfeed dataset)")
+    split = path
+    if (path / "dataset_dict.json").exists():
+        splits = load_json(path / "dataset_dict.json").get("splits") or []
+        if not splits:
+            raise DoctorError(f"{path / 'dataset_dict.json'}: no splits listed")
+        split = path / ("train" if "train" in splits else splits[0])
+    if (split / "docfeed.json").exists():
+        return "docfeed"
+    if (split / "state.json").exists():
+        return "save_to_disk"
+    if (path / "metadata.jsonl").exists() or any(
+            p.suffix.lower() in IMAGE_SUFFIXES for p in path.rglob("*") if p.is_file()):
+        return "imagefolder"
+    raise DoctorError(f"{path}: not a dataset doctor knows: no state.json or dataset_dict.json "
+                      "(datasets save_to_disk), no docfeed.json (docfeed), no images or "
+                      "metadata.jsonl (image folder)")
+
+
+def choose_split(path: pathlib.Path) -> Tuple[pathlib.Path, List[str], Optional[str]]:
+    """(directory of the examined split, all split names, its name) of a dataset or dict."""
+    if (path / "dataset_dict.json").exists():
+        splits = list(load_json(path / "dataset_dict.json").get("splits") or [])
+        name = "train" if "train" in splits else splits[0]
+        return path / name, splits, name
+    return path, [], None
+
+
+# ----------------------------------------------------------------------------------------------
+# Tensors stored as nested lists or ArrayND.
+
+
+def _feature_type(feature: Any) -> str:
+    """A short text for a datasets feature dict (as in dataset_info.json)."""
+    if isinstance(feature, list):
+        return f"List({_feature_type(feature[0])})" if feature else "List"
+    if not isinstance(feature, dict):
+        return str(feature)
+    kind = feature.get("_type", "?")
+    if kind == "Value":
+        return feature.get("dtype", "?")
+    if kind in ("List", "Sequence", "LargeList"):
+        return f"List({_feature_type(feature.get('feature'))})"
+    if kind.startswith("Array"):
+        return f"{kind}({tuple(feature.get('shape', ()))}, {feature.get('dtype')})"
+    return kind
+
+
+def _tensor_field(schema: Any, features: Mapping[str, Any]) -> Optional[str]:
+    """The pixel tensor column: pixel_values, else the first 3-level list / ArrayND column."""
+    import pyarrow as pa
+
+    def depth(t: Any) -> Tuple[int, Any]:
+        n = 0
+        while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            t, n = t.value_type, n + 1
+        return n, t
+
+    names = list(schema.names)
+    candidates = (["pixel_values"] if "pixel_values" in names else []) + names
+    for name in candidates:
+        feat = features.get(name, {})
+        if isinstance(feat, dict) and str(feat.get("_type", "")).startswith("Array"):
+            return name
+        t = schema.field(name).type
+        t = getattr(t, "storage_type", t)
+        n, leaf = depth(t)
+        if n >= 3 and (pa.types.is_floating(leaf) or pa.types.is_integer(leaf)):
+            return name
+    return None
+
+
+def _row_tensor(column: Any, row: int) -> Any:
+    """One row of a 3-level list column as a numpy (C, H, W) array (zero copy where it can)."""
+    import numpy as np
+    import pyarrow as pa
+
+    cell = column.slice(row, 1)
+    if hasattr(cell.type, "storage_type"):
+        cell = cell.storage
+    levels = []
+    while pa.types.is_list(cell.type) or pa.types.is_large_list(cell.type) or \
+            pa.types.is_fixed_size_list(cell.type):
+        cell = cell.flatten()
+        levels.append(len(cell))
+    if len(levels) != 3 or levels[0] == 0 or levels[1] % levels[0] or levels[2] % levels[1]:
+        raise ValueError(f"not a C x H x W tensor (list lengths {levels})")
+    c, h = levels[0], levels[1] // levels[0]
+    w = levels[2] // levels[1]
+    return np.asarray(cell.to_numpy(zero_copy_only=False)).reshape(c, h, w)
+
+
+def _pad_values(t: Any) -> Optional[Tuple[str, Any]]:
+    """(name, per-channel value of uint8 0) of the normalization whose pad value the tensor's
+    per-channel minimum equals, or None (then the tensor was not padded with black)."""
+    import numpy as np
+
+    if t.shape[0] != 3:
+        return None
+    mins = t.reshape(3, -1).min(axis=1)
+    for name, (mean, std) in NORMALIZATIONS.items():
+        # The processor's float32 formula for pixel 0: (0 * (1/255) - mean) / std.
+        pad = (np.float32(0) - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)
+        if np.array_equal(mins.astype(np.float32), pad.astype(np.float32)):
+            return name, pad.astype(t.dtype)
+    return None
+
+
+def padding_of(t: Any) -> Optional[Padding]:
+    """Border rows/columns that are exactly the pad value in every channel, or None.
+
+    As src/migrate's TightContentBox (on the recovered uint8, "all bytes 0"): a pixel is padding
+    when all three channels equal the normalization's value of uint8 0; the borders are the
+    leading/trailing rows and columns made only of such pixels. Centred means the offsets are
+    the processor's dh // 2, dw // 2 (its default); anything else was random padding."""
+    import numpy as np
+
+    found = _pad_values(t)
+    if found is None:
+        return None
+    name, pad = found
+    mask = np.all(t == pad[:, None, None], axis=0)  # H x W: pad in every channel
+    if mask.all():
+        return None  # an all-black tensor: no content to speak of
+    rows, cols = mask.all(axis=1), mask.all(axis=0)
+    top = int(np.argmin(rows))
+    bottom = int(np.argmin(rows[::-1]))
+    left = int(np.argmin(cols))
+    right = int(np.argmin(cols[::-1]))
+    if top + bottom + left + right == 0:
+        return None
+    centred = top == (top + bottom) // 2 and left == (left + right) // 2
+    return Padding(name, top, bottom, left, right, centred)
+
+
+@dataclass(frozen=True)
+class _TensorFindings:
+    image_size: Optional[Tuple[int, int]]
+    dtype: Optional[str]
+    pathologies: Tuple[Pathology, ...]
+
+
+def _check_tensors(data_files: Tuple[pathlib.Path, ...], name: str, samples: int,
+                   feature: Any, format_type: Optional[str], padding_rows: int,
+                   budget: Budget) -> _TensorFindings:
+    """Type pathologies of the tensor column `name`, the image size and the padding of sampled
+    rows."""
+    import pyarrow as pa
+
+    is_array = isinstance(feature, dict) and str(feature.get("_type", "")).startswith("Array")
+    sampled, padded, centred = 0, 0, 0
+    m = min(padding_rows, samples)  # rows spread evenly over the split
+    wanted = set(int(i * max(samples - 1, 0) / max(m - 1, 1)) for i in range(m))
+    deadline = time.monotonic() + budget.share(0.15, floor=1.0)
+    first, row0 = None, 0
+    for f in data_files:
+        with pa.memory_map(str(f)) as src:
+            for batch in pa.ipc.open_stream(src):
+                column = batch.column(name)
+                for r in range(batch.num_rows):
+                    gid = row0 + r
+                    if gid not in wanted and not (first is None and gid == 0):
+                        continue
+                    try:
+                        t = _row_tensor(column, r)
+                    except ValueError as e:
+                        raise DoctorError(f"{f}: column {name}, row {gid}: {e}") from None
+                    if first is None:
+                        first = t
+                    if gid in wanted and time.monotonic() < deadline:
+                        sampled += 1
+                        p = padding_of(t)
+                        if p is not None:
+                            padded += 1
+                            centred += p.centred
+                row0 += batch.num_rows
+    if first is None:
+        return _TensorFindings(None, None, ())
+    found: List[Pathology] = []
+    c, h, w = first.shape
+    values = c * h * w
+    if first.dtype.kind == "f":
+        if is_array:
+            found.append(Pathology(
+                "float-tensors", f"{name} holds normalized {first.dtype} tensors "
+                f"({feature.get('_type')}, {c}x{h}x{w}): "
+                f"{human_bytes(values * first.dtype.itemsize)} per sample, "
+                "4x a uint8 page and 10-100x a compressed one", {"dtype": str(first.dtype)}))
+        else:
+            pid = "float32-nested-lists" if first.dtype.name == "float32" else "float-nested-lists"
+            found.append(Pathology(
+                pid, f"{name} stores normalized {first.dtype} pixels as nested lists "
+                f"({c}x{h}x{w}): {values:,} numbers per sample that datasets turns into "
+                f"Python floats ({values * 8:,} per batch of 8 through the collator), "
+                f"{human_bytes(values * first.dtype.itemsize)} on disk per sample",
+                {"dtype": str(first.dtype), "floats_per_sample": values}))
+    else:
+        found.append(Pathology(
+            "raw-pixels", f"{name} stores raw {first.dtype} pixels ({c}x{h}x{w}, "
+            f"{human_bytes(values * first.dtype.itemsize)} per sample) instead of an "
+            "encoded image", {"dtype": str(first.dtype)}))
+    if padded:
+        off = padded - centred
+        if off:
+            msg = (f"{padded} of {sampled} sampled rows carry padding baked in at preprocessing, "
+                   f"{off} of them off-centre: random_padding was drawn once at dataset.map "
+                   "time, so every epoch sees the same offsets (augmentation frozen)")
+        else:
+            msg = (f"{padded} of {sampled} sampled rows carry centred padding baked in at "
+                   "preprocessing: the offsets never change between epochs (no random-padding "
+                   "augmentation is possible; docfeed redraws it per epoch after migration)")
+        found.append(Pathology("frozen-padding", msg, {
+            "sampled": sampled, "padded": padded, "centred": centred, "off_centre": off}))
+    if format_type is None:  # ArrayND columns come back as nested lists too
+        found.append(Pathology(
+            "no-format", "no format set (state.json _format_type null): each row comes back "
+            "as Python lists; ds.with_format('torch') would skip the Python objects but still "
+            "read and copy every float", {"format": None}))
+    return _TensorFindings((int(h), int(w)), str(first.dtype), tuple(found))
+
+
+# ----------------------------------------------------------------------------------------------
+# Each kind.
+
+
+def inspect_save_to_disk(path: pathlib.Path, budget: Budget,
+                         padding_rows: int = PADDING_ROWS) -> Stored:
+    import pyarrow as pa
+
+    split_dir, splits, split = choose_split(path)
+    state = load_json(split_dir / "state.json")
+    files = state.get("_data_files")
+    if not isinstance(files, list) or not files:
+        raise DoctorError(f"{split_dir / 'state.json'}: field _data_files missing or empty")
+    data_files = tuple(split_dir / f["filename"] for f in files)
+    format_type = state.get("_format_type")
+    info_path = split_dir / "dataset_info.json"
+    features = load_json(info_path).get("features") or {} if info_path.exists() else {}
+    schema, rows, bytes_on_disk = None, 0, 0
+    for f in data_files:
+        try:
+            with pa.memory_map(str(f)) as src:
+                reader = pa.ipc.open_stream(src)
+                schema = schema or reader.schema
+                for batch in reader:  # reads only the messages' metadata (memory-mapped)
+                    rows += batch.num_rows
+        except FileNotFoundError:
+            raise DoctorError(f"{f}: listed in state.json but missing") from None
+        except (pa.ArrowInvalid, pa.ArrowException, OSError) as e:
+            raise DoctorError(f"{f}: not a readable Arrow stream (truncated or corrupt?): {e}") \
+                from None
+        bytes_on_disk += f.stat().st_size
+    if not features and schema.metadata and b"huggingface" in schema.metadata:
+        features = json.loads(schema.metadata[b"huggingface"]).get("info", {}).get("features", {})
+    columns = []
+    for fld in schema:
+        feat = features.get(fld.name)
+        columns.append(Column(fld.name, _feature_type(feat) if feat is not None else str(fld.type)))
+    tensor_column = _tensor_field(schema, features)
+    notes: Tuple[str, ...] = ()
+    tensors = _TensorFindings(None, None, ())
+    if tensor_column is None:
+        notes = ("no pixel tensor column (3-level lists or ArrayND): the float32 migration does "
+                 "not apply",)
+    else:
+        tensors = _check_tensors(data_files, tensor_column, rows, features.get(tensor_column, {}),
+                                 format_type, padding_rows, budget)
+    pathologies = list(tensors.pathologies)
+    bps = bytes_on_disk / rows if rows else 0.0
+    if bps > HUGE_ROW_BYTES:
+        pathologies.append(Pathology(
+            "huge-rows", f"{human_bytes(bps)} per sample: a batch of 8 is "
+            f"{human_bytes(8 * bps)} to read and convert per step; the same page as uint8 is "
+            f"{human_bytes(bps / 4) if tensors.dtype == 'float32' else 'a fraction'}, "
+            "as a compressed image 0.05-0.5 MB", {"bytes_per_sample": bps}))
+    source = StoredSource(split_dir=split_dir, data_files=data_files, tensor_column=tensor_column,
+                          tensor_dtype=tensors.dtype, format_type=format_type)
+    return Stored(path=path, kind="save_to_disk", samples=rows, bytes_on_disk=bytes_on_disk,
+                  source=source, split=split, splits=tuple(splits), columns=tuple(columns),
+                  image_size=tensors.image_size, pathologies=tuple(pathologies), notes=notes)
+
+
+def inspect_imagefolder(path: pathlib.Path, size: Tuple[int, int]) -> Stored:
+    meta_path = path / "metadata.jsonl"
+    images: List[pathlib.Path] = []
+    metadata: List[Dict[str, Any]] = []
+    columns = [Column("image", "encoded image file")]
+    if meta_path.exists():
+        with open(meta_path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError as e:
+                    raise DoctorError(f"{meta_path}: line {n}: not JSON: {e}") from None
+                name = row.get("file_name") if isinstance(row, dict) else None
+                if not isinstance(name, str):
+                    raise DoctorError(f"{meta_path}: line {n}: no file_name")
+                if not (path / name).is_file():
+                    raise DoctorError(f"{meta_path}: line {n}: {path / name} does not exist")
+                images.append(path / name)
+                metadata.append(row)
+        columns += [Column(key, type(value).__name__)
+                    for key, value in (metadata[0].items() if metadata else [])]
+    else:
+        images = sorted(p for p in path.rglob("*")
+                        if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+        metadata = [{"file_name": str(p.relative_to(path))} for p in images]
+    bytes_on_disk = sum(p.stat().st_size for p in images)
+    pathologies = []
+    bps = bytes_on_disk / len(images) if images else 0.0
+    if images and bps > HUGE_ROW_BYTES:
+        pathologies.append(Pathology(
+            "huge-rows", f"{human_bytes(bps)} per image file: decoding large scans dominates; "
+            "packing with --preprocess donut stores the resized page"))
+    source = StoredSource(split_dir=path, data_files=tuple(images), images=tuple(images),
+                          metadata=tuple(metadata))
+    return Stored(path=path, kind="imagefolder", samples=len(images), bytes_on_disk=bytes_on_disk,
+                  source=source, columns=tuple(columns), image_size=size,
+                  pathologies=tuple(pathologies))
+
+
+def inspect_docfeed(path: pathlib.Path) -> Stored:
+    split_dir, splits, split = choose_split(path)
+    manifest = load_json(split_dir / "docfeed.json")
+    columns = [Column(manifest.get("image_column", "image"), f"image ({manifest.get('codec')})")]
+    columns += [Column(c["name"], c["type"]) for c in manifest.get("columns", [])]
+    pre = manifest.get("preprocess") or {}
+    image_size = (int(pre["height"]), int(pre["width"])) if pre.get("preset") else None
+    files = [split_dir / f["name"] if isinstance(f, dict) else split_dir / f
+             for f in manifest.get("data_files", [])]
+    source = StoredSource(split_dir=split_dir, data_files=tuple(f for f in files if f.is_file()))
+    return Stored(path=path, kind="docfeed", samples=int(manifest.get("num_samples", 0)),
+                  bytes_on_disk=dir_bytes(split_dir), source=source, split=split,
+                  splits=tuple(splits), columns=tuple(columns), image_size=image_size)
+
+
+def inspect(path: pathlib.Path, kind: str, size: Tuple[int, int], budget: Budget) -> Stored:
+    """Part 1 for a dataset of `kind` (detect_kind); DoctorError when it holds no samples."""
+    if kind == "save_to_disk":
+        stored = inspect_save_to_disk(path, budget)
+    elif kind == "imagefolder":
+        stored = inspect_imagefolder(path, size)
+        if not stored.samples:
+            raise DoctorError(f"{path}: an image folder without images")
+    else:
+        stored = inspect_docfeed(path)
+    if not stored.samples:
+        raise DoctorError(f"{path}: the dataset has no samples")
+    return stored
+
+
+def arrow_rows(source: StoredSource) -> Iterator[Tuple[Any, int]]:
+    """(record batch, row) of the examined split's Arrow files, in storage order."""
+    import pyarrow as pa
+
+    for f in source.data_files:
+        with pa.memory_map(str(f)) as src:
+            for b in pa.ipc.open_stream(src):
+                for r in range(b.num_rows):
+                    yield b, r
