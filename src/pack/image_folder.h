@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "docfeed/status.h"
 #include "format/value.h"
 
@@ -38,7 +39,8 @@ struct ImageFolder {
 // Scans `root`. Errors name the file and, for metadata.jsonl, the line and column:
 // malformed JSON, a row without a string `file_name`, a `file_name` that escapes the root or
 // names a missing file, nested objects, and columns whose values have incompatible types.
-Result<ImageFolder> ScanImageFolder(const std::string& root);
+// Lists and reads through `env` (Env::Default() when null).
+Result<ImageFolder> ScanImageFolder(const std::string& root, Env* env = nullptr);
 
 // True if the file name has an image extension (.jpg .jpeg .png .webp .gif .bmp .tif .tiff,
 // any case). Used only to decide which files are candidate samples; the format itself is

@@ -33,7 +33,7 @@ std::string SampleWhere(const ImageFolder& folder, const SourceSample& s) {
   return where;
 }
 
-Slot EncodeOne(const ImageFolder& folder, size_t i, const EncodeOptions& opts,
+Slot EncodeOne(Env* env, const ImageFolder& folder, size_t i, const EncodeOptions& opts,
                const Labeler* labeler) {
   const SourceSample& sample = folder.samples[i];
   Slot slot;
@@ -45,7 +45,7 @@ Slot EncodeOne(const ImageFolder& folder, size_t i, const EncodeOptions& opts,
     }
     slot.label_values = std::move(values).value();
   }
-  Result<std::vector<uint8_t>> bytes = ReadFile(JoinPath(folder.root, sample.relative_path));
+  Result<std::vector<uint8_t>> bytes = env->ReadFile(JoinPath(folder.root, sample.relative_path));
   if (!bytes.ok()) {
     slot.encoded = bytes.status();
     return slot;
@@ -60,9 +60,11 @@ struct RejectLog {
   uint64_t count = 0;
 };
 
-Status Reject(const std::string& dir, const SourceSample& s, const Status& why, RejectLog* log) {
+Status Reject(Env* env, const std::string& dir, const SourceSample& s, const Status& why,
+              RejectLog* log) {
   if (!log->file) {
-    DOCFEED_ASSIGN_OR_RETURN(log->file, SequentialFile::Create(JoinPath(dir, kRejectsFileName)));
+    DOCFEED_ASSIGN_OR_RETURN(log->file,
+                             SequentialFile::Create(JoinPath(dir, kRejectsFileName), env));
   }
   nlohmann::ordered_json row;
   row["file_name"] = s.relative_path;
@@ -86,7 +88,7 @@ Status WriteOne(const ImageFolder& folder, size_t i, Slot& slot, const PackOptio
   if (!slot.encoded.ok()) {
     Status why = slot.encoded.status().WithContext(SampleWhere(folder, src));
     if (!options.skip_bad) return why;
-    return Reject(dir, src, why, &state.rejects);
+    return Reject(EnvOrDefault(options.env), dir, src, why, &state.rejects);
   }
   const EncodedImage& img = *slot.encoded;
   SampleToWrite sample{img.bytes,    src.relative_path, img.codec,  img.width,   img.height,
@@ -101,12 +103,16 @@ Status WriteOne(const ImageFolder& folder, size_t i, Slot& slot, const PackOptio
 
 Status WriteAll(const ImageFolder& folder, const PackOptions& options, const std::string& dir,
                 WriteState& state) {
+  Env* env = EnvOrDefault(options.env);
   std::unique_ptr<Labeler> labeler;
   ShardWriterOptions wopts;
+  wopts.env = env;
   wopts.directory = dir;
   wopts.columns = folder.columns;
   if (!options.labels.tokenizer_dir.empty()) {
-    DOCFEED_ASSIGN_OR_RETURN(labeler, Labeler::Create(options.labels, folder));
+    LabelOptions label_options = options.labels;
+    label_options.env = env;
+    DOCFEED_ASSIGN_OR_RETURN(labeler, Labeler::Create(label_options, folder));
     for (const ColumnSpec& c : Labeler::Columns()) wopts.columns.push_back(c);
     wopts.extra_files = Labeler::TokenizerFileNames();
   }
@@ -125,7 +131,7 @@ Status WriteAll(const ImageFolder& folder, const PackOptions& options, const std
   const size_t total = folder.samples.size();
   DOCFEED_RETURN_IF_ERROR(OrderedParallelFor<Slot>(
       total, threads, kWindowPerThread * static_cast<size_t>(threads),
-      [&](size_t i) { return EncodeOne(folder, i, options.encode, labeler.get()); },
+      [&](size_t i) { return EncodeOne(env, folder, i, options.encode, labeler.get()); },
       [&](size_t i, Slot& slot) {
         DOCFEED_RETURN_IF_ERROR(WriteOne(folder, i, slot, options, dir, *writer, state));
         if (options.on_progress) {
@@ -168,29 +174,39 @@ std::string TempSibling(const std::string& output, const char* tag) {
 
 // Removes `OUT.partial-PID` directories left by packs that were killed (PID no longer alive),
 // so interrupted runs do not accumulate; a live concurrent pack's directory is left alone.
-void RemoveStaleTemporaries(const std::string& output) {
+void RemoveStaleTemporaries(Env* env, const std::string& output) {
   std::string parent = ParentPath(output);
   std::string prefix = BaseName(output) + ".partial-";
-  Result<std::vector<std::string>> names = ListDirectory(parent);
+  Result<std::vector<std::string>> names = env->ListDirectory(parent);
   if (!names.ok()) return;
   for (const std::string& name : *names) {
     if (name.rfind(prefix, 0) != 0) continue;
     int pid = std::atoi(name.c_str() + prefix.size());
-    if (!ProcessExists(pid)) RemoveAll(JoinPath(parent, name)).IgnoreError();
+    if (!ProcessExists(pid)) env->RemoveAll(JoinPath(parent, name)).IgnoreError();
   }
 }
 
-Status PlaceOutput(const std::string& tmp, const PackOptions& options) {
-  if (!PathExists(options.output)) return Rename(tmp, options.output);
+// With an existing OUT (--overwrite), swaps it with `tmp` in one step where the file system can,
+// so OUT is the old or the new dataset at every instant; the old one, now at `tmp`, is then
+// deleted (best effort: a leftover is an OUT.partial-PID that a later pack removes).
+Status PlaceOutput(Env* env, const std::string& tmp, const PackOptions& options) {
+  if (!env->PathExists(options.output)) return env->Rename(tmp, options.output);
+  Status swapped = env->ExchangePaths(tmp, options.output);
+  if (swapped.ok()) {
+    env->RemoveAll(tmp).IgnoreError();
+    return Status::Ok();
+  }
+  if (swapped.code() != StatusCode::kUnsupported) return swapped;
   std::string old = TempSibling(options.output, "old");
-  DOCFEED_RETURN_IF_ERROR(Rename(options.output, old));
-  DOCFEED_RETURN_IF_ERROR(Rename(tmp, options.output));
-  return RemoveAll(old);
+  DOCFEED_RETURN_IF_ERROR(env->Rename(options.output, old));
+  DOCFEED_RETURN_IF_ERROR(env->Rename(tmp, options.output));
+  return env->RemoveAll(old);
 }
 
 }  // namespace
 
 Result<PackSummary> Pack(const PackOptions& options) {
+  Env* env = EnvOrDefault(options.env);
   std::string output = options.output;
   while (output.size() > 1 && output.back() == '/') output.pop_back();
   if (output.empty()) return InvalidArgumentError("no output directory given (-o OUT)");
@@ -199,24 +215,24 @@ Result<PackSummary> Pack(const PackOptions& options) {
         "--keep-original needs --preprocess (without it the original is "
         "what is stored)");
   }
-  if (PathExists(output) && !options.overwrite) {
+  if (env->PathExists(output) && !options.overwrite) {
     return AlreadyExistsError(output + " already exists; pass --overwrite to replace it");
   }
-  DOCFEED_RETURN_IF_ERROR(CheckOverwriteKeepsSource(options.source, output));
+  DOCFEED_RETURN_IF_ERROR(CheckOverwriteKeepsSource(options.source, output, env));
   WriteState state;
   state.start = Clock::now();
-  DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(options.source));
-  RemoveStaleTemporaries(output);
+  DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(options.source, env));
+  RemoveStaleTemporaries(env, output);
   std::string tmp = TempSibling(output, "partial");
-  DOCFEED_RETURN_IF_ERROR(RemoveAll(tmp));
-  DOCFEED_RETURN_IF_ERROR(CreateDirectory(tmp));
+  DOCFEED_RETURN_IF_ERROR(env->RemoveAll(tmp));
+  DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(tmp));
   PackOptions placed = options;
   placed.output = output;
   Status status = WriteAll(folder, placed, tmp, state);
-  if (status.ok()) status = VerifyDataset(tmp).WithContext("verifying the packed output");
-  if (status.ok()) status = PlaceOutput(tmp, placed);
+  if (status.ok()) status = VerifyDataset(tmp, env).WithContext("verifying the packed output");
+  if (status.ok()) status = PlaceOutput(env, tmp, placed);
   if (!status.ok()) {
-    RemoveAll(tmp).IgnoreError();
+    env->RemoveAll(tmp).IgnoreError();
     return status;
   }
   state.summary.rejected = state.rejects.count;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "docfeed/status.h"
 #include "pack/labeler.h"
 #include "pack/sample_encoder.h"
@@ -41,6 +42,9 @@ struct PackOptions {
   uint64_t max_file_bytes = 500'000'000;
   LabelOptions labels;  // with a tokenizer_dir: `labels` and `target_sequence` columns
   std::function<void(const PackProgress&)> on_progress;  // called from the writing thread
+  // Every file the pack reads or writes goes through this Env (Env::Default() when null); it
+  // must outlive the call.
+  Env* env = nullptr;
 };
 
 struct PackSummary {

@@ -601,7 +601,7 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
   DOCFEED_RETURN_IF_ERROR(ValidateOptions(options));
   auto core = std::make_shared<LoaderCore>();
   core->options = options;
-  DOCFEED_ASSIGN_OR_RETURN(core->dataset, Dataset::Open(options.path));
+  DOCFEED_ASSIGN_OR_RETURN(core->dataset, Dataset::Open(options.path, options.env));
   const Manifest& manifest = core->dataset->manifest();
   DOCFEED_RETURN_IF_ERROR(CheckPreprocessing(manifest, options.donut, options.path));
   core->preprocessed = !manifest.preprocess.preset.empty();

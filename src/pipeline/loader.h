@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "docfeed/status.h"
 #include "imaging/donut.h"
 #include "imaging/normalize.h"
@@ -52,6 +53,8 @@ struct BufferAllocator {
 
 struct LoaderOptions {
   std::string path;  // a docfeed dataset directory
+  // Opens and maps the dataset's files (Env::Default() when null); must outlive the Loader.
+  Env* env = nullptr;
   // The Donut preset: output height/width, align_long_axis, rescale/normalize settings. For a
   // preprocessed dataset height, width and align_long_axis must equal what it was packed with.
   DonutConfig donut;
