@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "docfeed/env.h"
 #include "docfeed/image.h"
 #include "docfeed/preprocess.h"
 #include "docfeed/status.h"
@@ -99,6 +100,8 @@ enum class BadSamplePolicy { kError, kSkip };
 
 struct LoaderOptions {
   std::string path;  // a docfeed dataset directory
+  // Opens and maps the dataset's files (Env::Default() when null); must outlive the Loader.
+  Env* env = nullptr;
   // The model preset and its parameters (docfeed/preprocess.h): for Donut the output
   // height/width, align_long_axis, rescale/normalize settings and the padding (random or
   // centred). For a preprocessed dataset the stored part must equal what it was packed with.

@@ -1,6 +1,5 @@
-// File access for docfeed: whole-file reads, read-only memory maps, atomic writes and the
-// temporary-directory-then-rename protocol that keeps half-written output from looking valid.
-// OS calls live only in posix/file_posix.cc.
+// File access for docfeed: thin wrappers over Env::Default() (env.h), path helpers, and the
+// process-id helpers that recognise leftovers of killed runs. OS calls live only in posix/.
 #ifndef DOCFEED_BASE_FILE_H_
 #define DOCFEED_BASE_FILE_H_
 
@@ -11,37 +10,13 @@
 #include <string_view>
 #include <vector>
 
+#include "base/env.h"
 #include "docfeed/status.h"
 
 namespace docfeed::internal {
 
-// A read-only view of a whole file, memory-mapped (empty files map to an empty span).
-// Move-only; unmaps on destruction. Thread-safe for concurrent reads.
-class MappedFile {
- public:
-  static Result<MappedFile> Open(const std::string& path);
-
-  MappedFile() = default;
-  MappedFile(MappedFile&& other) noexcept;
-  MappedFile& operator=(MappedFile&& other) noexcept;
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  ~MappedFile();
-
-  std::span<const uint8_t> bytes() const { return {data_, size_bytes_}; }
-  const std::string& path() const { return path_; }
-  // Drops the pages of [offset, offset + length) (widened to whole pages) from this process's
-  // resident set (madvise MADV_DONTNEED). The bytes stay valid: a later access reads them from
-  // the file again. Lets a streaming reader keep its memory bounded on files larger than RAM.
-  // Out-of-range parts are ignored; advisory, so it cannot fail.
-  void DropPages(uint64_t offset, uint64_t length) const;
-
- private:
-  std::string path_;
-  const uint8_t* data_ = nullptr;
-  size_t size_bytes_ = 0;
-};
-
+// Free functions over Env::Default(), for the CLI, tools and tests. Library components take an
+// `Env*` (their options' `env`, Env::Default() when null) and call it instead.
 Result<std::vector<uint8_t>> ReadFile(const std::string& path);
 Result<std::string> ReadTextFile(const std::string& path);
 
@@ -49,28 +24,25 @@ Result<std::string> ReadTextFile(const std::string& path);
 Status WriteFile(const std::string& path, std::span<const uint8_t> bytes);
 Status WriteTextFile(const std::string& path, std::string_view text);
 
-// A file written sequentially with buffering; Close() flushes and fsyncs.
+// A file written sequentially with buffering through an Env; Close() flushes and fsyncs.
+// Move-only value wrapper over Env::NewWritableFile.
 class SequentialFile {
  public:
-  static Result<SequentialFile> Create(const std::string& path);
+  static Result<SequentialFile> Create(const std::string& path, Env* env = nullptr);
   SequentialFile() = default;
-  SequentialFile(SequentialFile&& other) noexcept;
-  SequentialFile& operator=(SequentialFile&& other) noexcept;
+  SequentialFile(SequentialFile&& other) noexcept = default;
+  SequentialFile& operator=(SequentialFile&& other) noexcept = default;
   SequentialFile(const SequentialFile&) = delete;
   SequentialFile& operator=(const SequentialFile&) = delete;
-  ~SequentialFile();
+  ~SequentialFile() = default;
 
   Status Append(std::span<const uint8_t> bytes);
   Status Append(std::string_view text);
-  uint64_t size_bytes() const { return size_bytes_; }
+  uint64_t size_bytes() const { return file_ ? file_->size_bytes() : 0; }
   Status Close();
 
  private:
-  Status Flush();
-  std::string path_;
-  int fd_ = -1;
-  uint64_t size_bytes_ = 0;
-  std::vector<uint8_t> buffer_;
+  std::unique_ptr<WritableFile> file_;
 };
 
 bool PathExists(const std::string& path);
@@ -95,7 +67,8 @@ Result<std::string> RealPath(const std::string& path);
 // For a tool about to replace `output` wholesale (--overwrite): InvalidArgument when `source` is
 // `output` itself or lies inside it, so the replacement would delete its own input. Paths that
 // do not resolve (yet) are fine.
-Status CheckOverwriteKeepsSource(const std::string& source, const std::string& output);
+Status CheckOverwriteKeepsSource(const std::string& source, const std::string& output,
+                                 Env* env = nullptr);
 
 std::string JoinPath(std::string_view a, std::string_view b);
 std::string BaseName(std::string_view path);

@@ -84,17 +84,18 @@ std::string FeaturesJson(const std::vector<ColumnSpec>& columns, bool keep_origi
 
 Dataset::~Dataset() = default;
 
-Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
+Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir, Env* env) {
+  env = EnvOrDefault(env);
   std::unique_ptr<Dataset> ds(new Dataset());
   ds->dir_ = dir;
   std::string manifest_path = JoinPath(dir, kManifestFileName);
-  if (!PathExists(manifest_path)) {
+  if (!env->PathExists(manifest_path)) {
     return NotFoundError(dir + " is not a docfeed dataset (no " + kManifestFileName + ")");
   }
-  DOCFEED_ASSIGN_OR_RETURN(std::string text, ReadTextFile(manifest_path));
+  DOCFEED_ASSIGN_OR_RETURN(std::string text, env->ReadTextFile(manifest_path));
   DOCFEED_ASSIGN_OR_RETURN(ds->manifest_, DecodeManifest(text, manifest_path));
   std::string index_path = JoinPath(dir, kIndexFileName);
-  DOCFEED_ASSIGN_OR_RETURN(ds->index_file_, MappedFile::Open(index_path));
+  DOCFEED_ASSIGN_OR_RETURN(ds->index_file_, env->MapFile(index_path));
   DOCFEED_ASSIGN_OR_RETURN(ds->index_, IndexView::Open(ds->index_file_.bytes(), index_path));
   if (ds->index_.size() != ds->manifest_.num_samples) {
     return CorruptionError(index_path + ": holds " + std::to_string(ds->index_.size()) +
@@ -109,7 +110,7 @@ Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
   ds->schema_ = DatasetSchema(ds->manifest_.columns, !ds->manifest_.original_column.empty());
   for (const FileEntry& f : ds->manifest_.data_files) {
     std::string path = JoinPath(dir, f.name);
-    DOCFEED_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
+    DOCFEED_ASSIGN_OR_RETURN(MappedFile file, env->MapFile(path));
     if (file.bytes().size() != f.size_bytes) {
       return CorruptionError(path + ": " + std::to_string(file.bytes().size()) +
                              " bytes, the manifest says " + std::to_string(f.size_bytes));

@@ -45,7 +45,9 @@ struct ReadScratch {
 
 class Dataset {
  public:
-  static Result<std::unique_ptr<Dataset>> Open(const std::string& dir);
+  // Reads and maps the files through `env` (Env::Default() when null), which must outlive the
+  // Dataset.
+  static Result<std::unique_ptr<Dataset>> Open(const std::string& dir, Env* env = nullptr);
   ~Dataset();
   Dataset(const Dataset&) = delete;
   Dataset& operator=(const Dataset&) = delete;

@@ -91,8 +91,8 @@ Distribution Summarize(std::vector<double>& values) {
   return d;
 }
 
-Result<DatasetStats> InspectDataset(const std::string& dir) {
-  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<Dataset> ds, Dataset::Open(dir));
+Result<DatasetStats> InspectDataset(const std::string& dir, Env* env) {
+  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<Dataset> ds, Dataset::Open(dir, env));
   DatasetStats stats;
   stats.dir = dir;
   stats.manifest = ds->manifest();

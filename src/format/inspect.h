@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/env.h"
 #include "docfeed/status.h"
 #include "format/manifest.h"
 
@@ -35,7 +36,8 @@ struct DatasetStats {
   uint64_t samples_without_label = 0;
 };
 
-Result<DatasetStats> InspectDataset(const std::string& dir);
+// Reads through `env` (Env::Default() when null).
+Result<DatasetStats> InspectDataset(const std::string& dir, Env* env = nullptr);
 std::string StatsToJson(const DatasetStats& stats);
 
 }  // namespace docfeed::internal

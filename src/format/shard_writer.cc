@@ -60,10 +60,16 @@ Status AppendValue(arrow::ArrayBuilder& b, const Value& v, ColumnType type) {
   return InternalError("unknown column type");
 }
 
-// Hashes the regions of a closed Arrow file: schema, each batch, end-of-stream marker.
-Status HashRegions(const std::string& path, FileEntry* entry) {
-  DOCFEED_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
+// Hashes the regions of a closed Arrow file: schema, each batch, end-of-stream marker. The file
+// read back must hold exactly the `written` bytes the writer appended; anything else (a file
+// truncated or replaced meanwhile, a short read) is an IOError, never a read past its end.
+Status HashRegions(Env* env, const std::string& path, uint64_t written, FileEntry* entry) {
+  DOCFEED_ASSIGN_OR_RETURN(MappedFile file, env->MapFile(path));
   std::span<const uint8_t> bytes = file.bytes();
+  if (bytes.size() != written) {
+    return IOError(path + ": " + std::to_string(bytes.size()) + " bytes read back after writing " +
+                   std::to_string(written) + " (the file changed while it was written)");
+  }
   entry->size_bytes = bytes.size();
   entry->xxh3 = Hash64(bytes);
   uint64_t schema_end = entry->regions.size() > 1 ? entry->regions[1].offset : bytes.size() - 8;
@@ -83,6 +89,7 @@ class ArrowShardWriter final : public ShardWriter {
  public:
   ArrowShardWriter(ShardWriterOptions options, arrow::Compression compression)
       : options_(std::move(options)),
+        env_(EnvOrDefault(options_.env)),
         compression_(compression),
         schema_(DatasetSchema(options_.columns, options_.keep_original)),
         builders_(arrow::ArrayBuilder::ForSchema(schema_)) {
@@ -133,7 +140,7 @@ class ArrowShardWriter final : public ShardWriter {
     if (writer_) DOCFEED_RETURN_IF_ERROR(CloseFile());
     for (size_t i = 0; i < files_.size(); ++i) {
       std::string name = DataFileName(i, files_.size());
-      DOCFEED_RETURN_IF_ERROR(Rename(Path(files_[i].name), Path(name)));
+      DOCFEED_RETURN_IF_ERROR(env_->Rename(Path(files_[i].name), Path(name)));
       files_[i].name = name;
     }
     manifest.created_by = "docfeed 0.1.0";
@@ -152,15 +159,15 @@ class ArrowShardWriter final : public ShardWriter {
     DOCFEED_RETURN_IF_ERROR(WriteOther("dataset_info.json", Text(DatasetInfoJson()), &manifest));
     DOCFEED_RETURN_IF_ERROR(WriteOther("state.json", Text(StateJson(Hash64(index))), &manifest));
     for (const std::string& name : options_.extra_files) {
-      DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadFile(Path(name)));
+      DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, env_->ReadFile(Path(name)));
       manifest.other_files.push_back({name, bytes.size(), Hash64(bytes), 0, {}});
     }
     std::string rejects = Path(kRejectsFileName);
-    if (PathExists(rejects)) {
-      DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadFile(rejects));
+    if (env_->PathExists(rejects)) {
+      DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, env_->ReadFile(rejects));
       manifest.other_files.push_back({kRejectsFileName, bytes.size(), Hash64(bytes), 0, {}});
     }
-    DOCFEED_RETURN_IF_ERROR(WriteTextFile(Path(kManifestFileName), EncodeManifest(manifest)));
+    DOCFEED_RETURN_IF_ERROR(env_->WriteTextFile(Path(kManifestFileName), EncodeManifest(manifest)));
     return manifest;
   }
 
@@ -171,7 +178,7 @@ class ArrowShardWriter final : public ShardWriter {
   std::string Path(const std::string& name) const { return JoinPath(options_.directory, name); }
 
   Status WriteOther(const std::string& name, std::span<const uint8_t> bytes, Manifest* m) {
-    DOCFEED_RETURN_IF_ERROR(WriteFile(Path(name), bytes));
+    DOCFEED_RETURN_IF_ERROR(env_->WriteFile(Path(name), bytes));
     m->other_files.push_back({name, bytes.size(), Hash64(bytes), 0, {}});
     return Status::Ok();
   }
@@ -194,7 +201,7 @@ class ArrowShardWriter final : public ShardWriter {
     char name[32];
     std::snprintf(name, sizeof(name), "data-%05zu.arrow.partial", files_.size());
     DOCFEED_ASSIGN_OR_RETURN(arrow::StreamWriter w,
-                             arrow::StreamWriter::Create(Path(name), schema_, compression_));
+                             arrow::StreamWriter::Create(Path(name), schema_, compression_, env_));
     writer_.emplace(std::move(w));
     FileEntry entry;
     entry.name = name;
@@ -232,11 +239,13 @@ class ArrowShardWriter final : public ShardWriter {
 
   Status CloseFile() {
     DOCFEED_RETURN_IF_ERROR(writer_->Close());
+    const uint64_t written = writer_->size_bytes();
     writer_.reset();
-    return HashRegions(Path(files_.back().name), &files_.back());
+    return HashRegions(env_, Path(files_.back().name), written, &files_.back());
   }
 
   ShardWriterOptions options_;
+  Env* env_;
   arrow::Compression compression_;
   arrow::Schema schema_;
   std::vector<arrow::ArrayBuilder> builders_;
@@ -253,7 +262,7 @@ class ArrowShardWriter final : public ShardWriter {
 
 Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(ShardWriterOptions options) {
   DOCFEED_ASSIGN_OR_RETURN(arrow::Compression compression, ParseCompression(options.compression));
-  if (!IsDirectory(options.directory)) {
+  if (!EnvOrDefault(options.env)->IsDirectory(options.directory)) {
     return NotFoundError("output directory " + options.directory + " does not exist");
   }
   return std::unique_ptr<ShardWriter>(new ArrowShardWriter(std::move(options), compression));

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "docfeed/status.h"
 #include "format/index.h"
 #include "format/manifest.h"
@@ -39,6 +40,8 @@ struct ShardWriterOptions {
   // Files (relative to `directory`, e.g. "tokenizer/added_tokens.json") the caller writes
   // before Finish(); Finish() lists them in the manifest's other_files so verify checks them.
   std::vector<std::string> extra_files;
+  // Every file is written and read back through this Env (Env::Default() when null).
+  Env* env = nullptr;
 };
 
 struct SampleToWrite {

@@ -31,12 +31,13 @@ std::string RegionName(const Region& r, size_t batch) {
 
 class Verifier {
  public:
-  Verifier(std::string dir, size_t max_problems) : dir_(std::move(dir)), max_(max_problems) {}
+  Verifier(std::string dir, size_t max_problems, Env* env)
+      : dir_(std::move(dir)), max_(max_problems), env_(EnvOrDefault(env)) {}
 
   Result<VerifyReport> Run() {
     std::string manifest_path = JoinPath(dir_, kManifestFileName);
-    if (!IsDirectory(dir_)) return NotFoundError(dir_ + " is not a directory");
-    DOCFEED_ASSIGN_OR_RETURN(std::string text, ReadTextFile(manifest_path));
+    if (!env_->IsDirectory(dir_)) return NotFoundError(dir_ + " is not a directory");
+    DOCFEED_ASSIGN_OR_RETURN(std::string text, env_->ReadTextFile(manifest_path));
     Result<Manifest> manifest = DecodeManifest(text, manifest_path);
     if (!manifest.ok()) {
       Problem(manifest.status().ToString());
@@ -47,7 +48,7 @@ class Verifier {
     std::vector<MappedFile> data(manifest_.data_files.size());
     for (size_t i = 0; i < data.size(); ++i) CheckWholeFile(manifest_.data_files[i], &data[i]);
     std::string index_path = JoinPath(dir_, kIndexFileName);
-    Result<MappedFile> index_file = MappedFile::Open(index_path);
+    Result<MappedFile> index_file = env_->MapFile(index_path);
     if (!index_file.ok()) {
       Problem(index_file.status().ToString());
       return report_;
@@ -89,7 +90,7 @@ class Verifier {
   // Leaves *mapped empty when the file cannot be structurally checked.
   void CheckWholeFile(const FileEntry& f, MappedFile* mapped) {
     std::string path = JoinPath(dir_, f.name);
-    Result<MappedFile> file = MappedFile::Open(path);
+    Result<MappedFile> file = env_->MapFile(path);
     if (!file.ok()) {
       Problem(file.status().ToString());
       return;
@@ -210,6 +211,7 @@ class Verifier {
 
   std::string dir_;
   size_t max_;
+  Env* env_;
   VerifyReport report_;
   Manifest manifest_;
   std::vector<uint32_t> seen_;
@@ -217,12 +219,12 @@ class Verifier {
 
 }  // namespace
 
-Result<VerifyReport> VerifyDatasetReport(const std::string& dir, size_t max_problems) {
-  return Verifier(dir, max_problems).Run();
+Result<VerifyReport> VerifyDatasetReport(const std::string& dir, size_t max_problems, Env* env) {
+  return Verifier(dir, max_problems, env).Run();
 }
 
-Status VerifyDataset(const std::string& dir) {
-  DOCFEED_ASSIGN_OR_RETURN(VerifyReport report, VerifyDatasetReport(dir, 5));
+Status VerifyDataset(const std::string& dir, Env* env) {
+  DOCFEED_ASSIGN_OR_RETURN(VerifyReport report, VerifyDatasetReport(dir, 5, env));
   if (report.ok()) return Status::Ok();
   std::string message = dir + " failed verification:";
   for (const std::string& p : report.problems) message += "\n  " + p;

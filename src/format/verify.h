@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "docfeed/status.h"
 
 namespace docfeed::internal {
@@ -24,11 +25,12 @@ struct VerifyReport {
 };
 
 // Returns a report; an error Status only when the directory cannot be examined at all
-// (missing, unreadable manifest file).
-Result<VerifyReport> VerifyDatasetReport(const std::string& dir, size_t max_problems = 20);
+// (missing, unreadable manifest file). Files are read through `env` (Env::Default() when null).
+Result<VerifyReport> VerifyDatasetReport(const std::string& dir, size_t max_problems = 20,
+                                         Env* env = nullptr);
 
 // OK if intact, else Corruption whose message lists the first problems.
-Status VerifyDataset(const std::string& dir);
+Status VerifyDataset(const std::string& dir, Env* env = nullptr);
 
 }  // namespace docfeed::internal
 

@@ -165,13 +165,14 @@ XlmRobertaTokenizer::XlmRobertaTokenizer(std::unique_ptr<Impl> impl) : impl_(std
 XlmRobertaTokenizer::~XlmRobertaTokenizer() = default;
 
 Result<std::unique_ptr<XlmRobertaTokenizer>> XlmRobertaTokenizer::FromModelFile(
-    const std::string& path) {
-  if (!PathExists(path)) {
+    const std::string& path, Env* env) {
+  env = EnvOrDefault(env);
+  if (!env->PathExists(path)) {
     return NotFoundError(path + ": no SentencePiece model file (" + kSentencePieceModelName +
                          "); docfeed needs it, tokenizer.json alone is not supported");
   }
   auto impl = std::make_unique<Impl>();
-  DOCFEED_ASSIGN_OR_RETURN(impl->model_bytes, ReadTextFile(path));
+  DOCFEED_ASSIGN_OR_RETURN(impl->model_bytes, env->ReadTextFile(path));
   sentencepiece::util::Status st = impl->sp.LoadFromSerializedProto(impl->model_bytes);
   if (!st.ok()) return InvalidArgumentError(path + ": not a SentencePiece model: " + st.ToString());
   size_t pieces = static_cast<size_t>(impl->sp.GetPieceSize());
@@ -188,9 +189,9 @@ Result<std::unique_ptr<XlmRobertaTokenizer>> XlmRobertaTokenizer::FromModelFile(
 
 namespace {
 
-Result<Json> ReadJsonIfPresent(const std::string& path) {
-  if (!PathExists(path)) return Json();
-  DOCFEED_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+Result<Json> ReadJsonIfPresent(Env* env, const std::string& path) {
+  if (!env->PathExists(path)) return Json();
+  DOCFEED_ASSIGN_OR_RETURN(std::string text, env->ReadTextFile(path));
   try {
     return Json::parse(text);
   } catch (const Json::exception& e) {
@@ -206,13 +207,17 @@ std::string TokenContent(const Json& j) {
 
 }  // namespace
 
-Result<std::unique_ptr<XlmRobertaTokenizer>> XlmRobertaTokenizer::Load(const std::string& dir) {
+Result<std::unique_ptr<XlmRobertaTokenizer>> XlmRobertaTokenizer::Load(const std::string& dir,
+                                                                       Env* env) {
+  env = EnvOrDefault(env);
   DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<XlmRobertaTokenizer> tok,
-                           FromModelFile(JoinPath(dir, kSentencePieceModelName)));
+                           FromModelFile(JoinPath(dir, kSentencePieceModelName), env));
   Impl& impl = *tok->impl_;
-  DOCFEED_ASSIGN_OR_RETURN(Json config, ReadJsonIfPresent(JoinPath(dir, "tokenizer_config.json")));
-  DOCFEED_ASSIGN_OR_RETURN(Json added, ReadJsonIfPresent(JoinPath(dir, "added_tokens.json")));
-  DOCFEED_ASSIGN_OR_RETURN(Json map, ReadJsonIfPresent(JoinPath(dir, "special_tokens_map.json")));
+  DOCFEED_ASSIGN_OR_RETURN(Json config,
+                           ReadJsonIfPresent(env, JoinPath(dir, "tokenizer_config.json")));
+  DOCFEED_ASSIGN_OR_RETURN(Json added, ReadJsonIfPresent(env, JoinPath(dir, "added_tokens.json")));
+  DOCFEED_ASSIGN_OR_RETURN(Json map,
+                           ReadJsonIfPresent(env, JoinPath(dir, "special_tokens_map.json")));
   try {
     if (config.is_object() && config.contains("added_tokens_decoder")) {
       for (const auto& [id, t] : config.at("added_tokens_decoder").items()) {
@@ -308,9 +313,11 @@ std::vector<std::string> XlmRobertaTokenizer::SavedFileNames() {
           "tokenizer_config.json"};
 }
 
-Status XlmRobertaTokenizer::Save(const std::string& dir, int model_max_length) const {
+Status XlmRobertaTokenizer::Save(const std::string& dir, int model_max_length, Env* env) const {
+  env = EnvOrDefault(env);
   const Impl& impl = *impl_;
-  DOCFEED_RETURN_IF_ERROR(WriteTextFile(JoinPath(dir, kSentencePieceModelName), impl.model_bytes));
+  DOCFEED_RETURN_IF_ERROR(
+      env->WriteTextFile(JoinPath(dir, kSentencePieceModelName), impl.model_bytes));
   // Like save_pretrained: added_tokens.json holds the added tokens past the base vocabulary,
   // keys sorted; tokenizer_config.json every added token with its flags, by id.
   nlohmann::json added_vocab = nlohmann::json::object();
@@ -345,11 +352,12 @@ Status XlmRobertaTokenizer::Save(const std::string& dir, int model_max_length) c
                      {"sp_model_kwargs", Json::object()},
                      {"tokenizer_class", "XLMRobertaTokenizer"},
                      {"unk_token", "<unk>"}};
+  DOCFEED_RETURN_IF_ERROR(env->WriteTextFile(JoinPath(dir, "added_tokens.json"),
+                                             added_vocab.dump(2, ' ', false) + "\n"));
   DOCFEED_RETURN_IF_ERROR(
-      WriteTextFile(JoinPath(dir, "added_tokens.json"), added_vocab.dump(2, ' ', false) + "\n"));
-  DOCFEED_RETURN_IF_ERROR(
-      WriteTextFile(JoinPath(dir, "special_tokens_map.json"), map.dump(2, ' ', false) + "\n"));
-  return WriteTextFile(JoinPath(dir, "tokenizer_config.json"), config.dump(2, ' ', false) + "\n");
+      env->WriteTextFile(JoinPath(dir, "special_tokens_map.json"), map.dump(2, ' ', false) + "\n"));
+  return env->WriteTextFile(JoinPath(dir, "tokenizer_config.json"),
+                            config.dump(2, ' ', false) + "\n");
 }
 
 LabelIds MakeLabels(std::vector<int64_t> input_ids, const LabelShape& shape) {

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/env.h"
 #include "docfeed/status.h"
 
 namespace docfeed::internal {
@@ -35,10 +36,13 @@ class XlmRobertaTokenizer {
  public:
   // Loads DIR/sentencepiece.bpe.model and the added tokens of DIR/tokenizer_config.json
   // (`added_tokens_decoder`), DIR/added_tokens.json and DIR/special_tokens_map.json, as
-  // `from_pretrained` does. NotFound names DIR when the model file is missing.
-  static Result<std::unique_ptr<XlmRobertaTokenizer>> Load(const std::string& dir);
+  // `from_pretrained` does. NotFound names DIR when the model file is missing. Files are read
+  // through `env` (Env::Default() when null); the model is loaded from its bytes.
+  static Result<std::unique_ptr<XlmRobertaTokenizer>> Load(const std::string& dir,
+                                                           Env* env = nullptr);
   // Just the model: `XLMRobertaTokenizer(vocab_file=path)`.
-  static Result<std::unique_ptr<XlmRobertaTokenizer>> FromModelFile(const std::string& path);
+  static Result<std::unique_ptr<XlmRobertaTokenizer>> FromModelFile(const std::string& path,
+                                                                    Env* env = nullptr);
 
   XlmRobertaTokenizer(const XlmRobertaTokenizer&) = delete;
   XlmRobertaTokenizer& operator=(const XlmRobertaTokenizer&) = delete;
@@ -66,7 +70,7 @@ class XlmRobertaTokenizer {
   // Writes what `save_pretrained` writes for the slow tokenizer into `dir` (which must exist):
   // the model, added_tokens.json, special_tokens_map.json, tokenizer_config.json.
   // `model_max_length` goes into tokenizer_config.json.
-  Status Save(const std::string& dir, int model_max_length) const;
+  Status Save(const std::string& dir, int model_max_length, Env* env = nullptr) const;
   static std::vector<std::string> SavedFileNames();
 
  private:

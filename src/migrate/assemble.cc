@@ -31,14 +31,14 @@ struct Piece {
   std::vector<IndexRecord> records;
 };
 
-Result<Piece> LoadPiece(const std::string& dir) {
+Result<Piece> LoadPiece(Env* env, const std::string& dir) {
   Piece p;
   p.dir = dir;
   const std::string manifest_path = JoinPath(dir, kManifestFileName);
-  DOCFEED_ASSIGN_OR_RETURN(std::string text, ReadTextFile(manifest_path));
+  DOCFEED_ASSIGN_OR_RETURN(std::string text, env->ReadTextFile(manifest_path));
   DOCFEED_ASSIGN_OR_RETURN(p.manifest, DecodeManifest(text, manifest_path));
   const std::string index_path = JoinPath(dir, kIndexFileName);
-  DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> index_bytes, ReadFile(index_path));
+  DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> index_bytes, env->ReadFile(index_path));
   DOCFEED_ASSIGN_OR_RETURN(IndexView index, IndexView::Open(index_bytes, index_path));
   for (uint64_t i = 0; i < index.size(); ++i) p.records.push_back(index.Get(i));
   return p;
@@ -70,17 +70,18 @@ Status CheckCompatible(const Piece& first, const Piece& p) {
 
 Result<uint64_t> AssembleSplit(const std::vector<std::string>& piece_dirs,
                                const std::string& out_dir, const std::string& migration_json,
-                               const NormalizationInfo& normalization) {
+                               const NormalizationInfo& normalization, Env* env) {
+  env = EnvOrDefault(env);
   std::vector<Piece> pieces;
   size_t total_files = 0;
   for (const std::string& dir : piece_dirs) {
-    DOCFEED_ASSIGN_OR_RETURN(Piece p, LoadPiece(dir));
+    DOCFEED_ASSIGN_OR_RETURN(Piece p, LoadPiece(env, dir));
     if (!pieces.empty()) DOCFEED_RETURN_IF_ERROR(CheckCompatible(pieces.front(), p));
     total_files += p.manifest.data_files.size();
     pieces.push_back(std::move(p));
   }
   if (pieces.empty()) return InternalError("no pieces to assemble");
-  DOCFEED_RETURN_IF_ERROR(CreateDirectory(out_dir));
+  DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(out_dir));
   Manifest m;
   const Manifest& first = pieces.front().manifest;
   m.created_by = first.created_by;
@@ -98,7 +99,7 @@ Result<uint64_t> AssembleSplit(const std::vector<std::string>& piece_dirs,
       FileEntry moved = f;
       moved.name = DataFileName(m.data_files.size(), total_files);
       for (Region& r : moved.regions) r.first_sample += sample_base;
-      DOCFEED_RETURN_IF_ERROR(Rename(JoinPath(p.dir, f.name), JoinPath(out_dir, moved.name)));
+      DOCFEED_RETURN_IF_ERROR(env->Rename(JoinPath(p.dir, f.name), JoinPath(out_dir, moved.name)));
       m.data_files.push_back(std::move(moved));
     }
     for (IndexRecord r : p.records) {
@@ -112,22 +113,23 @@ Result<uint64_t> AssembleSplit(const std::vector<std::string>& piece_dirs,
     for (const auto& [codec, n] : p.manifest.stored_codecs) m.stored_codecs[codec] += n;
   }
   auto write_other = [&](const std::string& name, std::span<const uint8_t> bytes) -> Status {
-    DOCFEED_RETURN_IF_ERROR(WriteFile(JoinPath(out_dir, name), bytes));
+    DOCFEED_RETURN_IF_ERROR(env->WriteFile(JoinPath(out_dir, name), bytes));
     m.other_files.push_back({name, bytes.size(), Hash64(bytes), 0, {}});
     return Status::Ok();
   };
   const std::vector<uint8_t> index = EncodeIndex(records);
   DOCFEED_RETURN_IF_ERROR(write_other(kIndexFileName, index));
   DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> info,
-                           ReadFile(JoinPath(pieces.front().dir, "dataset_info.json")));
+                           env->ReadFile(JoinPath(pieces.front().dir, "dataset_info.json")));
   DOCFEED_RETURN_IF_ERROR(write_other("dataset_info.json", info));
   DOCFEED_RETURN_IF_ERROR(
       write_other("state.json", Bytes(DatasetStateJson(m.data_files, Hash64(index)))));
   DOCFEED_RETURN_IF_ERROR(write_other(kMigrationFile, Bytes(migration_json)));
-  DOCFEED_RETURN_IF_ERROR(WriteTextFile(JoinPath(out_dir, kManifestFileName), EncodeManifest(m)));
+  DOCFEED_RETURN_IF_ERROR(
+      env->WriteTextFile(JoinPath(out_dir, kManifestFileName), EncodeManifest(m)));
   // The data files were verified piece by piece and only renamed since; re-hashing them would
   // map the whole output. Opening checks the new manifest, index and every file's schema.
-  Result<std::unique_ptr<Dataset>> opened = Dataset::Open(out_dir);
+  Result<std::unique_ptr<Dataset>> opened = Dataset::Open(out_dir, env);
   if (!opened.ok()) return opened.status().WithContext("checking the assembled " + out_dir);
   if ((*opened)->size() != m.num_samples) return InternalError(out_dir + ": sample count differs");
   uint64_t bytes = 0;

@@ -26,7 +26,7 @@ inline constexpr char kMigrationFile[] = "migration.json";
 // Errors: pieces that disagree on the tensor size or columns; any file error; verify failures.
 Result<uint64_t> AssembleSplit(const std::vector<std::string>& piece_dirs,
                                const std::string& out_dir, const std::string& migration_json,
-                               const NormalizationInfo& normalization);
+                               const NormalizationInfo& normalization, Env* env = nullptr);
 
 }  // namespace docfeed::internal::migrate
 

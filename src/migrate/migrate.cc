@@ -48,7 +48,7 @@ std::string SplitLabel(const SplitSource& split, const std::string& path) {
 
 Result<Plan> ScanSource(const MigrateOptions& options) {
   Plan plan;
-  DOCFEED_ASSIGN_OR_RETURN(plan.source, OpenSavedDataset(options.source));
+  DOCFEED_ASSIGN_OR_RETURN(plan.source, OpenSavedDataset(options.source, options.env));
   for (size_t s = 0; s < plan.source.splits.size(); ++s) {
     const SplitSource& split = plan.source.splits[s];
     for (size_t f = 0; f < split.data_files.size(); ++f) {
@@ -57,8 +57,8 @@ Result<Plan> ScanSource(const MigrateOptions& options) {
       job.path = split.data_files[f];
       job.label = SplitLabel(split, job.path);
       job.bytes = split.file_bytes[f];
-      DOCFEED_ASSIGN_OR_RETURN(
-          FileScan scan, ScanFile(job.path, job.label, options.pixel_column, options.drop_columns));
+      DOCFEED_ASSIGN_OR_RETURN(FileScan scan, ScanFile(job.path, job.label, options.pixel_column,
+                                                       options.drop_columns, options.env));
       if (f == 0) plan.layouts.push_back(scan.layout);
       job.rows = scan.rows;
       plan.total_rows += scan.rows;
@@ -78,7 +78,7 @@ Result<NormalizeCandidate> ChooseNormalization(const Plan& plan, const MigrateOp
       std::find_if(plan.jobs.begin(), plan.jobs.end(), [](const Job& j) { return j.rows > 0; });
   if (job == plan.jobs.end()) return candidates.front();
   const SourceLayout& layout = plan.layouts[job->split];
-  DOCFEED_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(job->path));
+  DOCFEED_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(job->path, options.env));
   DOCFEED_ASSIGN_OR_RETURN(arrow::StreamReader reader,
                            arrow::StreamReader::Open(file.bytes(), job->label));
   arrow::RecordBatch batch;
@@ -127,7 +127,7 @@ std::string JournalText(const MigrateOptions& options, const Plan& plan) {
   Json j;
   j["format"] = "docfeed-migrate-journal";
   j["version"] = 1;
-  Result<std::string> real = RealPath(options.source);
+  Result<std::string> real = EnvOrDefault(options.env)->RealPath(options.source);
   j["source"] = real.ok() ? *real : options.source;
   Json files = Json::array();
   for (const Job& job : plan.jobs) files.push_back({job.label, job.bytes});
@@ -154,29 +154,30 @@ void Note(const MigrateOptions& options, const std::string& text) {
 // files and sizes, same options), so finished pieces are valid for this run.
 Status PrepareWorkDirectory(const std::string& work, const std::string& journal,
                             const MigrateOptions& options) {
+  Env* env = EnvOrDefault(options.env);
   const std::string lock = JoinPath(work, kLockFile);
-  if (IsDirectory(work)) {
-    Result<std::string> pid_text = ReadTextFile(lock);
+  if (env->IsDirectory(work)) {
+    Result<std::string> pid_text = env->ReadTextFile(lock);
     const int pid = pid_text.ok() ? std::atoi(pid_text->c_str()) : 0;
     if (pid > 0 && pid != CurrentProcessId() && ProcessExists(pid)) {
       return AlreadyExistsError("another docfeed (pid " + std::to_string(pid) + ") is writing " +
                                 work);
     }
-    Result<std::string> old = ReadTextFile(JoinPath(work, kJournalFile));
+    Result<std::string> old = env->ReadTextFile(JoinPath(work, kJournalFile));
     if (old.ok() && *old == journal) {
       Note(options, "resuming the interrupted migration in " + work);
     } else {
       Note(options, "discarding " + work + " (left by a run with other inputs or options)");
-      DOCFEED_RETURN_IF_ERROR(RemoveAll(work));
+      DOCFEED_RETURN_IF_ERROR(env->RemoveAll(work));
     }
   }
-  if (!IsDirectory(work)) {
-    DOCFEED_RETURN_IF_ERROR(CreateDirectory(work));
-    DOCFEED_RETURN_IF_ERROR(CreateDirectory(JoinPath(work, "pieces")));
-    DOCFEED_RETURN_IF_ERROR(WriteTextFile(JoinPath(work, kJournalFile), journal));
+  if (!env->IsDirectory(work)) {
+    DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(work));
+    DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(JoinPath(work, "pieces")));
+    DOCFEED_RETURN_IF_ERROR(env->WriteTextFile(JoinPath(work, kJournalFile), journal));
   }
-  DOCFEED_RETURN_IF_ERROR(RemoveAll(JoinPath(work, "final")));  // an interrupted assembly
-  return WriteTextFile(lock, std::to_string(CurrentProcessId()) + "\n");
+  DOCFEED_RETURN_IF_ERROR(env->RemoveAll(JoinPath(work, "final")));  // an interrupted assembly
+  return env->WriteTextFile(lock, std::to_string(CurrentProcessId()) + "\n");
 }
 
 // Shared state of the worker threads.
@@ -286,7 +287,7 @@ std::string MigrationJson(const SplitSource& split, const SourceLayout& layout,
     for (const auto& b : p.boxes) boxes.push_back(b);
   }
   Json j;
-  Result<std::string> real = RealPath(split.dir);
+  Result<std::string> real = EnvOrDefault(options.env)->RealPath(split.dir);
   j["source"] = real.ok() ? *real : split.dir;
   j["pixel_column"] = options.pixel_column;
   j["tensor_type"] = layout.pixel_type;
@@ -311,18 +312,24 @@ std::string MigrationJson(const SplitSource& split, const SourceLayout& layout,
   return text + (boxes.empty() ? "]\n}\n" : "\n ]\n}\n");
 }
 
-Status PlaceOutput(const std::string& final_dir, const std::string& output) {
-  if (!PathExists(output)) return Rename(final_dir, output);
+// With an existing OUT (--overwrite), swaps it with `final_dir` in one step where the file system
+// can (OUT is the old or the new output at every instant); the old one then lies in the work
+// directory, which the caller removes.
+Status PlaceOutput(Env* env, const std::string& final_dir, const std::string& output) {
+  if (!env->PathExists(output)) return env->Rename(final_dir, output);
+  Status swapped = env->ExchangePaths(final_dir, output);
+  if (swapped.code() != StatusCode::kUnsupported) return swapped;
   const std::string old = output + ".old-" + std::to_string(CurrentProcessId());
-  DOCFEED_RETURN_IF_ERROR(Rename(output, old));
-  DOCFEED_RETURN_IF_ERROR(Rename(final_dir, output));
-  return RemoveAll(old);
+  DOCFEED_RETURN_IF_ERROR(env->Rename(output, old));
+  DOCFEED_RETURN_IF_ERROR(env->Rename(final_dir, output));
+  return env->RemoveAll(old);
 }
 
 Status AssembleAll(const Plan& plan, const std::string& work, const NormalizeCandidate& norm,
                    const MigrateOptions& options, MigrateSummary* summary) {
+  Env* env = EnvOrDefault(options.env);
   const std::string final_dir = JoinPath(work, "final");
-  if (plan.source.is_dict) DOCFEED_RETURN_IF_ERROR(CreateDirectory(final_dir));
+  if (plan.source.is_dict) DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(final_dir));
   for (size_t s = 0; s < plan.source.splits.size(); ++s) {
     const SplitSource& split = plan.source.splits[s];
     std::vector<std::string> dirs;
@@ -330,14 +337,14 @@ Status AssembleAll(const Plan& plan, const std::string& work, const NormalizeCan
     for (const Job& job : plan.jobs) {
       if (job.split != s) continue;
       dirs.push_back(JoinPath(JoinPath(work, "pieces"), job.piece_dir));
-      DOCFEED_ASSIGN_OR_RETURN(PieceInfo info, LoadFinishedPiece(dirs.back()));
+      DOCFEED_ASSIGN_OR_RETURN(PieceInfo info, LoadFinishedPiece(dirs.back(), env));
       infos.push_back(std::move(info));
     }
     const std::string out = split.name.empty() ? final_dir : JoinPath(final_dir, split.name);
     DOCFEED_ASSIGN_OR_RETURN(
         uint64_t bytes,
         AssembleSplit(dirs, out, MigrationJson(split, plan.layouts[s], norm, options, infos),
-                      NormalizationInfo{norm.mean, norm.std}));
+                      NormalizationInfo{norm.mean, norm.std}, env));
     SplitSummary ss;
     ss.name = split.name;
     ss.output = split.name.empty() ? options.output : JoinPath(options.output, split.name);
@@ -357,8 +364,8 @@ Status AssembleAll(const Plan& plan, const std::string& work, const NormalizeCan
   }
   if (plan.source.is_dict) {
     DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> dict,
-                             ReadFile(JoinPath(plan.source.root, "dataset_dict.json")));
-    DOCFEED_RETURN_IF_ERROR(WriteFile(JoinPath(final_dir, "dataset_dict.json"), dict));
+                             env->ReadFile(JoinPath(plan.source.root, "dataset_dict.json")));
+    DOCFEED_RETURN_IF_ERROR(env->WriteFile(JoinPath(final_dir, "dataset_dict.json"), dict));
     summary->output_bytes += dict.size();
   }
   return Status::Ok();
@@ -373,10 +380,11 @@ Result<MigrateSummary> Migrate(const MigrateOptions& options_in) {
   MigrateOptions options = options_in;
   while (options.output.size() > 1 && options.output.back() == '/') options.output.pop_back();
   if (options.output.empty()) return InvalidArgumentError("no output directory given (-o OUT)");
-  if (PathExists(options.output) && !options.overwrite) {
+  Env* env = EnvOrDefault(options.env);
+  if (env->PathExists(options.output) && !options.overwrite) {
     return AlreadyExistsError(options.output + " already exists; pass --overwrite to replace it");
   }
-  DOCFEED_RETURN_IF_ERROR(CheckOverwriteKeepsSource(options.source, options.output));
+  DOCFEED_RETURN_IF_ERROR(CheckOverwriteKeepsSource(options.source, options.output, env));
   DOCFEED_ASSIGN_OR_RETURN(Plan plan, ScanSource(options));
   DOCFEED_ASSIGN_OR_RETURN(NormalizeCandidate norm, ChooseNormalization(plan, options));
   DOCFEED_ASSIGN_OR_RETURN(GridInverter inverter, GridInverter::Create(norm));
@@ -385,13 +393,13 @@ Result<MigrateSummary> Migrate(const MigrateOptions& options_in) {
   MigrateSummary summary;
   for (Job& job : plan.jobs) {
     job.piece_dir = JoinPath(JoinPath(work, "pieces"), job.piece_dir);
-    job.finished = LoadFinishedPiece(job.piece_dir).ok();
+    job.finished = LoadFinishedPiece(job.piece_dir, env).ok();
     summary.resumed_files += job.finished ? 1 : 0;
   }
   std::vector<PieceConfig> configs;
   for (const SourceLayout& layout : plan.layouts) {
     configs.push_back({&inverter, layout, options.pixel_column, options.drop_columns, options.box,
-                       options.allow_lossy, options.compression, options.max_file_bytes});
+                       options.allow_lossy, options.compression, options.max_file_bytes, env});
   }
   const int threads = options.threads > 0
                           ? options.threads
@@ -401,8 +409,12 @@ Result<MigrateSummary> Migrate(const MigrateOptions& options_in) {
       runner.Run(configs, std::min<int>(threads, static_cast<int>(plan.jobs.size()))));
   for (Job& job : plan.jobs) job.piece_dir = BaseName(job.piece_dir);
   DOCFEED_RETURN_IF_ERROR(AssembleAll(plan, work, norm, options, &summary));
-  DOCFEED_RETURN_IF_ERROR(PlaceOutput(JoinPath(work, "final"), options.output));
-  DOCFEED_RETURN_IF_ERROR(RemoveAll(work));
+  DOCFEED_RETURN_IF_ERROR(PlaceOutput(env, JoinPath(work, "final"), options.output));
+  // OUT is complete from here on: failing to clean up must not report the migration as failed.
+  if (Status cleaned = env->RemoveAll(work); !cleaned.ok()) {
+    Note(options, "could not remove " + work + " (the next migration to " + options.output +
+                      " removes it): " + cleaned.ToString());
+  }
   summary.normalization = norm;
   summary.float_type = plan.layouts.front().float_type;
   summary.pixel_type = plan.layouts.front().pixel_type;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "docfeed/status.h"
 #include "migrate/recover.h"
 
@@ -57,6 +58,9 @@ struct MigrateOptions {
   // Polled after every row; returning true stops the run with Cancelled and leaves OUT.partial,
   // so the same call later resumes (e.g. on Ctrl-C).
   std::function<bool()> should_stop;
+  // Every file the migration reads or writes goes through this Env (Env::Default() when null);
+  // it must outlive the call.
+  Env* env = nullptr;
 };
 
 struct SplitSummary {

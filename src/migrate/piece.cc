@@ -171,8 +171,8 @@ Status RowConverter::Convert(const arrow::RecordBatch& batch, int64_t row, const
   return Status::Ok();
 }
 
-Result<MappedFile> OpenInput(const std::string& path, const std::string& label) {
-  Result<MappedFile> file = MappedFile::Open(path);
+Result<MappedFile> OpenInput(Env* env, const std::string& path, const std::string& label) {
+  Result<MappedFile> file = env->MapFile(path);
   if (!file.ok()) return file.status().WithContext(label);
   return file;
 }
@@ -245,8 +245,9 @@ Result<PieceInfo> DecodePieceInfo(const std::string& text, const std::string& na
 }
 
 Result<FileScan> ScanFile(const std::string& path, const std::string& label,
-                          const std::string& pixel_column, const std::vector<std::string>& drop) {
-  DOCFEED_ASSIGN_OR_RETURN(MappedFile file, OpenInput(path, label));
+                          const std::string& pixel_column, const std::vector<std::string>& drop,
+                          Env* env) {
+  DOCFEED_ASSIGN_OR_RETURN(MappedFile file, OpenInput(EnvOrDefault(env), path, label));
   DOCFEED_ASSIGN_OR_RETURN(arrow::StreamReader reader,
                            arrow::StreamReader::Open(file.bytes(), label));
   FileScan scan;
@@ -262,10 +263,11 @@ Result<FileScan> ScanFile(const std::string& path, const std::string& label,
 }
 
 Status ProcessPiece(const PieceTask& task, const PieceConfig& config, const RowHook& after_row) {
+  Env* env = EnvOrDefault(config.env);
   const std::string tmp = task.dir + ".tmp";
-  DOCFEED_RETURN_IF_ERROR(RemoveAll(tmp));
-  DOCFEED_RETURN_IF_ERROR(CreateDirectory(tmp));
-  DOCFEED_ASSIGN_OR_RETURN(MappedFile file, OpenInput(task.input, task.label));
+  DOCFEED_RETURN_IF_ERROR(env->RemoveAll(tmp));
+  DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(tmp));
+  DOCFEED_ASSIGN_OR_RETURN(MappedFile file, OpenInput(env, task.input, task.label));
   DOCFEED_ASSIGN_OR_RETURN(arrow::StreamReader reader,
                            arrow::StreamReader::Open(file.bytes(), task.label));
   DOCFEED_ASSIGN_OR_RETURN(
@@ -276,6 +278,7 @@ Status ProcessPiece(const PieceTask& task, const PieceConfig& config, const RowH
                                 ": its columns or tensor type differ from the split's first file");
   }
   ShardWriterOptions wopts;
+  wopts.env = env;
   wopts.directory = tmp;
   wopts.columns = layout.columns;
   wopts.label_column = PickLabelColumn(layout.columns);
@@ -293,24 +296,26 @@ Status ProcessPiece(const PieceTask& task, const PieceConfig& config, const RowH
   if (info.rows > 0) manifest.preprocess = {kPreprocessDonut, info.height, info.width, false};
   DOCFEED_RETURN_IF_ERROR(writer->Finish(std::move(manifest)).status());
   // Verified here, piece by piece, so the check maps one piece's files at a time.
-  DOCFEED_RETURN_IF_ERROR(VerifyDataset(tmp).WithContext("verifying the output of " + task.label));
-  DOCFEED_RETURN_IF_ERROR(WriteTextFile(JoinPath(tmp, kPieceInfoFile), EncodePieceInfo(info)));
-  DOCFEED_RETURN_IF_ERROR(RemoveAll(task.dir));
-  return Rename(tmp, task.dir);
+  DOCFEED_RETURN_IF_ERROR(
+      VerifyDataset(tmp, env).WithContext("verifying the output of " + task.label));
+  DOCFEED_RETURN_IF_ERROR(env->WriteTextFile(JoinPath(tmp, kPieceInfoFile), EncodePieceInfo(info)));
+  DOCFEED_RETURN_IF_ERROR(env->RemoveAll(task.dir));
+  return env->Rename(tmp, task.dir);
 }
 
-Result<PieceInfo> LoadFinishedPiece(const std::string& dir) {
+Result<PieceInfo> LoadFinishedPiece(const std::string& dir, Env* env) {
+  env = EnvOrDefault(env);
   const std::string manifest_path = JoinPath(dir, kManifestFileName);
-  DOCFEED_ASSIGN_OR_RETURN(std::string text, ReadTextFile(manifest_path));
+  DOCFEED_ASSIGN_OR_RETURN(std::string text, env->ReadTextFile(manifest_path));
   DOCFEED_ASSIGN_OR_RETURN(Manifest manifest, DecodeManifest(text, manifest_path));
   for (const FileEntry& f : manifest.data_files) {
-    Result<uint64_t> size = FileSize(JoinPath(dir, f.name));
+    Result<uint64_t> size = env->FileSize(JoinPath(dir, f.name));
     if (!size.ok() || *size != f.size_bytes) {
       return NotFoundError(dir + ": data file " + f.name + " is missing or incomplete");
     }
   }
   const std::string info_path = JoinPath(dir, kPieceInfoFile);
-  DOCFEED_ASSIGN_OR_RETURN(std::string info_text, ReadTextFile(info_path));
+  DOCFEED_ASSIGN_OR_RETURN(std::string info_text, env->ReadTextFile(info_path));
   DOCFEED_ASSIGN_OR_RETURN(PieceInfo info, DecodePieceInfo(info_text, info_path));
   if (info.rows != manifest.num_samples) {
     return CorruptionError(info_path + ": rows differ from the piece's manifest");

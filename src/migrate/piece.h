@@ -37,6 +37,7 @@ struct PieceConfig {
   bool allow_lossy = false;
   std::string compression = "lz4_frame";
   uint64_t max_file_bytes = 500'000'000;
+  Env* env = nullptr;  // reads the input, writes the piece (Env::Default() when null)
 };
 
 // What a piece holds, saved as piece.json.
@@ -65,7 +66,7 @@ Status ProcessPiece(const PieceTask& task, const PieceConfig& config, const RowH
 
 // The PieceInfo of a finished piece directory, after checking that its manifest, index and every
 // data file are present with the manifest's sizes. Error if the piece is incomplete.
-Result<PieceInfo> LoadFinishedPiece(const std::string& dir);
+Result<PieceInfo> LoadFinishedPiece(const std::string& dir, Env* env = nullptr);
 
 // Counts the rows of an Arrow file, validating every record batch (so a truncated or corrupt
 // file is refused before any work starts); returns the schema's layout too.
@@ -74,7 +75,8 @@ struct FileScan {
   SourceLayout layout;
 };
 Result<FileScan> ScanFile(const std::string& path, const std::string& label,
-                          const std::string& pixel_column, const std::vector<std::string>& drop);
+                          const std::string& pixel_column, const std::vector<std::string>& drop,
+                          Env* env = nullptr);
 
 }  // namespace docfeed::internal::migrate
 

@@ -13,19 +13,19 @@ using arrow::ArrayView;
 using arrow::Field;
 using arrow::TypeId;
 
-Result<Json> ReadJson(const std::string& path) {
-  DOCFEED_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+Result<Json> ReadJson(Env* env, const std::string& path) {
+  DOCFEED_ASSIGN_OR_RETURN(std::string text, env->ReadTextFile(path));
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return CorruptionError(path + ": not valid JSON");
   return j;
 }
 
-Result<SplitSource> OpenSplit(const std::string& dir, const std::string& name) {
+Result<SplitSource> OpenSplit(Env* env, const std::string& dir, const std::string& name) {
   SplitSource split;
   split.name = name;
   split.dir = dir;
   const std::string state_path = JoinPath(dir, "state.json");
-  DOCFEED_ASSIGN_OR_RETURN(Json state, ReadJson(state_path));
+  DOCFEED_ASSIGN_OR_RETURN(Json state, ReadJson(env, state_path));
   if (!state.is_object() || !state.contains("_data_files") || !state["_data_files"].is_array()) {
     return CorruptionError(state_path + ": field _data_files is missing or not a list");
   }
@@ -38,7 +38,7 @@ Result<SplitSource> OpenSplit(const std::string& dir, const std::string& name) {
       return CorruptionError(state_path + ": data file name \"" + file + "\" is not a file name");
     }
     const std::string path = JoinPath(dir, file);
-    Result<uint64_t> size = FileSize(path);
+    Result<uint64_t> size = env->FileSize(path);
     if (!size.ok()) return NotFoundError(state_path + " lists " + file + ", which is missing");
     split.data_files.push_back(path);
     split.file_bytes.push_back(*size);
@@ -185,20 +185,22 @@ Result<Value> CellValue(const ArrayView& col, int64_t row, ColumnType type) {
 
 }  // namespace
 
-bool IsSavedDataset(const std::string& path) {
-  if (!IsDirectory(path)) return false;
-  if (PathExists(JoinPath(path, "dataset_dict.json"))) return true;
-  return PathExists(JoinPath(path, "state.json")) &&
-         PathExists(JoinPath(path, "dataset_info.json"));
+bool IsSavedDataset(const std::string& path, Env* env) {
+  env = EnvOrDefault(env);
+  if (!env->IsDirectory(path)) return false;
+  if (env->PathExists(JoinPath(path, "dataset_dict.json"))) return true;
+  return env->PathExists(JoinPath(path, "state.json")) &&
+         env->PathExists(JoinPath(path, "dataset_info.json"));
 }
 
-Result<SavedDataset> OpenSavedDataset(const std::string& path) {
+Result<SavedDataset> OpenSavedDataset(const std::string& path, Env* env) {
+  env = EnvOrDefault(env);
   SavedDataset ds;
   ds.root = path;
   const std::string dict_path = JoinPath(path, "dataset_dict.json");
-  if (PathExists(dict_path)) {
+  if (env->PathExists(dict_path)) {
     ds.is_dict = true;
-    DOCFEED_ASSIGN_OR_RETURN(Json dict, ReadJson(dict_path));
+    DOCFEED_ASSIGN_OR_RETURN(Json dict, ReadJson(env, dict_path));
     if (!dict.is_object() || !dict.contains("splits") || !dict["splits"].is_array() ||
         dict["splits"].empty()) {
       return CorruptionError(dict_path + ": field splits is missing, empty or not a list");
@@ -209,11 +211,11 @@ Result<SavedDataset> OpenSavedDataset(const std::string& path) {
         return CorruptionError(dict_path + ": a split name is not a directory name");
       }
       const std::string name = s.get<std::string>();
-      DOCFEED_ASSIGN_OR_RETURN(SplitSource split, OpenSplit(JoinPath(path, name), name));
+      DOCFEED_ASSIGN_OR_RETURN(SplitSource split, OpenSplit(env, JoinPath(path, name), name));
       ds.splits.push_back(std::move(split));
     }
   } else {
-    DOCFEED_ASSIGN_OR_RETURN(SplitSource split, OpenSplit(path, ""));
+    DOCFEED_ASSIGN_OR_RETURN(SplitSource split, OpenSplit(env, path, ""));
     ds.splits.push_back(std::move(split));
   }
   for (const SplitSource& s : ds.splits) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "docfeed/status.h"
 #include "format/arrow/reader.h"
 #include "format/value.h"
@@ -38,11 +39,11 @@ struct SavedDataset {
 
 // True when `path` is a directory with dataset_dict.json, or with state.json and
 // dataset_info.json (what `save_to_disk` writes).
-bool IsSavedDataset(const std::string& path);
+bool IsSavedDataset(const std::string& path, Env* env = nullptr);
 
 // Errors: NotFound/Corruption naming the JSON file and field for a malformed directory, a
 // missing data file, or a dataset with no data files.
-Result<SavedDataset> OpenSavedDataset(const std::string& path);
+Result<SavedDataset> OpenSavedDataset(const std::string& path, Env* env = nullptr);
 
 // How the tensor column and the kept columns map onto a record batch.
 struct SourceLayout {

@@ -253,7 +253,7 @@ std::vector<Value> RowValues(const ParsedRow& r, const std::vector<ColumnSpec>& 
   return values;
 }
 
-Status ResolveMetadataRows(const std::string& root, const std::vector<ParsedRow>& rows,
+Status ResolveMetadataRows(Env* env, const std::string& root, const std::vector<ParsedRow>& rows,
                            ImageFolder* folder) {
   const std::string meta_path = JoinPath(root, kMetadataFileName);
   for (const ParsedRow& r : rows) {
@@ -263,7 +263,7 @@ Status ResolveMetadataRows(const std::string& root, const std::vector<ParsedRow>
                                   "\" must be a relative path inside the dataset folder");
     }
     std::string full = JoinPath(root, r.file_name);
-    if (!PathExists(full) || IsDirectory(full)) {
+    if (!env->PathExists(full) || env->IsDirectory(full)) {
       return NotFoundError(where + ": file_name \"" + r.file_name + "\": no such file " + full);
     }
     SourceSample s;
@@ -302,21 +302,22 @@ bool HasImageExtension(const std::string& path) {
   return kExtensions.count(ext) > 0;
 }
 
-Result<ImageFolder> ScanImageFolder(const std::string& root) {
-  if (!IsDirectory(root)) return NotFoundError("source folder " + root + " does not exist");
+Result<ImageFolder> ScanImageFolder(const std::string& root, Env* env) {
+  env = EnvOrDefault(env);
+  if (!env->IsDirectory(root)) return NotFoundError("source folder " + root + " does not exist");
   ImageFolder folder;
   folder.root = root;
-  DOCFEED_ASSIGN_OR_RETURN(std::vector<std::string> files, ListFilesRecursive(root));
+  DOCFEED_ASSIGN_OR_RETURN(std::vector<std::string> files, env->ListFilesRecursive(root));
   std::string meta_path = JoinPath(root, kMetadataFileName);
-  folder.has_metadata = PathExists(meta_path);
+  folder.has_metadata = env->PathExists(meta_path);
   if (folder.has_metadata) {
-    DOCFEED_ASSIGN_OR_RETURN(std::string text, ReadTextFile(meta_path));
+    DOCFEED_ASSIGN_OR_RETURN(std::string text, env->ReadTextFile(meta_path));
     std::vector<ParsedRow> rows;
     std::vector<std::pair<std::string, Kind>> kinds;
     DOCFEED_RETURN_IF_ERROR(ParseMetadata(
         [&](int64_t line) { return meta_path + ":" + std::to_string(line); }, text, &rows, &kinds));
     for (const auto& [name, kind] : kinds) folder.columns.push_back({name, ToColumnType(kind)});
-    DOCFEED_RETURN_IF_ERROR(ResolveMetadataRows(root, rows, &folder));
+    DOCFEED_RETURN_IF_ERROR(ResolveMetadataRows(env, root, rows, &folder));
   }
   std::set<std::string> listed;
   for (const SourceSample& s : folder.samples) listed.insert(s.relative_path);

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/env.h"
 #include "docfeed/status.h"
 #include "format/value.h"
 
@@ -39,7 +40,8 @@ struct ImageFolder {
 // Scans `root`. Errors name the file and, for metadata.jsonl, the line and column:
 // malformed JSON, a row without a string `file_name`, a `file_name` that escapes the root or
 // names a missing file, nested objects, and columns whose values have incompatible types.
-Result<ImageFolder> ScanImageFolder(const std::string& root);
+// Lists and reads through `env` (Env::Default() when null).
+Result<ImageFolder> ScanImageFolder(const std::string& root, Env* env = nullptr);
 
 // The listing of samples that are not files under a root (the Python binding's in-memory rows):
 // one JSON object per line, each with a string "file_name" (the name stored with the image) and

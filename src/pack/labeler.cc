@@ -37,7 +37,7 @@ Result<std::unique_ptr<Labeler>> Labeler::Create(const LabelOptions& options,
                                 std::string(ColumnTypeName(folder.columns[column].type)));
   }
   DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<XlmRobertaTokenizer> tokenizer,
-                           XlmRobertaTokenizer::Load(options.tokenizer_dir));
+                           XlmRobertaTokenizer::Load(options.tokenizer_dir, options.env));
   std::unique_ptr<Labeler> l(new Labeler(options, std::move(tokenizer), column));
   l->targets_ = std::make_unique<TargetBuilder>(options.target, l->tokenizer_->SpecialTokens());
   // Pass 1. A sample that fails here fails identically in Make(), which reports it.
@@ -96,8 +96,9 @@ std::vector<std::string> Labeler::TokenizerFileNames() {
 
 Result<std::vector<std::string>> Labeler::SaveTokenizer(const std::string& dir) const {
   std::string out = JoinPath(dir, kTokenizerDirName);
-  DOCFEED_RETURN_IF_ERROR(CreateDirectory(out));
-  DOCFEED_RETURN_IF_ERROR(tokenizer_->Save(out, options_.max_length));
+  Env* env = EnvOrDefault(options_.env);
+  DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(out));
+  DOCFEED_RETURN_IF_ERROR(tokenizer_->Save(out, options_.max_length, env));
   return TokenizerFileNames();
 }
 

@@ -34,6 +34,7 @@ struct LabelOptions {
   int max_length = 512;
   bool pad_to_max_length = true;  // the recipes pad to max_length (then pad -> -100)
   bool strict = false;            // a target longer than max_length is an error, not truncated
+  Env* env = nullptr;  // reads the tokenizer, writes the extended one (Env::Default() when null)
 };
 
 // Thread safety: Make() may run on many threads; nothing else may run concurrently with it.

@@ -30,10 +30,10 @@ struct Slot {
 // The image folder: its listing, and each sample's file read from the folder.
 class ImageFolderSource final : public SampleSource {
  public:
-  explicit ImageFolderSource(ImageFolder folder) : folder_(std::move(folder)) {}
+  ImageFolderSource(ImageFolder folder, Env* env) : folder_(std::move(folder)), env_(env) {}
   const ImageFolder& listing() const override { return folder_; }
   Result<std::vector<uint8_t>> ReadImage(size_t i) override {
-    return ReadFile(JoinPath(folder_.root, folder_.samples[i].relative_path));
+    return env_->ReadFile(JoinPath(folder_.root, folder_.samples[i].relative_path));
   }
   std::string Where(size_t i) const override {
     const SourceSample& s = folder_.samples[i];
@@ -45,6 +45,7 @@ class ImageFolderSource final : public SampleSource {
 
  private:
   ImageFolder folder_;
+  Env* env_;
 };
 
 Slot EncodeOne(SampleSource& source, size_t i, const EncodeOptions& opts, const Labeler* labeler) {
@@ -73,9 +74,11 @@ struct RejectLog {
   uint64_t count = 0;
 };
 
-Status Reject(const std::string& dir, const SourceSample& s, const Status& why, RejectLog* log) {
+Status Reject(Env* env, const std::string& dir, const SourceSample& s, const Status& why,
+              RejectLog* log) {
   if (!log->file) {
-    DOCFEED_ASSIGN_OR_RETURN(log->file, SequentialFile::Create(JoinPath(dir, kRejectsFileName)));
+    DOCFEED_ASSIGN_OR_RETURN(log->file,
+                             SequentialFile::Create(JoinPath(dir, kRejectsFileName), env));
   }
   nlohmann::ordered_json row;
   row["file_name"] = s.relative_path;
@@ -99,7 +102,7 @@ Status WriteOne(const SampleSource& source, size_t i, Slot& slot, const PackOpti
   if (!slot.encoded.ok()) {
     Status why = slot.encoded.status().WithContext(source.Where(i));
     if (!options.skip_bad) return why;
-    return Reject(dir, src, why, &state.rejects);
+    return Reject(EnvOrDefault(options.env), dir, src, why, &state.rejects);
   }
   const EncodedImage& img = *slot.encoded;
   SampleToWrite sample{img.bytes,    src.relative_path, img.codec,  img.width,   img.height,
@@ -115,12 +118,16 @@ Status WriteOne(const SampleSource& source, size_t i, Slot& slot, const PackOpti
 Status WriteAll(SampleSource& source, const PackOptions& options, const std::string& dir,
                 WriteState& state) {
   const ImageFolder& folder = source.listing();
+  Env* env = EnvOrDefault(options.env);
   std::unique_ptr<Labeler> labeler;
   ShardWriterOptions wopts;
+  wopts.env = env;
   wopts.directory = dir;
   wopts.columns = folder.columns;
   if (!options.labels.tokenizer_dir.empty()) {
-    DOCFEED_ASSIGN_OR_RETURN(labeler, Labeler::Create(options.labels, folder));
+    LabelOptions label_options = options.labels;
+    label_options.env = env;
+    DOCFEED_ASSIGN_OR_RETURN(labeler, Labeler::Create(label_options, folder));
     for (const ColumnSpec& c : Labeler::Columns()) wopts.columns.push_back(c);
     wopts.extra_files = Labeler::TokenizerFileNames();
   }
@@ -182,37 +189,49 @@ std::string TempSibling(const std::string& output, const char* tag) {
 
 // Removes `OUT.partial-PID` directories left by packs that were killed (PID no longer alive),
 // so interrupted runs do not accumulate; a live concurrent pack's directory is left alone.
-void RemoveStaleTemporaries(const std::string& output) {
+void RemoveStaleTemporaries(Env* env, const std::string& output) {
   std::string parent = ParentPath(output);
   std::string prefix = BaseName(output) + ".partial-";
-  Result<std::vector<std::string>> names = ListDirectory(parent);
+  Result<std::vector<std::string>> names = env->ListDirectory(parent);
   if (!names.ok()) return;
   for (const std::string& name : *names) {
     if (name.rfind(prefix, 0) != 0) continue;
     int pid = std::atoi(name.c_str() + prefix.size());
-    if (!ProcessExists(pid)) RemoveAll(JoinPath(parent, name)).IgnoreError();
+    if (!ProcessExists(pid)) env->RemoveAll(JoinPath(parent, name)).IgnoreError();
   }
 }
 
-Status PlaceOutput(const std::string& tmp, const PackOptions& options) {
-  if (!PathExists(options.output)) return Rename(tmp, options.output);
+// With an existing OUT (--overwrite), swaps it with `tmp` in one step where the file system can,
+// so OUT is the old or the new dataset at every instant; the old one, now at `tmp`, is then
+// deleted (best effort: a leftover is an OUT.partial-PID that a later pack removes).
+Status PlaceOutput(Env* env, const std::string& tmp, const PackOptions& options) {
+  if (!env->PathExists(options.output)) return env->Rename(tmp, options.output);
+  Status swapped = env->ExchangePaths(tmp, options.output);
+  if (swapped.ok()) {
+    env->RemoveAll(tmp).IgnoreError();
+    return Status::Ok();
+  }
+  if (swapped.code() != StatusCode::kUnsupported) return swapped;
   std::string old = TempSibling(options.output, "old");
-  DOCFEED_RETURN_IF_ERROR(Rename(options.output, old));
-  DOCFEED_RETURN_IF_ERROR(Rename(tmp, options.output));
-  return RemoveAll(old);
+  DOCFEED_RETURN_IF_ERROR(env->Rename(options.output, old));
+  DOCFEED_RETURN_IF_ERROR(env->Rename(tmp, options.output));
+  return env->RemoveAll(old);
 }
 
 }  // namespace
 
-Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root) {
-  DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(root));
-  return std::unique_ptr<SampleSource>(std::make_unique<ImageFolderSource>(std::move(folder)));
+Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root, Env* env) {
+  env = EnvOrDefault(env);
+  DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(root, env));
+  return std::unique_ptr<SampleSource>(
+      std::make_unique<ImageFolderSource>(std::move(folder), env));
 }
 
 namespace {
 
 // The checks both entry points make before reading anything.
 Result<std::string> CheckOutput(const PackOptions& options) {
+  Env* env = EnvOrDefault(options.env);
   std::string output = options.output;
   while (output.size() > 1 && output.back() == '/') output.pop_back();
   if (output.empty()) return InvalidArgumentError("no output directory given (-o OUT)");
@@ -221,7 +240,7 @@ Result<std::string> CheckOutput(const PackOptions& options) {
         "--keep-original needs --preprocess (without it the original is "
         "what is stored)");
   }
-  if (PathExists(output) && !options.overwrite) {
+  if (env->PathExists(output) && !options.overwrite) {
     return AlreadyExistsError(output + " already exists; pass --overwrite to replace it");
   }
   return output;
@@ -230,6 +249,7 @@ Result<std::string> CheckOutput(const PackOptions& options) {
 // Writes `source` into OUT.partial-PID, verifies it and places it at `output`.
 Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options,
                                 const std::string& output, WriteState& state) {
+  Env* env = EnvOrDefault(options.env);
   if (source.listing().samples.empty()) {
     return InvalidArgumentError(source.Name() + " holds no samples");
   }
@@ -237,18 +257,18 @@ Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options
   if (options.encode.preprocess.preprocessed() && preset == nullptr) {
     DOCFEED_ASSIGN_OR_RETURN(preset, PresetForStored(options.encode.preprocess));
   }
-  RemoveStaleTemporaries(output);
+  RemoveStaleTemporaries(env, output);
   std::string tmp = TempSibling(output, "partial");
-  DOCFEED_RETURN_IF_ERROR(RemoveAll(tmp));
-  DOCFEED_RETURN_IF_ERROR(CreateDirectory(tmp));
+  DOCFEED_RETURN_IF_ERROR(env->RemoveAll(tmp));
+  DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(tmp));
   PackOptions placed = options;
   placed.output = output;
   placed.encode.preset = std::move(preset);
   Status status = WriteAll(source, placed, tmp, state);
-  if (status.ok()) status = VerifyDataset(tmp).WithContext("verifying the packed output");
-  if (status.ok()) status = PlaceOutput(tmp, placed);
+  if (status.ok()) status = VerifyDataset(tmp, env).WithContext("verifying the packed output");
+  if (status.ok()) status = PlaceOutput(env, tmp, placed);
   if (!status.ok()) {
-    RemoveAll(tmp).IgnoreError();
+    env->RemoveAll(tmp).IgnoreError();
     return status;
   }
   state.summary.rejected = state.rejects.count;
@@ -262,11 +282,11 @@ Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options
 
 Result<PackSummary> Pack(const PackOptions& options) {
   DOCFEED_ASSIGN_OR_RETURN(std::string output, CheckOutput(options));
-  DOCFEED_RETURN_IF_ERROR(CheckOverwriteKeepsSource(options.source, output));
+  DOCFEED_RETURN_IF_ERROR(CheckOverwriteKeepsSource(options.source, output, EnvOrDefault(options.env)));
   WriteState state;
   state.start = Clock::now();
   DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<SampleSource> source,
-                           OpenImageFolderSource(options.source));
+                           OpenImageFolderSource(options.source, options.env));
   return PackChecked(*source, options, output, state);
 }
 

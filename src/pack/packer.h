@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "docfeed/status.h"
 #include "pack/image_folder.h"
 #include "pack/labeler.h"
@@ -45,6 +46,9 @@ struct PackOptions {
   uint64_t max_file_bytes = 500'000'000;
   LabelOptions labels;  // with a tokenizer_dir: `labels` and `target_sequence` columns
   std::function<void(const PackProgress&)> on_progress;  // called from the writing thread
+  // Every file the pack reads or writes goes through this Env (Env::Default() when null); it
+  // must outlive the call.
+  Env* env = nullptr;
 };
 
 struct PackSummary {
@@ -85,7 +89,8 @@ class SampleSource {
 };
 
 // The image folder at `root` as a SampleSource (ScanImageFolder, then ReadFile per sample).
-Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root);
+Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root,
+                                                             Env* env = nullptr);
 
 // Packs the image folder options.source. Errors name the file (and metadata.jsonl line) of the
 // first bad sample unless skip_bad. AlreadyExists if the output exists and !overwrite.

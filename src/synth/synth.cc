@@ -33,17 +33,17 @@ Status CheckOptions(const SynthOptions& o) {
 
 // A directory --overwrite may replace: empty, or what a previous synth wrote (metadata.jsonl and
 // images/ and nothing else). Anything else is refused so a typo cannot delete unrelated data.
-Status CheckReplaceable(const std::string& output, bool overwrite) {
+Status CheckReplaceable(Env* env, const std::string& output, bool overwrite) {
   const std::string parent = ParentPath(output);
-  if (!parent.empty() && !IsDirectory(parent)) {
+  if (!parent.empty() && !env->IsDirectory(parent)) {
     return NotFoundError("cannot create " + output + ": its parent directory " + parent +
                          " does not exist");
   }
-  if (!PathExists(output)) return Status::Ok();
-  if (!IsDirectory(output)) {
+  if (!env->PathExists(output)) return Status::Ok();
+  if (!env->IsDirectory(output)) {
     return AlreadyExistsError(output + " exists and is not a directory");
   }
-  DOCFEED_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(output));
+  DOCFEED_ASSIGN_OR_RETURN(std::vector<std::string> names, env->ListDirectory(output));
   if (names.empty()) return Status::Ok();
   if (!overwrite) {
     return AlreadyExistsError(output + " exists and is not empty; pass --overwrite to replace it");
@@ -63,24 +63,32 @@ std::string TempSibling(const std::string& output, const char* tag) {
 }
 
 // Removes `OUT.partial-PID` directories of killed runs (PID gone); live runs' are left alone.
-void RemoveStaleTemporaries(const std::string& output) {
+void RemoveStaleTemporaries(Env* env, const std::string& output) {
   const std::string parent = ParentPath(output);
   const std::string prefix = BaseName(output) + ".partial-";
-  Result<std::vector<std::string>> names = ListDirectory(parent);
+  Result<std::vector<std::string>> names = env->ListDirectory(parent);
   if (!names.ok()) return;
   for (const std::string& name : *names) {
     if (name.rfind(prefix, 0) != 0) continue;
     const int pid = std::atoi(name.c_str() + prefix.size());
-    if (pid > 0 && !ProcessExists(pid)) RemoveAll(JoinPath(parent, name)).IgnoreError();
+    if (pid > 0 && !ProcessExists(pid)) env->RemoveAll(JoinPath(parent, name)).IgnoreError();
   }
 }
 
-Status PlaceOutput(const std::string& tmp, const std::string& output) {
-  if (!PathExists(output)) return Rename(tmp, output);
+// As the packer's: an existing OUT is swapped with `tmp` in one step where the file system can,
+// then the old output (now at `tmp`) is deleted, best effort.
+Status PlaceOutput(Env* env, const std::string& tmp, const std::string& output) {
+  if (!env->PathExists(output)) return env->Rename(tmp, output);
+  Status swapped = env->ExchangePaths(tmp, output);
+  if (swapped.ok()) {
+    env->RemoveAll(tmp).IgnoreError();
+    return Status::Ok();
+  }
+  if (swapped.code() != StatusCode::kUnsupported) return swapped;
   const std::string old = TempSibling(output, "old");
-  DOCFEED_RETURN_IF_ERROR(Rename(output, old));
-  DOCFEED_RETURN_IF_ERROR(Rename(tmp, output));
-  return RemoveAll(old);
+  DOCFEED_RETURN_IF_ERROR(env->Rename(output, old));
+  DOCFEED_RETURN_IF_ERROR(env->Rename(tmp, output));
+  return env->RemoveAll(old);
 }
 
 std::string MetadataLine(const SynthDocument& doc) {
@@ -93,9 +101,10 @@ std::string MetadataLine(const SynthDocument& doc) {
 // Renders every document on `threads` workers and writes them, in index order, under `tmp`.
 Status WriteAll(const SynthOptions& o, const std::string& tmp, int threads,
                 std::shared_ptr<const FontSet> fonts, SynthSummary& summary) {
-  DOCFEED_RETURN_IF_ERROR(CreateDirectory(JoinPath(tmp, "images")));
+  Env* env = EnvOrDefault(o.env);
+  DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(JoinPath(tmp, "images")));
   const std::string metadata_path = JoinPath(tmp, "metadata.jsonl");
-  DOCFEED_ASSIGN_OR_RETURN(SequentialFile metadata, SequentialFile::Create(metadata_path));
+  DOCFEED_ASSIGN_OR_RETURN(SequentialFile metadata, SequentialFile::Create(metadata_path, env));
   const auto start = Clock::now();
   auto work = [&](size_t i) -> Result<SynthDocument> {
     // One font map per worker thread (Pango font maps are per-thread objects).
@@ -106,7 +115,7 @@ Status WriteAll(const SynthOptions& o, const std::string& tmp, int threads,
   auto consume = [&](size_t i, Result<SynthDocument>& doc) -> Status {
     if (!doc.ok()) return doc.status();
     const std::string path = JoinPath(tmp, doc->file_name);
-    DOCFEED_RETURN_IF_ERROR(WriteFile(path, doc->bytes));
+    DOCFEED_RETURN_IF_ERROR(env->WriteFile(path, doc->bytes));
     DOCFEED_RETURN_IF_ERROR(metadata.Append(MetadataLine(*doc)).WithContext(metadata_path));
     ++summary.documents;
     ++(doc->kind == DocKind::kInvoice ? summary.invoices : summary.receipts);
@@ -138,21 +147,22 @@ Result<SynthSummary> Synthesize(const SynthOptions& options) {
   DOCFEED_RETURN_IF_ERROR(CheckOptions(options));
   std::string output = options.output;
   while (output.size() > 1 && output.back() == '/') output.pop_back();
-  DOCFEED_RETURN_IF_ERROR(CheckReplaceable(output, options.overwrite));
+  Env* env = EnvOrDefault(options.env);
+  DOCFEED_RETURN_IF_ERROR(CheckReplaceable(env, output, options.overwrite));
   DOCFEED_ASSIGN_OR_RETURN(std::shared_ptr<const FontSet> fonts, FontSet::Get());
   SynthSummary summary;
   summary.threads = options.threads > 0
                         ? options.threads
                         : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const auto start = Clock::now();
-  RemoveStaleTemporaries(output);
+  RemoveStaleTemporaries(env, output);
   const std::string tmp = TempSibling(output, "partial");
-  DOCFEED_RETURN_IF_ERROR(RemoveAll(tmp));
-  DOCFEED_RETURN_IF_ERROR(CreateDirectory(tmp));
+  DOCFEED_RETURN_IF_ERROR(env->RemoveAll(tmp));
+  DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(tmp));
   Status status = WriteAll(options, tmp, summary.threads, fonts, summary);
-  if (status.ok()) status = PlaceOutput(tmp, output);
+  if (status.ok()) status = PlaceOutput(env, tmp, output);
   if (!status.ok()) {
-    RemoveAll(tmp).IgnoreError();
+    env->RemoveAll(tmp).IgnoreError();
     return status;
   }
   summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();

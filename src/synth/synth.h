@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "docfeed/status.h"
 #include "synth/content.h"
 #include "synth/fonts.h"
@@ -46,6 +47,7 @@ struct SynthOptions {
   int threads = 0;  // 0: all cores
   bool overwrite = false;
   std::function<void(const SynthProgress&)> on_progress;  // called on the calling thread
+  Env* env = nullptr;  // where the output is written (Env::Default() when null)
 };
 
 struct SynthSummary {

@@ -39,10 +39,10 @@ Result<StoredBuffers> StoreBuffers(std::vector<std::span<const uint8_t>> raw,
 }  // namespace
 
 Result<StreamWriter> StreamWriter::Create(const std::string& path, Schema schema,
-                                          Compression compression) {
+                                          Compression compression, Env* env) {
   const Status valid = ValidateSchema(schema);
   if (!valid.ok()) return valid.WithContext(path);
-  DOCFEED_ASSIGN_OR_RETURN(SequentialFile file, SequentialFile::Create(path));
+  DOCFEED_ASSIGN_OR_RETURN(SequentialFile file, SequentialFile::Create(path, env));
   StreamWriter writer(std::move(file), std::move(schema), compression);
   const std::vector<uint8_t> metadata = EncodeSchemaMessage(writer.schema_);
   DOCFEED_RETURN_IF_ERROR(writer.WriteMessageHeader(metadata));

@@ -54,8 +54,10 @@ class StreamWriter {
  public:
   // Creates (truncates) `path` and writes the schema message. InvalidArgument for an invalid
   // schema (see ValidateSchema), IOError when the file cannot be written.
+  // Writes through `env` (Env::Default() when null).
   static Result<StreamWriter> Create(const std::string& path, Schema schema,
-                                     Compression compression = Compression::kNone);
+                                     Compression compression = Compression::kNone,
+                                     Env* env = nullptr);
 
   StreamWriter(StreamWriter&&) = default;
   StreamWriter& operator=(StreamWriter&&) = default;
