@@ -3,7 +3,6 @@
 #include "pipeline/loader.h"
 
 #include <algorithm>
-#include <chrono>
 #include <thread>
 #include <utility>
 

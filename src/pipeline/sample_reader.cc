@@ -1,24 +1,14 @@
 #include "pipeline/sample_reader.h"
 
 #include <algorithm>
-#include <chrono>
 #include <utility>
 
+#include "base/clock.h"
 #include "codec/codec.h"
 #include "format/manifest.h"
 #include "format/value.h"
 
 namespace docfeed::internal {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-uint64_t NanosSince(Clock::time_point start) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
-}
-
-}  // namespace
 
 Result<std::unique_ptr<SampleReader>> SampleReader::Create(std::unique_ptr<Dataset> dataset,
                                                            std::unique_ptr<const Preset> preset,

@@ -1,22 +1,12 @@
 #include "pipeline/scheduler.h"
 
-#include <chrono>
 #include <string>
 #include <utility>
 
 #include "base/check.h"
+#include "base/clock.h"
 
 namespace docfeed::internal {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-uint64_t NanosSince(Clock::time_point start) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
-}
-
-}  // namespace
 
 Scheduler::Scheduler(uint64_t seed, int buffers, int prefetch, OrderFactory make_order,
                      std::function<void(int buffer, uint32_t size)> on_complete)

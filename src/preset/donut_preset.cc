@@ -1,20 +1,13 @@
 // The Donut preset (DonutImageProcessor, transformers 4.x): docs/donut-preprocessing.md has the
 // processor's steps; imaging/ implements each of them bit-exactly. This file only sequences them.
-#include <chrono>
 #include <utility>
 
+#include "base/clock.h"
 #include "imaging/jpeg_scaled.h"
 #include "preset/preset.h"
 
 namespace docfeed::internal {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-uint64_t NanosSince(Clock::time_point start) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
-}
 
 std::string Describe(int32_t height, int32_t width, bool align) {
   return std::to_string(height) + "x" + std::to_string(width) + (align ? " with" : " without") +

@@ -42,39 +42,27 @@ TEST_F(VerifyFaultTest, EveryReadFaultIsAProblemNamingTheFile) {
   const testing::IoCounts io = testing::CountIo(env_, [&] { return VerifyDataset(out_, &env_); });
   EXPECT_EQ(io.writes, 0u);
   ASSERT_GT(io.reads, 5u);
-  for (RF fault : {RF::kIOError, RF::kShortRead}) {
-    for (uint64_t j = 0; j < io.reads; ++j) {
-      const std::string where =
-          std::string(testing::ReadFaultName(fault)) + " at read " + std::to_string(j);
-      env_.Reset();
-      env_.FailRead(j, fault);
-      Status s = VerifyDataset(out_, &env_);
-      ASSERT_FALSE(s.ok()) << where;
-      EXPECT_TRUE(Mentions(s, BaseName(env_.fault_path())))
-          << where << " of " << env_.fault_path() << ": " << s.ToString();
-    }
-  }
+  testing::SweepReadFaults(env_, io.reads, [&](RF, uint64_t, const std::string& where) {
+    Status s = VerifyDataset(out_, &env_);
+    ASSERT_FALSE(s.ok()) << where;
+    EXPECT_TRUE(Mentions(s, BaseName(env_.fault_path())))
+        << where << " of " << env_.fault_path() << ": " << s.ToString();
+  });
 }
 
 TEST_F(VerifyFaultTest, EveryReadFaultWhileOpeningIsAnErrorNamingTheFile) {
   const testing::IoCounts io =
       testing::CountIo(env_, [&] { return Dataset::Open(out_, &env_).status(); });
   ASSERT_GT(io.reads, 3u);
-  for (RF fault : {RF::kIOError, RF::kShortRead}) {
-    for (uint64_t j = 0; j < io.reads; ++j) {
-      const std::string where =
-          std::string(testing::ReadFaultName(fault)) + " at read " + std::to_string(j);
-      env_.Reset();
-      env_.FailRead(j, fault);
-      Status s = Dataset::Open(out_, &env_).status();
-      ASSERT_FALSE(s.ok()) << where;
-      EXPECT_TRUE(Mentions(s, BaseName(env_.fault_path())))
-          << where << " of " << env_.fault_path() << ": " << s.ToString();
-      env_.Reset();
-      env_.FailRead(j, fault);
-      EXPECT_FALSE(InspectDataset(out_, &env_).ok()) << where;
-    }
-  }
+  testing::SweepReadFaults(env_, io.reads, [&](RF fault, uint64_t j, const std::string& where) {
+    Status s = Dataset::Open(out_, &env_).status();
+    ASSERT_FALSE(s.ok()) << where;
+    EXPECT_TRUE(Mentions(s, BaseName(env_.fault_path())))
+        << where << " of " << env_.fault_path() << ": " << s.ToString();
+    env_.Reset();
+    env_.FailRead(j, fault);
+    EXPECT_FALSE(InspectDataset(out_, &env_).ok()) << where;
+  });
 }
 
 }  // namespace

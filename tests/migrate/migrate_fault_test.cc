@@ -127,55 +127,43 @@ TEST_F(MigrateFaultTest, EveryWriteErrorFailsCleanlyAndTheNextRunRecovers) {
   const testing::IoCounts io = testing::CountIo(env_, [&] { return Run(options_); });
   ASSERT_GT(io.writes, 10u);
   ASSERT_TRUE(mem_.RemoveAll(options_.output).ok());
-  for (WF fault : {WF::kIOError, WF::kNoSpace}) {
-    for (uint64_t i = 0; i < io.writes; ++i) {
-      const std::string where =
-          std::string(testing::WriteFaultName(fault)) + " at write " + std::to_string(i);
-      env_.Reset();
-      env_.FailWrite(i, fault);
-      Status s = Run(options_);
-      if (s.ok()) {
-        // Only the clean-up after OUT was placed may fail without failing the run (its note says
-        // so): OUT is then complete, and the leftover OUT.partial is the next run's to remove.
-        EXPECT_EQ(i, io.writes - 1) << where;
-        EXPECT_TRUE(VerifyDataset(options_.output, &mem_).ok()) << where;
-        ExpectRecovery(where);
-        continue;
-      }
-      EXPECT_EQ(s.code(), testing::WriteFaultCode(fault)) << where << ": " << s.ToString();
-      EXPECT_TRUE(Mentions(s, "injected at write " + std::to_string(i))) << s.ToString();
-      EXPECT_TRUE(Mentions(s, BaseName(env_.fault_path()))) << where << ": " << s.ToString();
-      EXPECT_FALSE(HasManifest(options_.output, &mem_)) << where;
+  testing::SweepWriteFaults(env_, io.writes, [&](WF fault, uint64_t i, const std::string& where) {
+    Status s = Run(options_);
+    if (s.ok()) {
+      // Only the clean-up after OUT was placed may fail without failing the run (its note says
+      // so): OUT is then complete, and the leftover OUT.partial is the next run's to remove.
+      EXPECT_EQ(i, io.writes - 1) << where;
+      EXPECT_TRUE(VerifyDataset(options_.output, &mem_).ok()) << where;
       ExpectRecovery(where);
+      return;
     }
-  }
+    EXPECT_EQ(s.code(), testing::WriteFaultCode(fault)) << where << ": " << s.ToString();
+    EXPECT_TRUE(Mentions(s, "injected at write " + std::to_string(i))) << s.ToString();
+    EXPECT_TRUE(Mentions(s, BaseName(env_.fault_path()))) << where << ": " << s.ToString();
+    EXPECT_FALSE(HasManifest(options_.output, &mem_)) << where;
+    ExpectRecovery(where);
+  });
 }
 
 TEST_F(MigrateFaultTest, EveryReadErrorOrShortReadFailsClearlyOrStillVerifies) {
   const testing::IoCounts io = testing::CountIo(env_, [&] { return Run(options_); });
   ASSERT_GT(io.reads, 5u);
   ASSERT_TRUE(mem_.RemoveAll(options_.output).ok());
-  for (RF fault : {RF::kIOError, RF::kShortRead}) {
-    for (uint64_t j = 0; j < io.reads; ++j) {
-      const std::string where =
-          std::string(testing::ReadFaultName(fault)) + " at read " + std::to_string(j);
-      env_.Reset();
-      env_.FailRead(j, fault);
-      Status s = Run(options_);
-      if (s.ok()) {
-        Status v = VerifyDataset(options_.output, &mem_);
-        EXPECT_TRUE(v.ok()) << where << ": passed, but " << v.ToString();
-        ASSERT_TRUE(mem_.RemoveAll(options_.output).ok());
-        continue;
-      }
-      EXPECT_FALSE(s.message().empty()) << where;
-      if (fault == RF::kIOError) {
-        EXPECT_TRUE(Mentions(s, BaseName(env_.fault_path()))) << where << ": " << s.ToString();
-      }
-      EXPECT_FALSE(HasManifest(options_.output, &mem_)) << where << ": " << s.ToString();
-      ExpectRecovery(where);
+  testing::SweepReadFaults(env_, io.reads, [&](RF fault, uint64_t, const std::string& where) {
+    Status s = Run(options_);
+    if (s.ok()) {
+      Status v = VerifyDataset(options_.output, &mem_);
+      EXPECT_TRUE(v.ok()) << where << ": passed, but " << v.ToString();
+      ASSERT_TRUE(mem_.RemoveAll(options_.output).ok());
+      return;
     }
-  }
+    EXPECT_FALSE(s.message().empty()) << where;
+    if (fault == RF::kIOError) {
+      EXPECT_TRUE(Mentions(s, BaseName(env_.fault_path()))) << where << ": " << s.ToString();
+    }
+    EXPECT_FALSE(HasManifest(options_.output, &mem_)) << where << ": " << s.ToString();
+    ExpectRecovery(where);
+  });
 }
 
 TEST_F(MigrateFaultTest, ACrashAtEveryWriteLeavesNothingOrTheCompleteDatasetAndTheNextRunWorks) {

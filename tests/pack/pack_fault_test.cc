@@ -67,49 +67,37 @@ TEST_F(PackFaultTest, EveryWriteErrorFailsCleanlyAndLeavesNoOutput) {
   const testing::IoCounts io = testing::CountIo(env_, [&] { return Run(options_); });
   ASSERT_GT(io.writes, 10u);
   ASSERT_TRUE(RemoveAll(options_.output).ok());
-  for (WF fault : {WF::kIOError, WF::kNoSpace}) {
-    for (uint64_t i = 0; i < io.writes; ++i) {
-      const std::string where =
-          std::string(testing::WriteFaultName(fault)) + " at write " + std::to_string(i);
-      env_.Reset();
-      env_.FailWrite(i, fault);
-      Status s = Run(options_);
-      ASSERT_FALSE(s.ok()) << where;
-      EXPECT_EQ(s.code(), testing::WriteFaultCode(fault)) << where << ": " << s.ToString();
-      EXPECT_TRUE(Mentions(s, "injected at write " + std::to_string(i))) << s.ToString();
-      EXPECT_TRUE(Mentions(s, BaseName(env_.fault_path()))) << where << ": " << s.ToString();
-      EXPECT_FALSE(PathExists(options_.output)) << where;
-      ExpectNoLeftovers(where);
-    }
-  }
+  testing::SweepWriteFaults(env_, io.writes, [&](WF fault, uint64_t i, const std::string& where) {
+    Status s = Run(options_);
+    ASSERT_FALSE(s.ok()) << where;
+    EXPECT_EQ(s.code(), testing::WriteFaultCode(fault)) << where << ": " << s.ToString();
+    EXPECT_TRUE(Mentions(s, "injected at write " + std::to_string(i))) << s.ToString();
+    EXPECT_TRUE(Mentions(s, BaseName(env_.fault_path()))) << where << ": " << s.ToString();
+    EXPECT_FALSE(PathExists(options_.output)) << where;
+    ExpectNoLeftovers(where);
+  });
 }
 
 TEST_F(PackFaultTest, EveryReadErrorOrShortReadFailsClearlyOrStillVerifies) {
   const testing::IoCounts io = testing::CountIo(env_, [&] { return Run(options_); });
   ASSERT_GT(io.reads, 5u);
   ASSERT_TRUE(RemoveAll(options_.output).ok());
-  for (RF fault : {RF::kIOError, RF::kShortRead}) {
-    for (uint64_t j = 0; j < io.reads; ++j) {
-      const std::string where =
-          std::string(testing::ReadFaultName(fault)) + " at read " + std::to_string(j);
-      env_.Reset();
-      env_.FailRead(j, fault);
-      Status s = Run(options_);
-      if (s.ok()) {
-        // A read the pack can do without (the listing for stale temporaries): the output must
-        // be complete.
-        EXPECT_TRUE(VerifyDataset(options_.output).ok()) << where;
-        ASSERT_TRUE(RemoveAll(options_.output).ok());
-        continue;
-      }
-      EXPECT_FALSE(s.message().empty()) << where;
-      if (fault == RF::kIOError) {
-        EXPECT_TRUE(Mentions(s, BaseName(env_.fault_path()))) << where << ": " << s.ToString();
-      }
-      EXPECT_FALSE(PathExists(options_.output)) << where << ": " << s.ToString();
-      ExpectNoLeftovers(where);
+  testing::SweepReadFaults(env_, io.reads, [&](RF fault, uint64_t, const std::string& where) {
+    Status s = Run(options_);
+    if (s.ok()) {
+      // A read the pack can do without (the listing for stale temporaries): the output must
+      // be complete.
+      EXPECT_TRUE(VerifyDataset(options_.output).ok()) << where;
+      ASSERT_TRUE(RemoveAll(options_.output).ok());
+      return;
     }
-  }
+    EXPECT_FALSE(s.message().empty()) << where;
+    if (fault == RF::kIOError) {
+      EXPECT_TRUE(Mentions(s, BaseName(env_.fault_path()))) << where << ": " << s.ToString();
+    }
+    EXPECT_FALSE(PathExists(options_.output)) << where << ": " << s.ToString();
+    ExpectNoLeftovers(where);
+  });
 }
 
 TEST_F(PackFaultTest, ACrashAtEveryWriteLeavesNothingOrTheCompleteDatasetAndTheNextRunWorks) {

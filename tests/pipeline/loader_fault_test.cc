@@ -78,18 +78,12 @@ TEST(LoaderFaultTest, EveryReadFaultIsAnErrorNamingTheFile) {
   const testing::IoCounts io = testing::CountIo(env, [&] { return LoadEpoch(o).status(); });
   EXPECT_EQ(io.writes, 0u);
   ASSERT_GE(io.reads, 3u);  // manifest, index, data file
-  for (RF fault : {RF::kIOError, RF::kShortRead}) {
-    for (uint64_t j = 0; j < io.reads; ++j) {
-      const std::string where =
-          std::string(testing::ReadFaultName(fault)) + " at read " + std::to_string(j);
-      env.Reset();
-      env.FailRead(j, fault);
-      const auto got = LoadEpoch(o);
-      ASSERT_FALSE(got.ok()) << where;
-      EXPECT_TRUE(Mentions(got.status(), BaseName(env.fault_path())))
-          << where << " of " << env.fault_path() << ": " << got.status().ToString();
-    }
-  }
+  testing::SweepReadFaults(env, io.reads, [&](RF, uint64_t, const std::string& where) {
+    const auto got = LoadEpoch(o);
+    ASSERT_FALSE(got.ok()) << where;
+    EXPECT_TRUE(Mentions(got.status(), BaseName(env.fault_path())))
+        << where << " of " << env.fault_path() << ": " << got.status().ToString();
+  });
   env.Reset();
   const auto again = LoadEpoch(o);
   ASSERT_TRUE(again.ok());

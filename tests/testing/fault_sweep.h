@@ -57,6 +57,35 @@ inline const char* ReadFaultName(FaultInjectionEnv::ReadFault f) {
   return f == FaultInjectionEnv::ReadFault::kShortRead ? "short read" : "EIO";
 }
 
+// Runs `body(fault, j, where)` once for every read index j < `reads` and each read fault (EIO,
+// a short read), with `env` reset and armed to fail read j; `where` names the case for messages.
+inline void SweepReadFaults(
+    FaultInjectionEnv& env, uint64_t reads,
+    const std::function<void(FaultInjectionEnv::ReadFault, uint64_t, const std::string&)>& body) {
+  using RF = FaultInjectionEnv::ReadFault;
+  for (RF fault : {RF::kIOError, RF::kShortRead}) {
+    for (uint64_t j = 0; j < reads; ++j) {
+      env.Reset();
+      env.FailRead(j, fault);
+      body(fault, j, std::string(ReadFaultName(fault)) + " at read " + std::to_string(j));
+    }
+  }
+}
+
+// The same for every write index i < `writes` and each write fault (EIO, ENOSPC).
+inline void SweepWriteFaults(
+    FaultInjectionEnv& env, uint64_t writes,
+    const std::function<void(FaultInjectionEnv::WriteFault, uint64_t, const std::string&)>& body) {
+  using WF = FaultInjectionEnv::WriteFault;
+  for (WF fault : {WF::kIOError, WF::kNoSpace}) {
+    for (uint64_t i = 0; i < writes; ++i) {
+      env.Reset();
+      env.FailWrite(i, fault);
+      body(fault, i, std::string(WriteFaultName(fault)) + " at write " + std::to_string(i));
+    }
+  }
+}
+
 inline StatusCode WriteFaultCode(FaultInjectionEnv::WriteFault f) {
   return f == FaultInjectionEnv::WriteFault::kNoSpace ? StatusCode::kResourceExhausted
                                                       : StatusCode::kIOError;
