@@ -745,6 +745,9 @@ NB_MODULE(_docfeed, m) {
              return std::make_tuple(s.seed, s.epoch, s.position);
            })
       .def("stats", [](PyLoader& l) { return StatsDict(l.get().stats()); })
+      // Every statistic as the JSON text `docfeed bench --json` embeds as "stats"
+      // (LoaderStatsJson: one rendering for the CLI, this module and doctor).
+      .def("stats_json", [](PyLoader& l) { return LoaderStatsJson(l.get().stats()); })
       .def(
           "next",
           [](PyLoader& l) -> nb::object {

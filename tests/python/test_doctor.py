@@ -435,6 +435,10 @@ def test_loader_run_counts_what_bench_counts(packed_keep, tmp_path):
     ours = doctor.run_loader(packed_keep, 4, 2, (64, 48), epochs=2, max_batches=3).to_json()
     assert list(ours) == list(cli)
     assert list(ours["ms_per_page"]) == list(cli["ms_per_page"])
+    # Both render every loader statistic through the one C++ writer (LoaderStatsJson).
+    assert list(ours["stats"]) == list(cli["stats"])
+    assert ours["stats"]["pool_buffers"] == cli["stats"]["pool_buffers"] > 0
+    assert ours["stats"]["read"]["count"] > 0 and "nanos" in ours["stats"]["decode_resize"]
     for key in ("dataset", "preprocessed", "threads", "batch_size", "height", "width", "dtype",
                 "pages", "pool_bytes", "bad_samples", "baseline_ms_per_page"):
         assert ours[key] == cli[key], key

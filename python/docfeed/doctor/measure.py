@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import pathlib
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from docfeed.doctor.common import DEFAULT_SIZE, Budget, Stages, stages_json
@@ -80,11 +80,15 @@ class LoaderRun:
     bad_samples: int
     baseline_ms_per_page: float = 0.0
     rss_after_epoch: Tuple[int, ...] = ()
+    # Every loader statistic, as LoaderStatsJson renders it (the "stats" of `docfeed bench
+    # --json`): each stage {"count", "nanos"}, the counters, the first bad-sample messages.
+    stats: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> Dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["ms_per_page"] = dict(self.ms_per_page)
         out["rss_after_epoch"] = list(self.rss_after_epoch)
+        out["stats"] = dict(self.stats)
         return out
 
     @classmethod
@@ -92,6 +96,7 @@ class LoaderRun:
         values = {f.name: d[f.name] for f in fields(cls)}
         values["ms_per_page"] = dict(values["ms_per_page"])
         values["rss_after_epoch"] = tuple(values["rss_after_epoch"])
+        values["stats"] = dict(values["stats"])
         return cls(**values)
 
 

@@ -198,6 +198,7 @@ def run_loader(path: pathlib.Path, batch: int, threads: int, size: Tuple[int, in
                 break
         elapsed = time.perf_counter() - start
         stats: Mapping[str, Any] = core.stats()
+        all_stats = json.loads(core.stats_json())
         preprocessed = bool(loader.preprocessed)
     finally:
         loader.close()
@@ -212,7 +213,7 @@ def run_loader(path: pathlib.Path, batch: int, threads: int, size: Tuple[int, in
         buffer_wait_s=float(stats["buffer_wait"][1]),
         peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         pool_bytes=int(stats.get("pool_bytes", 0)), bad_samples=int(stats.get("bad_samples", 0)),
-        rss_after_epoch=tuple(rss_after_epoch))
+        rss_after_epoch=tuple(rss_after_epoch), stats=all_stats)
 
 
 def _stages(run: LoaderRun, batch_s: float) -> Mapping[str, float]:
