@@ -23,7 +23,6 @@ STILL_INTERNAL = {
     "tools/docfeed/bench_command.cc",
     "tools/docfeed/inspect_command.cc",
     "tools/docfeed/migrate_command.cc",
-    "tools/docfeed/pack_command.cc",
     "tools/docfeed/preprocess_command.cc",
     "tools/docfeed/synth_command.cc",
     "tools/docfeed/verify_command.cc",
