@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "docfeed/status.h"
@@ -49,6 +50,51 @@ Result<DatasetInfo> ReadDatasetInfo(const std::string& path);
 // checksums, each sample against its Arrow row.
 // Errors: Corruption listing the problems found (file, batch, sample, byte range).
 Status VerifyDataset(const std::string& path);
+
+// What a full verification found.
+struct VerifyReport {
+  uint64_t samples_checked = 0;
+  uint64_t bytes_checked = 0;
+  // One line per problem, naming the file and the batch/sample/byte range, in discovery order.
+  std::vector<std::string> problems;
+  bool truncated = false;  // more problems than were listed
+
+  bool ok() const { return problems.empty(); }
+};
+
+// As VerifyDataset, listing at most `max_problems` problems in the report. An error Status only
+// when the directory cannot be examined at all (missing, unreadable manifest).
+Result<VerifyReport> VerifyDatasetReport(const std::string& path, size_t max_problems = 20);
+
+// Nearest-rank percentiles of a set of values.
+struct Distribution {
+  uint64_t count = 0;
+  double min = 0, p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
+};
+
+// What `docfeed inspect` prints: the manifest's description and statistics over the index
+// (image sizes, stored bytes, label lengths), computed without decoding any image.
+struct DatasetStats {
+  DatasetInfo info;  // as ReadDatasetInfo
+  int format_version = 0;
+  std::string created_by;
+  uint64_t rejected = 0;            // samples rejected at pack time
+  std::string original_column;      // the column of the kept source files (pack --keep-original)
+  uint64_t source_bytes = 0;        // the source images' bytes at pack time
+  uint64_t stored_image_bytes = 0;  // the stored images' bytes
+  size_t num_data_files = 0;
+  std::vector<std::pair<std::string, std::string>> arrow_columns;  // name, pyarrow type string
+  std::map<std::string, uint64_t> channels;             // "L", "LA", "RGB", "RGBA" -> samples
+  Distribution width, height, megapixels, image_bytes;  // pixels, pixels, MP, bytes
+  std::vector<std::pair<std::string, uint64_t>> common_sizes;  // "WxH" -> samples, top 5
+  Distribution label_length;  // over samples with a non-empty label (info.label_column)
+  uint64_t longest_label_sample = 0;
+  uint64_t samples_without_label = 0;
+  std::string json;  // all of it as one JSON document (`docfeed inspect --json`)
+};
+
+// Reads the manifest and the index of the dataset at `path`. Errors as ReadDatasetInfo.
+Result<DatasetStats> InspectDataset(const std::string& path);
 
 }  // namespace docfeed
 

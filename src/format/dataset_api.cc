@@ -1,6 +1,7 @@
-// docfeed/dataset.h: the public view of format/dataset.h and format/verify.h.
+// docfeed/dataset.h: the public view of format/dataset.h, format/inspect.h and format/verify.h.
 #include "docfeed/dataset.h"
 #include "format/dataset.h"
+#include "format/inspect.h"
 #include "format/verify.h"
 
 namespace docfeed {
@@ -32,5 +33,52 @@ Result<DatasetInfo> ReadDatasetInfo(const std::string& path) {
 }
 
 Status VerifyDataset(const std::string& path) { return internal::VerifyDataset(path); }
+
+Result<VerifyReport> VerifyDatasetReport(const std::string& path, size_t max_problems) {
+  return internal::VerifyDatasetReport(path, max_problems);
+}
+
+Result<DatasetStats> InspectDataset(const std::string& path) {
+  DOCFEED_ASSIGN_OR_RETURN(internal::DatasetStats s, internal::InspectDataset(path));
+  const internal::Manifest& m = s.manifest;
+  DatasetStats out;
+  out.info.path = s.dir;
+  out.info.num_samples = m.num_samples;
+  out.info.preset = m.preprocess.preset;
+  out.info.height = m.preprocess.height;
+  out.info.width = m.preprocess.width;
+  out.info.align_long_axis = m.preprocess.align_long_axis;
+  out.info.codec = m.codec;
+  out.info.compression = m.compression;
+  out.info.stored_codecs = m.stored_codecs;
+  for (const internal::ColumnSpec& c : m.columns) {
+    out.info.columns.push_back({c.name, std::string(internal::ColumnTypeName(c.type))});
+  }
+  out.info.label_column = m.label_column;
+  if (m.normalization) {
+    out.info.image_mean = m.normalization->mean;
+    out.info.image_std = m.normalization->std;
+  }
+  out.info.total_bytes = s.total_bytes;
+  out.format_version = m.format_version;
+  out.created_by = m.created_by;
+  out.rejected = m.rejected;
+  out.original_column = m.original_column;
+  out.source_bytes = m.source_bytes;
+  out.stored_image_bytes = m.stored_image_bytes;
+  out.num_data_files = m.data_files.size();
+  out.arrow_columns = s.arrow_columns;
+  out.channels = s.channels;
+  out.width = s.width;
+  out.height = s.height;
+  out.megapixels = s.megapixels;
+  out.image_bytes = s.image_bytes;
+  out.common_sizes = s.common_sizes;
+  out.label_length = s.label_length;
+  out.longest_label_sample = s.longest_label_sample;
+  out.samples_without_label = s.samples_without_label;
+  out.json = internal::StatsToJson(s);
+  return out;
+}
 
 }  // namespace docfeed

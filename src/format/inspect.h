@@ -10,15 +10,13 @@
 #include <vector>
 
 #include "base/env.h"
+#include "docfeed/dataset.h"
 #include "docfeed/status.h"
 #include "format/manifest.h"
 
 namespace docfeed::internal {
 
-struct Distribution {
-  uint64_t count = 0;
-  double min = 0, p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
-};
+using docfeed::Distribution;  // public (docfeed/dataset.h)
 
 // Nearest-rank percentiles of `values` (sorted in place).
 Distribution Summarize(std::vector<double>& values);

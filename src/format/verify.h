@@ -10,19 +10,12 @@
 #include <vector>
 
 #include "base/env.h"
+#include "docfeed/dataset.h"
 #include "docfeed/status.h"
 
 namespace docfeed::internal {
 
-struct VerifyReport {
-  uint64_t samples_checked = 0;
-  uint64_t bytes_checked = 0;
-  // One line per problem, naming the file and the batch/sample/byte range, in discovery order.
-  std::vector<std::string> problems;
-  bool truncated = false;  // more problems than were listed
-
-  bool ok() const { return problems.empty(); }
-};
+using docfeed::VerifyReport;  // public (docfeed/dataset.h)
 
 // Returns a report; an error Status only when the directory cannot be examined at all
 // (missing, unreadable manifest file). Files are read through `env` (Env::Default() when null).

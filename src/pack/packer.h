@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/env.h"
+#include "docfeed/pack.h"
 #include "docfeed/status.h"
 #include "pack/image_folder.h"
 #include "pack/labeler.h"
@@ -23,17 +24,10 @@
 
 namespace docfeed::internal {
 
-struct PackProgress {
-  uint64_t done = 0;  // samples processed (packed or rejected)
-  uint64_t total = 0;
-  uint64_t source_bytes = 0;
-  double elapsed_seconds = 0;
-};
-
-// Arrow body compression `docfeed pack --preprocess` uses unless --compression says otherwise:
-// LZ4_FRAME decompresses a 1553x1200 page ~2.4x faster than zstd (level 1, docfeed's writer) for
-// ~27% more bytes (docs/benchmarks.md, "Preprocessed storage").
-inline constexpr char kPreprocessedDefaultCompression[] = "lz4_frame";
+// The progress, summary and default compression are public (docfeed/pack.h).
+using docfeed::kPreprocessedDefaultCompression;
+using docfeed::PackProgress;
+using docfeed::PackSummary;
 
 struct PackOptions {
   std::string source;  // Pack: the image folder; PackFrom: unused
@@ -49,23 +43,6 @@ struct PackOptions {
   // Every file the pack reads or writes goes through this Env (Env::Default() when null); it
   // must outlive the call.
   Env* env = nullptr;
-};
-
-struct PackSummary {
-  uint64_t samples = 0;
-  uint64_t rejected = 0;
-  uint64_t source_bytes = 0;        // image files read
-  uint64_t stored_image_bytes = 0;  // image bytes stored
-  uint64_t output_bytes = 0;        // every file of the output directory
-  std::map<std::string, uint64_t> stored_codecs;
-  std::vector<std::string> unlisted_images;  // images metadata.jsonl does not name
-  uint64_t other_files = 0;
-  std::vector<std::string> data_files;
-  double seconds = 0;
-  // With LabelOptions::tokenizer_dir:
-  uint64_t labels_truncated = 0;  // targets cut at max_length
-  uint64_t new_tokens = 0;        // tokens added to the tokenizer
-  uint64_t tokenizer_size = 0;    // len(tokenizer) after adding them
 };
 
 // Where PackFrom's samples come from. The listing (columns with their types, and every sample's
@@ -90,7 +67,7 @@ class SampleSource {
 
 // The image folder at `root` as a SampleSource (ScanImageFolder, then ReadFile per sample).
 Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root,
-                                                             Env* env = nullptr);
+                                                            Env* env = nullptr);
 
 // Packs the image folder options.source. Errors name the file (and metadata.jsonl line) of the
 // first bad sample unless skip_bad. AlreadyExists if the output exists and !overwrite.

@@ -21,12 +21,9 @@ STILL_INTERNAL = {
     "bench/pipeline/first_batch.cc",
     "python/src/docfeed_ext.cc",
     "tools/docfeed/bench_command.cc",
-    "tools/docfeed/inspect_command.cc",
     "tools/docfeed/migrate_command.cc",
-    "tools/docfeed/pack_command.cc",
     "tools/docfeed/preprocess_command.cc",
     "tools/docfeed/synth_command.cc",
-    "tools/docfeed/verify_command.cc",
 }
 OUTSIDE = ("bench", "examples", "python/src", "tools")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)

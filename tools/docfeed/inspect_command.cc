@@ -3,27 +3,27 @@
 
 #include "args.h"
 #include "commands.h"
-#include "format/inspect.h"
+#include "docfeed/dataset.h"
 #include "progress.h"
 
 namespace docfeed::tools {
 namespace {
 
 // `scale` divides every value (e.g. 1e3 for KB); `decimals` digits after the point.
-void PrintDistribution(const char* name, const internal::Distribution& d, double scale,
-                       int decimals, const char* unit) {
+void PrintDistribution(const char* name, const Distribution& d, double scale, int decimals,
+                       const char* unit) {
   std::printf("  %-13s min %.*f  p50 %.*f  p90 %.*f  p99 %.*f  max %.*f  mean %.*f%s\n", name,
               decimals, d.min / scale, decimals, d.p50 / scale, decimals, d.p90 / scale, decimals,
               d.p99 / scale, decimals, d.max / scale, decimals, d.mean / scale, unit);
 }
 
-void PrintText(const internal::DatasetStats& s) {
-  const internal::Manifest& m = s.manifest;
-  std::printf("%s: docfeed dataset, format version %d (%s)\n", s.dir.c_str(), m.format_version,
-              m.created_by.c_str());
+void PrintText(const DatasetStats& s) {
+  const DatasetInfo& m = s.info;
+  std::printf("%s: docfeed dataset, format version %d (%s)\n", m.path.c_str(), s.format_version,
+              s.created_by.c_str());
   std::printf("samples         %llu", static_cast<unsigned long long>(m.num_samples));
-  if (m.rejected > 0)
-    std::printf(" (%llu rejected at pack time)", static_cast<unsigned long long>(m.rejected));
+  if (s.rejected > 0)
+    std::printf(" (%llu rejected at pack time)", static_cast<unsigned long long>(s.rejected));
   std::printf("\ncolumns\n");
   for (const auto& [name, type] : s.arrow_columns)
     std::printf("  %-13s %s\n", name.c_str(), type.c_str());
@@ -31,20 +31,20 @@ void PrintText(const internal::DatasetStats& s) {
   for (const auto& [codec, n] : m.stored_codecs) {
     std::printf(" %s=%llu", codec.c_str(), static_cast<unsigned long long>(n));
   }
-  if (m.preprocess.preprocessed()) {
+  if (!m.preset.empty()) {
     std::printf("\npreprocessing   %s resized stage for size %dx%d (HxW)%s, stored as PGM/PPM%s",
-                m.preprocess.preset.c_str(), m.preprocess.height, m.preprocess.width,
-                m.preprocess.align_long_axis ? ", align_long_axis" : "",
-                m.original_column.empty()
+                m.preset.c_str(), m.height, m.width, m.align_long_axis ? ", align_long_axis" : "",
+                s.original_column.empty()
                     ? ""
-                    : (", originals in column \"" + m.original_column + "\"").c_str());
+                    : (", originals in column \"" + s.original_column + "\"").c_str());
   } else {
     std::printf("\npreprocessing   none (original images)");
   }
-  if (m.normalization) {
-    const auto& n = *m.normalization;
-    std::printf("\nnormalization   mean %g,%g,%g std %g,%g,%g (the loader's default)", n.mean[0],
-                n.mean[1], n.mean[2], n.std[0], n.std[1], n.std[2]);
+  if (m.image_mean && m.image_std) {
+    const auto& mean = *m.image_mean;
+    const auto& sd = *m.image_std;
+    std::printf("\nnormalization   mean %g,%g,%g std %g,%g,%g (the loader's default)", mean[0],
+                mean[1], mean[2], sd[0], sd[1], sd[2]);
   }
   std::printf("\nchannels       ");
   for (const auto& [mode, n] : s.channels) {
@@ -53,8 +53,8 @@ void PrintText(const internal::DatasetStats& s) {
   std::printf(
       "\nbytes           source images %s, stored images %s, all files %s (%zu data file(s), "
       "compression %s)\n",
-      FormatBytes(m.source_bytes).c_str(), FormatBytes(m.stored_image_bytes).c_str(),
-      FormatBytes(s.total_bytes).c_str(), m.data_files.size(), m.compression.c_str());
+      FormatBytes(s.source_bytes).c_str(), FormatBytes(s.stored_image_bytes).c_str(),
+      FormatBytes(m.total_bytes).c_str(), s.num_data_files, m.compression.c_str());
   std::printf("images\n");
   PrintDistribution("width", s.width, 1, 0, " px");
   PrintDistribution("height", s.height, 1, 0, " px");
@@ -92,13 +92,13 @@ int RunInspect(const Args& args) {
                parsed.ok() && parsed->Has("--help") ? stdout : stderr);
     return parsed.ok() && parsed->Has("--help") ? 0 : 2;
   }
-  Result<internal::DatasetStats> stats = internal::InspectDataset(parsed->positional[0]);
+  Result<DatasetStats> stats = InspectDataset(parsed->positional[0]);
   if (!stats.ok()) {
     std::fprintf(stderr, "docfeed inspect: %s\n", stats.status().ToString().c_str());
     return 1;
   }
   if (parsed->Has("--json")) {
-    std::fputs(internal::StatsToJson(*stats).c_str(), stdout);
+    std::fputs(stats->json.c_str(), stdout);
   } else {
     PrintText(*stats);
   }

@@ -4,8 +4,8 @@
 
 #include "args.h"
 #include "commands.h"
+#include "docfeed/pack.h"
 #include "migrate_command.h"
-#include "pack/packer.h"
 #include "progress.h"
 
 namespace docfeed::tools {
@@ -49,7 +49,7 @@ constexpr char kPackHelp[] =
     "  --strict               reject a target longer than --max-length instead of truncating\n";
 
 // "HxW" with both sides in 1..65535.
-Status ParseSize(const std::string& text, internal::PreprocessInfo* p) {
+Status ParseSize(const std::string& text, PackPreprocess* p) {
   const size_t x = text.find('x');
   if (x == std::string::npos) return InvalidArgumentError("--size must be HxW, e.g. 1553x1200");
   DOCFEED_ASSIGN_OR_RETURN(p->height, ParseInt("--size height", text.substr(0, x), 1, 65535));
@@ -57,7 +57,7 @@ Status ParseSize(const std::string& text, internal::PreprocessInfo* p) {
   return Status::Ok();
 }
 
-Status ParsePreprocess(const ParsedArgs& parsed, internal::EncodeOptions* e) {
+Status ParsePreprocess(const ParsedArgs& parsed, PackPreprocess* p) {
   const std::string preset = parsed.Get("--preprocess", "");
   const bool has_size = parsed.options.count("--size") > 0;
   const bool has_flags =
@@ -69,7 +69,7 @@ Status ParsePreprocess(const ParsedArgs& parsed, internal::EncodeOptions* e) {
     }
     return Status::Ok();
   }
-  if (preset != internal::kPreprocessDonut) {
+  if (preset != kPackPresetDonut) {
     return InvalidArgumentError("--preprocess must be donut, not " + preset);
   }
   if (!has_size) return InvalidArgumentError("--preprocess donut needs --size HxW");
@@ -78,42 +78,39 @@ Status ParsePreprocess(const ParsedArgs& parsed, internal::EncodeOptions* e) {
         "--codec does not apply with --preprocess (pages are stored as "
         "PGM/PPM)");
   }
-  e->preprocess.preset = preset;
-  DOCFEED_RETURN_IF_ERROR(ParseSize(parsed.Get("--size", ""), &e->preprocess));
-  e->preprocess.align_long_axis = parsed.Has("--align-long-axis");
-  e->keep_original = parsed.Has("--keep-original");
+  p->preset = preset;
+  DOCFEED_RETURN_IF_ERROR(ParseSize(parsed.Get("--size", ""), p));
+  p->align_long_axis = parsed.Has("--align-long-axis");
+  p->keep_original = parsed.Has("--keep-original");
   return Status::Ok();
 }
 
-Result<internal::PackOptions> ToOptions(const ParsedArgs& parsed) {
-  internal::PackOptions o;
+Result<PackOptions> ToOptions(const ParsedArgs& parsed) {
+  PackOptions o;
   if (parsed.positional.size() != 1) {
     return InvalidArgumentError("pack takes exactly one source folder");
   }
   o.source = parsed.positional[0];
   o.output = parsed.Get("-o", parsed.Get("--output", ""));
   if (o.output.empty()) return InvalidArgumentError("pack needs -o OUT");
-  DOCFEED_ASSIGN_OR_RETURN(o.encode.codec,
-                           internal::ParseCodecChoice(parsed.Get("--codec", "keep")));
-  DOCFEED_ASSIGN_OR_RETURN(o.encode.jpeg_quality,
+  DOCFEED_ASSIGN_OR_RETURN(o.codec, ParsePackCodec(parsed.Get("--codec", "keep")));
+  DOCFEED_ASSIGN_OR_RETURN(o.jpeg_quality,
                            ParseInt("--quality", parsed.Get("--quality", "90"), 1, 100));
   DOCFEED_ASSIGN_OR_RETURN(o.threads, ParseInt("--threads", parsed.Get("--threads", "0"), 0, 1024));
   DOCFEED_ASSIGN_OR_RETURN(
       int max_mb, ParseInt("--max-file-mb", parsed.Get("--max-file-mb", "500"), 1, 1 << 20));
   o.max_file_bytes = static_cast<uint64_t>(max_mb) * 1'000'000;
-  DOCFEED_RETURN_IF_ERROR(ParsePreprocess(parsed, &o.encode));
-  o.compression = parsed.Get("--compression", o.encode.preprocess.preprocessed()
-                                                  ? internal::kPreprocessedDefaultCompression
-                                                  : "none");
+  DOCFEED_RETURN_IF_ERROR(ParsePreprocess(parsed, &o.preprocess));
+  o.compression = parsed.Get(
+      "--compression", o.preprocess.preset.empty() ? "none" : kPreprocessedDefaultCompression);
   if (o.compression != "none" && o.compression != "zstd" && o.compression != "lz4_frame") {
     return InvalidArgumentError("--compression must be none, zstd or lz4_frame");
   }
   o.labels.tokenizer_dir = parsed.Get("--tokenizer", "");
   o.labels.target_field = parsed.Get("--target-field", "ground_truth");
-  o.labels.target.start_token = parsed.Get("--task-token", "<s>");
-  o.labels.target.prompt_end_token = parsed.Get("--prompt-end-token", "");
-  DOCFEED_ASSIGN_OR_RETURN(o.labels.target.recipe,
-                           internal::ParseTargetRecipe(parsed.Get("--recipe", "notebook")));
+  o.labels.task_token = parsed.Get("--task-token", "<s>");
+  o.labels.prompt_end_token = parsed.Get("--prompt-end-token", "");
+  DOCFEED_ASSIGN_OR_RETURN(o.labels.recipe, ParseLabelRecipe(parsed.Get("--recipe", "notebook")));
   DOCFEED_ASSIGN_OR_RETURN(o.labels.max_length,
                            ParseInt("--max-length", parsed.Get("--max-length", "512"), 1, 1 << 20));
   o.labels.pad_to_max_length = !parsed.Has("--no-pad-labels");
@@ -123,7 +120,7 @@ Result<internal::PackOptions> ToOptions(const ParsedArgs& parsed) {
   return o;
 }
 
-void PrintSummary(const internal::PackOptions& o, const internal::PackSummary& s) {
+void PrintSummary(const PackOptions& o, const PackSummary& s) {
   double ratio = s.output_bytes > 0
                      ? static_cast<double>(s.source_bytes) / static_cast<double>(s.output_bytes)
                      : 0;
@@ -177,12 +174,12 @@ int RunPack(const Args& args) {
                     "--prompt-end-token", "--recipe", "--max-length", "--preprocess", "--size"},
                    kPackHelp, &ToOptions);
   if (const int* exit_code = std::get_if<int>(&start)) return *exit_code;
-  internal::PackOptions* options = &std::get<internal::PackOptions>(start);
+  PackOptions* options = &std::get<PackOptions>(start);
   ProgressBar bar("packing");
-  options->on_progress = [&bar](const internal::PackProgress& p) {
+  options->on_progress = [&bar](const PackProgress& p) {
     bar.Update(p.done, p.total, p.source_bytes, p.elapsed_seconds);
   };
-  Result<internal::PackSummary> summary = internal::Pack(*options);
+  Result<PackSummary> summary = Pack(*options);
   bar.Finish();
   if (!summary.ok()) {
     std::fprintf(stderr, "docfeed pack: %s\n", summary.status().ToString().c_str());

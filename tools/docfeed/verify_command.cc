@@ -3,7 +3,7 @@
 
 #include "args.h"
 #include "commands.h"
-#include "format/verify.h"
+#include "docfeed/dataset.h"
 #include "progress.h"
 
 namespace docfeed::tools {
@@ -16,7 +16,7 @@ int RunVerify(const Args& args) {
     return parsed.ok() && parsed->Has("--help") ? 0 : 2;
   }
   const std::string& dir = parsed->positional[0];
-  Result<internal::VerifyReport> report = internal::VerifyDatasetReport(dir);
+  Result<VerifyReport> report = VerifyDatasetReport(dir);
   if (!report.ok()) {
     std::fprintf(stderr, "docfeed verify: %s\n", report.status().ToString().c_str());
     return 1;

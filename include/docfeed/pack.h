@@ -1,0 +1,148 @@
+// Packing samples into a docfeed dataset (docs/format.md), as `docfeed pack` does: from an image
+// folder in the layout of Hugging Face datasets' `imagefolder` (Pack), or from any caller-supplied
+// source of encoded images with a JSON-lines listing of their columns (PackFrom; the Python
+// binding's docfeed.pack streams a dataset's rows this way).
+//
+// Samples are read and encoded on worker threads and written in id order. The output appears
+// atomically: everything is written to a temporary sibling directory, verified, then renamed to
+// the output path, so an interrupted or failed pack leaves nothing that looks like a finished
+// dataset.
+//
+// Errors: InvalidArgument for bad options or a bad sample (named by its file and metadata.jsonl
+// line, or by SampleSource::Where), NotFound for a missing source or tokenizer, AlreadyExists if
+// the output exists and !overwrite, IoError from the file system. With skip_bad, bad samples are
+// listed in OUT/rejects.jsonl instead.
+//
+// Thread safety: Pack and PackFrom are reentrant for distinct outputs.
+#ifndef DOCFEED_PACK_H_
+#define DOCFEED_PACK_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "docfeed/env.h"
+#include "docfeed/status.h"
+
+namespace docfeed {
+
+// How the stored images are encoded: the source file's own bytes, or a re-encode (PNG, lossless
+// WebP, JPEG at PackOptions::jpeg_quality). Every image is fully decoded at pack time either way.
+enum class PackCodec { kKeep, kPng, kWebp, kJpeg };
+
+// Parses "keep", "png", "webp", "jpeg"; InvalidArgument naming the accepted values otherwise.
+Result<PackCodec> ParsePackCodec(std::string_view name);
+
+// Token order and categorical rule of the Donut target strings: the fine-tuning notebook's or
+// the Donut repository's (src/labels/README.md).
+enum class LabelRecipe { kNotebook, kDonut };
+
+// Parses "notebook" or "donut".
+Result<LabelRecipe> ParseLabelRecipe(std::string_view name);
+
+// The preset name PackPreprocess::preset accepts.
+inline constexpr char kPackPresetDonut[] = "donut";
+
+// The Arrow body compression a preprocessed pack uses unless told otherwise: LZ4_FRAME
+// decompresses a 1553x1200 page ~2.4x faster than zstd for ~27% more bytes (docs/benchmarks.md,
+// "Preprocessed storage").
+inline constexpr char kPreprocessedDefaultCompression[] = "lz4_frame";
+
+// Pack-time preprocessing (docs/format.md, "Preprocessed datasets"): store the preset's
+// deterministic stages (EXIF orientation, align, resize, thumbnail) as PGM/PPM, so that loading
+// only pads. PackOptions::codec must then stay kKeep (it does not apply).
+struct PackPreprocess {
+  std::string preset;  // "" (original images) or kPackPresetDonut
+  int32_t height = 0;  // the processor's size, in pixels (1..65535 each)
+  int32_t width = 0;
+  bool align_long_axis = false;  // DonutImageProcessor's do_align_long_axis
+  bool keep_original = false;    // also store the source file in an Image column `original`
+};
+
+// Donut labels: the columns `labels` (list<int64>) and `target_sequence` (string), and the
+// extended tokenizer saved in OUT/tokenizer/.
+struct PackLabels {
+  std::string tokenizer_dir;  // XLM-RoBERTa folder with sentencepiece.bpe.model; "": no labels
+  std::string target_field = "ground_truth";  // the column holding the JSON ground truth
+  std::string task_token = "<s>";             // start token of every target
+  std::string prompt_end_token;               // mask labels up to this token; "" for none
+  LabelRecipe recipe = LabelRecipe::kNotebook;
+  int max_length = 512;           // labels are truncated to this many tokens
+  bool pad_to_max_length = true;  // and padded to it with -100
+  bool strict = false;            // reject a longer target instead of truncating it
+};
+
+struct PackProgress {
+  uint64_t done = 0;  // samples processed (packed or rejected)
+  uint64_t total = 0;
+  uint64_t source_bytes = 0;
+  double elapsed_seconds = 0;
+};
+
+struct PackOptions {
+  std::string source;  // Pack: the image folder; PackFrom: unused
+  std::string output;  // the dataset directory to create
+  PackCodec codec = PackCodec::kKeep;
+  int jpeg_quality = 90;  // 1..100, for kJpeg
+  PackPreprocess preprocess;
+  int threads = 0;         // encoding threads; 0: one per hardware thread
+  bool skip_bad = false;   // reject bad samples into OUT/rejects.jsonl instead of stopping
+  bool overwrite = false;  // replace an existing output directory
+  std::string compression = "none";       // Arrow IPC body compression: none, zstd, lz4_frame
+  uint64_t max_file_bytes = 500'000'000;  // start a new data file after this many bytes
+  PackLabels labels;
+  // Every file the pack reads or writes goes through this Env (Env::Default() when null); not
+  // owned, must outlive the call.
+  Env* env = nullptr;
+  // Called from the writing thread after each sample; may be empty.
+  std::function<void(const PackProgress&)> on_progress;
+};
+
+struct PackSummary {
+  uint64_t samples = 0;
+  uint64_t rejected = 0;
+  uint64_t source_bytes = 0;        // image files read
+  uint64_t stored_image_bytes = 0;  // image bytes stored
+  uint64_t output_bytes = 0;        // every file of the output directory
+  std::map<std::string, uint64_t> stored_codecs;
+  std::vector<std::string> unlisted_images;  // images metadata.jsonl does not name
+  uint64_t other_files = 0;                  // non-image files of the source (ignored)
+  std::vector<std::string> data_files;
+  double seconds = 0;
+  // With PackLabels::tokenizer_dir:
+  uint64_t labels_truncated = 0;  // targets cut at max_length
+  uint64_t new_tokens = 0;        // tokens added to the tokenizer
+  uint64_t tokenizer_size = 0;    // len(tokenizer) after adding them
+};
+
+// Packs the image folder options.source.
+Result<PackSummary> Pack(const PackOptions& options);
+
+// Where PackFrom's images come from; the listing of the samples is passed to PackFrom.
+class SampleSource {
+ public:
+  virtual ~SampleSource() = default;
+  // The encoded image file of sample `i` (< the number of listed rows). Called once per sample
+  // from the encode workers: concurrently for different samples, in increasing order of first
+  // call within a window of a few samples per thread. Errors need not name the sample.
+  virtual Result<std::vector<uint8_t>> ReadImage(size_t i) = 0;
+  // How errors name sample `i`, e.g. "row 3 (a.png)".
+  virtual std::string Where(size_t i) const = 0;
+  // How errors name the whole source, e.g. "the dataset's rows".
+  virtual std::string Name() const = 0;
+};
+
+// Packs the samples listed in `rows`: one JSON object per line, each with a string "file_name"
+// (the name stored with the image) and the other columns, typed exactly as metadata.jsonl rows
+// are (errors name "row N", 0-based). The images come from `source`, which must outlive the
+// call. options.source is ignored; otherwise as Pack.
+Result<PackSummary> PackFrom(std::string_view rows, SampleSource& source,
+                             const PackOptions& options);
+
+}  // namespace docfeed
+
+#endif  // DOCFEED_PACK_H_

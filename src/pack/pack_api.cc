@@ -1,0 +1,110 @@
+// Pack and PackFrom of docfeed/pack.h: the public options turned into internal::PackOptions, and
+// a public SampleSource with its JSON-lines listing as an internal::SampleSource.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "docfeed/pack.h"
+#include "pack/image_folder.h"
+#include "pack/packer.h"
+
+namespace docfeed {
+namespace {
+
+internal::CodecChoice ToInternal(PackCodec codec) {
+  switch (codec) {
+    case PackCodec::kPng:
+      return internal::CodecChoice::kPng;
+    case PackCodec::kWebp:
+      return internal::CodecChoice::kWebp;
+    case PackCodec::kJpeg:
+      return internal::CodecChoice::kJpeg;
+    case PackCodec::kKeep:
+      break;
+  }
+  return internal::CodecChoice::kKeep;
+}
+
+internal::TargetRecipe ToInternal(LabelRecipe recipe) {
+  return recipe == LabelRecipe::kDonut ? internal::TargetRecipe::kDonut
+                                       : internal::TargetRecipe::kNotebook;
+}
+
+internal::PackOptions ToInternal(const PackOptions& o) {
+  internal::PackOptions p;
+  p.source = o.source;
+  p.output = o.output;
+  p.encode.codec = ToInternal(o.codec);
+  p.encode.jpeg_quality = o.jpeg_quality;
+  p.encode.preprocess.preset = o.preprocess.preset;
+  p.encode.preprocess.height = o.preprocess.height;
+  p.encode.preprocess.width = o.preprocess.width;
+  p.encode.preprocess.align_long_axis = o.preprocess.align_long_axis;
+  p.encode.keep_original = o.preprocess.keep_original;
+  p.threads = o.threads;
+  p.skip_bad = o.skip_bad;
+  p.overwrite = o.overwrite;
+  p.compression = o.compression;
+  p.max_file_bytes = o.max_file_bytes;
+  p.labels.tokenizer_dir = o.labels.tokenizer_dir;
+  p.labels.target_field = o.labels.target_field;
+  p.labels.target.start_token = o.labels.task_token;
+  p.labels.target.prompt_end_token = o.labels.prompt_end_token;
+  p.labels.target.recipe = ToInternal(o.labels.recipe);
+  p.labels.max_length = o.labels.max_length;
+  p.labels.pad_to_max_length = o.labels.pad_to_max_length;
+  p.labels.strict = o.labels.strict;
+  p.on_progress = o.on_progress;
+  p.env = o.env;
+  return p;
+}
+
+// A public SampleSource with the listing parsed from its rows.
+class ListedSource final : public internal::SampleSource {
+ public:
+  ListedSource(internal::ImageFolder listing, docfeed::SampleSource* images)
+      : listing_(std::move(listing)), images_(images) {}
+
+  const internal::ImageFolder& listing() const override { return listing_; }
+  Result<std::vector<uint8_t>> ReadImage(size_t i) override { return images_->ReadImage(i); }
+  std::string Where(size_t i) const override { return images_->Where(i); }
+  std::string Name() const override { return images_->Name(); }
+
+ private:
+  const internal::ImageFolder listing_;
+  docfeed::SampleSource* images_;  // not owned
+};
+
+}  // namespace
+
+Result<PackCodec> ParsePackCodec(std::string_view name) {
+  DOCFEED_ASSIGN_OR_RETURN(internal::CodecChoice codec, internal::ParseCodecChoice(name));
+  switch (codec) {
+    case internal::CodecChoice::kPng:
+      return PackCodec::kPng;
+    case internal::CodecChoice::kWebp:
+      return PackCodec::kWebp;
+    case internal::CodecChoice::kJpeg:
+      return PackCodec::kJpeg;
+    case internal::CodecChoice::kKeep:
+      break;
+  }
+  return PackCodec::kKeep;
+}
+
+Result<LabelRecipe> ParseLabelRecipe(std::string_view name) {
+  DOCFEED_ASSIGN_OR_RETURN(internal::TargetRecipe recipe, internal::ParseTargetRecipe(name));
+  return recipe == internal::TargetRecipe::kDonut ? LabelRecipe::kDonut : LabelRecipe::kNotebook;
+}
+
+Result<PackSummary> Pack(const PackOptions& options) { return internal::Pack(ToInternal(options)); }
+
+Result<PackSummary> PackFrom(std::string_view rows, SampleSource& source,
+                             const PackOptions& options) {
+  DOCFEED_ASSIGN_OR_RETURN(internal::ImageFolder listing, internal::ParseSampleRows(rows));
+  ListedSource listed(std::move(listing), &source);
+  return internal::PackFrom(listed, ToInternal(options));
+}
+
+}  // namespace docfeed
