@@ -1,7 +1,8 @@
 // The file-system seam (in the style of leveldb's Env): every file docfeed's library reads,
 // maps, writes, renames, lists or deletes goes through an `Env`. `Env::Default()` is the POSIX
-// file system; docfeed's tests also use an in-memory one (MemEnv) and one that wraps another Env to inject errors, short
-// reads, ENOSPC and crashes in tests. A later object store plugs in behind the same interface.
+// file system; docfeed's tests also use an in-memory one (MemEnv) and one that wraps another Env to
+// inject errors, short reads, ENOSPC and crashes in tests. A later object store plugs in behind the
+// same interface.
 //
 // Contracts shared by every implementation:
 // - Thread safety: every Env method may be called concurrently from any thread. A

@@ -691,8 +691,9 @@ NB_MODULE(_docfeed, m) {
           "Returns the buffer to the pool now. Only safe when no view of it is alive.");
 
   nb::class_<PyLoader>(m, "Loader")
-      .def("__init__", &InitLoader, "path"_a, nb::kw_only(), "height"_a = kDefaults.preset.donut.height,
-           "width"_a = kDefaults.preset.donut.width, "align_long_axis"_a = kDefaults.preset.donut.align_long_axis,
+      .def("__init__", &InitLoader, "path"_a, nb::kw_only(),
+           "height"_a = kDefaults.preset.donut.height, "width"_a = kDefaults.preset.donut.width,
+           "align_long_axis"_a = kDefaults.preset.donut.align_long_axis,
            "batch_size"_a = kDefaults.batch_size, "shuffle"_a = kDefaults.shuffle,
            "seed"_a = kDefaults.seed, "pad"_a = "random", "dtype"_a = "float32", "layout"_a = "chw",
            "rank"_a = kDefaults.rank, "world_size"_a = kDefaults.world_size, "remainder"_a = "drop",

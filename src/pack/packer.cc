@@ -223,8 +223,7 @@ Status PlaceOutput(Env* env, const std::string& tmp, const PackOptions& options)
 Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root, Env* env) {
   env = EnvOrDefault(env);
   DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(root, env));
-  return std::unique_ptr<SampleSource>(
-      std::make_unique<ImageFolderSource>(std::move(folder), env));
+  return std::unique_ptr<SampleSource>(std::make_unique<ImageFolderSource>(std::move(folder), env));
 }
 
 namespace {
@@ -282,7 +281,8 @@ Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options
 
 Result<PackSummary> Pack(const PackOptions& options) {
   DOCFEED_ASSIGN_OR_RETURN(std::string output, CheckOutput(options));
-  DOCFEED_RETURN_IF_ERROR(CheckOverwriteKeepsSource(options.source, output, EnvOrDefault(options.env)));
+  DOCFEED_RETURN_IF_ERROR(
+      CheckOverwriteKeepsSource(options.source, output, EnvOrDefault(options.env)));
   WriteState state;
   state.start = Clock::now();
   DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<SampleSource> source,

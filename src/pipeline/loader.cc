@@ -153,7 +153,8 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
   DOCFEED_RETURN_IF_ERROR(ValidateOptions(options));
   auto core = std::make_shared<LoaderCore>();
   core->options = options;
-  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<Dataset> dataset, Dataset::Open(options.path, options.env));
+  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<Dataset> dataset,
+                           Dataset::Open(options.path, options.env));
   DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<const internal::Preset> preset,
                            MakePreset(MakePresetParams(options, dataset->manifest())));
   SampleReaderOptions ro;

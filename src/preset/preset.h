@@ -51,13 +51,8 @@ struct PrepareTimes {
   uint64_t decode_resize = 0;
 };
 
-// What Prepare needs besides the bytes.
-struct PrepareRequest {
-  // EXIF orientation to apply first (1: none). The loader and the packer pass what the codec
-  // probed (as `datasets` applies it when it decodes); `docfeed preprocess` passes 1, as
-  // `PIL.Image.open` does not apply it.
-  int32_t orientation = 1;
-  PrepareMode mode = PrepareMode::kExact;
+// What Prepare needs: the public options (orientation, exact or fast) and the decode limits.
+struct PrepareRequest : docfeed::PrepareOptions {
   DecodeLimits limits;
 };
 

@@ -20,8 +20,7 @@ Status Preset::Prepare(std::span<const uint8_t> bytes, const PrepareOptions& opt
                        Image* out) const {
   if (out == nullptr) return InvalidArgumentError("Preset::Prepare: out is null");
   internal::PrepareRequest request;
-  request.orientation = options.orientation;
-  request.mode = options.mode;
+  static_cast<PrepareOptions&>(request) = options;
   return impl_->Prepare(bytes, request, out);
 }
 
