@@ -39,7 +39,11 @@ struct DatasetInfo {
   // The normalization a migrated float dataset records (the loader's default when unset).
   std::optional<std::array<double, 3>> image_mean;
   std::optional<std::array<double, 3>> image_std;
-  uint64_t total_bytes = 0;  // every file the manifest lists
+  std::string original_column;      // the column of the kept source files (pack --keep-original)
+  uint64_t rejected = 0;            // samples rejected at pack time
+  uint64_t source_bytes = 0;        // the source images' bytes at pack time
+  uint64_t stored_image_bytes = 0;  // the stored images' bytes
+  uint64_t total_bytes = 0;         // every file the manifest lists
 };
 
 // Reads the manifest and the index of the dataset at `path` (checking their checksums).
@@ -78,10 +82,6 @@ struct DatasetStats {
   DatasetInfo info;  // as ReadDatasetInfo
   int format_version = 0;
   std::string created_by;
-  uint64_t rejected = 0;            // samples rejected at pack time
-  std::string original_column;      // the column of the kept source files (pack --keep-original)
-  uint64_t source_bytes = 0;        // the source images' bytes at pack time
-  uint64_t stored_image_bytes = 0;  // the stored images' bytes
   size_t num_data_files = 0;
   std::vector<std::pair<std::string, std::string>> arrow_columns;  // name, pyarrow type string
   std::map<std::string, uint64_t> channels;             // "L", "LA", "RGB", "RGBA" -> samples

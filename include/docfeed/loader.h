@@ -36,6 +36,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "docfeed/env.h"
@@ -51,6 +52,10 @@ enum class Remainder {
   kWrap,     // the last step is completed from the start of the permutation
   kPartial,  // the last batch is short (world_size 1 only, like DataLoader's drop_last=False)
 };
+
+// Parses "drop", "wrap", "partial" (InvalidArgument naming them otherwise), and back.
+Result<Remainder> ParseRemainder(std::string_view name);
+std::string_view RemainderName(Remainder remainder);
 
 // Optional hook for where batch pixels live (e.g. page-locked memory for asynchronous copies to
 // a GPU). Called only from Loader::Create() and from the destruction of the last owner of the

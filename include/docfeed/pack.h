@@ -130,7 +130,8 @@ class SampleSource {
   // from the encode workers: concurrently for different samples, in increasing order of first
   // call within a window of a few samples per thread. Errors need not name the sample.
   virtual Result<std::vector<uint8_t>> ReadImage(size_t i) = 0;
-  // How errors name sample `i`, e.g. "row 3 (a.png)".
+  // How errors name sample `i`, e.g. "row 3"; PackFrom appends the row's file_name, giving
+  // "row 3 (a.png)".
   virtual std::string Where(size_t i) const = 0;
   // How errors name the whole source, e.g. "the dataset's rows".
   virtual std::string Name() const = 0;

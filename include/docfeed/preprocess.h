@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "docfeed/image.h"
 #include "docfeed/status.h"
@@ -108,6 +109,11 @@ class Preset {
   // The normalization of float outputs (per channel, the processor's image_mean / image_std).
   const std::array<double, 3>& image_mean() const;
   const std::array<double, 3>& image_std() const;
+  // What Finish writes in float32 for each uint8 value v of channel c (after the preset's
+  // rescale and normalization), at [c * 256 + v]: 3 x 256 values. A consumer that takes uint8
+  // batches and normalizes elsewhere (docfeed's GPU stage) looks its values up here to give the
+  // same floats bit for bit.
+  std::vector<float> NormalizeTable() const;
 
   // Image file bytes (JPEG, PNG, WebP, PPM) -> the prepared page in `out`, whose pixel buffer is
   // reused when large enough.

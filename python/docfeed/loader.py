@@ -1,6 +1,6 @@
 """docfeed.Loader: batches of Donut pixel_values and labels as torch tensors.
 
-The C++ loader (src/pipeline/loader.h) fills a fixed pool of batch buffers on its own threads;
+The C++ loader (include/docfeed/loader.h) fills a fixed pool of batch buffers on its own threads;
 this class hands them out as torch tensors that *view* those buffers (DLPack, no copy). A buffer
 returns to the pool when the batch and every tensor made from it are gone, so holding a batch is
 always safe; the pool has `prefetch + max_held` buffers, and asking for a batch while `max_held`

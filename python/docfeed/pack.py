@@ -1,6 +1,6 @@
 """docfeed.pack: packs an in-memory Hugging Face dataset (e.g. one loaded with `imagefolder`).
 
-The rows go straight into the C++ packer (docfeed._docfeed.pack_rows over src/pack/packer.h
+The rows go straight into the C++ packer (docfeed._docfeed.pack_rows over docfeed/pack.h's
 PackFrom): no temporary folder, no subprocess. Two passes over the dataset:
 
   1. the listing: per row, the name stored with its image (images/NNNNNNNN.ext, from the

@@ -1,8 +1,8 @@
 // docfeed._docfeed: the nanobind extension behind the `docfeed` Python package.
 //
-// It exposes the C++ loader (pipeline/loader.h) with as little policy as possible; the Python
-// layer (python/docfeed/loader.py) adds torch.distributed defaults, the GPU path and the iterable
-// protocol. Contracts:
+// It exposes the public C++ API (include/docfeed/: loader.h, dataset.h, pack.h, preprocess.h) with
+// as little policy as possible; the Python layer (python/docfeed/loader.py) adds torch.distributed
+// defaults, the GPU path and the iterable protocol. Contracts:
 //   * Every blocking call (Create, Next, StartEpoch, Restore) releases the GIL.
 //   * A Batch's arrays are DLPack views of the pool buffer, never copies. Each view holds a
 //     reference to the Python Batch object, which owns the C++ Batch, so the buffer returns to
@@ -37,24 +37,21 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
+#include "docfeed/dataset.h"
+#include "docfeed/image.h"
+#include "docfeed/loader.h"
+#include "docfeed/pack.h"
+#include "docfeed/preprocess.h"
 #include "docfeed/status.h"
-#include "format/dataset.h"
-#include "format/manifest.h"
-#include "imaging/donut.h"
-#include "imaging/normalize.h"
-#include "pack/image_folder.h"
-#include "pack/packer.h"
-#include "pack/sample_encoder.h"
-#include "pipeline/epoch_order.h"
-#include "pipeline/loader.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 
-namespace docfeed::internal {
+namespace docfeed {
 namespace {
 
 // ---- Errors: one place maps a StatusCode to its docfeed.errors class, by code only ----
@@ -344,7 +341,7 @@ struct PyLoader {
   }
 };
 
-// Every field of LoaderStats, in declaration order (src/pipeline/loader.h): stages as (count,
+// Every field of LoaderStats, in declaration order (docfeed/loader.h): stages as (count,
 // seconds), counters as ints, bad_sample_errors as a list of str. STATS_FIELDS exposes the
 // names so a test can hold them against the struct.
 constexpr const char* kStatsFields[] = {"read",
@@ -386,42 +383,39 @@ nb::dict StatsDict(const LoaderStats& s) {
   return d;
 }
 
-// What a dataset's manifest says, without starting a loader: Dataset::Open checks the
+// What a dataset's manifest says, without starting a loader: ReadDatasetInfo checks the
 // manifest, the index and each data file's schema (no image is read or decoded).
-nb::dict DatasetInfo(const std::string& path) {
-  Result<std::unique_ptr<Dataset>> opened = [&] {
+nb::dict DatasetInfoDict(const std::string& path) {
+  Result<DatasetInfo> read = [&] {
     nb::gil_scoped_release nogil;
-    return Dataset::Open(path);
+    return ReadDatasetInfo(path);
   }();
-  if (!opened.ok()) Raise(opened.status());
-  const Dataset& dataset = *opened.value();
-  const Manifest& m = dataset.manifest();
+  if (!read.ok()) Raise(read.status());
+  const DatasetInfo& info = read.value();
   nb::dict d;
-  d["path"] = dataset.dir();
-  d["num_samples"] = dataset.size();
+  d["path"] = info.path;
+  d["num_samples"] = info.num_samples;
   nb::list columns;
-  for (const ColumnSpec& c : m.columns) {
-    columns.append(nb::make_tuple(c.name, std::string(ColumnTypeName(c.type))));
-  }
+  for (const ColumnInfo& c : info.columns) columns.append(nb::make_tuple(c.name, c.type));
   d["columns"] = columns;
-  d["label_column"] = m.label_column;
-  d["codec"] = m.codec;
-  d["compression"] = m.compression;
-  d["stored_codecs"] = nb::cast(m.stored_codecs);
-  d["source_bytes"] = m.source_bytes;
-  d["stored_image_bytes"] = m.stored_image_bytes;
-  d["rejected"] = m.rejected;
-  if (m.preprocess.preprocessed()) {
+  d["label_column"] = info.label_column;
+  d["codec"] = info.codec;
+  d["compression"] = info.compression;
+  d["stored_codecs"] = nb::cast(info.stored_codecs);
+  d["source_bytes"] = info.source_bytes;
+  d["stored_image_bytes"] = info.stored_image_bytes;
+  d["rejected"] = info.rejected;
+  if (!info.preset.empty()) {
     nb::dict pre;
-    pre["preset"] = m.preprocess.preset;
-    pre["height"] = m.preprocess.height;
-    pre["width"] = m.preprocess.width;
-    pre["align_long_axis"] = m.preprocess.align_long_axis;
+    pre["preset"] = info.preset;
+    pre["height"] = info.height;
+    pre["width"] = info.width;
+    pre["align_long_axis"] = info.align_long_axis;
     d["preprocess"] = pre;
   } else {
     d["preprocess"] = nb::none();
   }
-  d["original_column"] = m.original_column;
+  d["original_column"] = info.original_column;
   return d;
 }
 
@@ -448,8 +442,9 @@ void InitLoader(PyLoader* self, const std::string& path, nb::int_ height, nb::in
 
 // ---- docfeed.pack: the rows of an in-memory dataset through the C++ packer ----
 
-// The rows as a SampleSource. The listing comes from the JSON rows Python wrote in its first
-// pass (ParseSampleRows: typed exactly as metadata.jsonl rows); the images from `fetch()`, a
+// The rows' images as a SampleSource (docfeed/pack.h). The listing is the JSON rows Python wrote
+// in its first pass, which PackFrom parses and types exactly as metadata.jsonl rows; this source
+// knows only how many there are (`total`). The images come from `fetch()`, a
 // Python callable returning the next rows' images in row order (a list; each item the encoded
 // file as bytes, or a str saying what is wrong with that row; [] once the rows are exhausted).
 // The encode workers call ReadImage without the GIL; the one that finds its row not fetched
@@ -457,8 +452,7 @@ void InitLoader(PyLoader* self, const std::string& path, nb::int_ height, nb::in
 // held only to hand over the next rows.
 class PyRowSource final : public SampleSource {
  public:
-  PyRowSource(ImageFolder listing, nb::object fetch)
-      : listing_(std::move(listing)), fetch_(fetch.release().ptr()) {}
+  PyRowSource(size_t total, nb::object fetch) : total_(total), fetch_(fetch.release().ptr()) {}
   ~PyRowSource() override {
     if (!Py_IsInitialized()) return;
     nb::gil_scoped_acquire gil;
@@ -466,8 +460,6 @@ class PyRowSource final : public SampleSource {
   }
   PyRowSource(const PyRowSource&) = delete;
   PyRowSource& operator=(const PyRowSource&) = delete;
-
-  const ImageFolder& listing() const override { return listing_; }
 
   Result<std::vector<uint8_t>> ReadImage(size_t i) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -483,14 +475,14 @@ class PyRowSource final : public SampleSource {
   }
 
   std::string Where(size_t i) const override {
-    return "row " + std::to_string(i) + " (" + listing_.samples[i].relative_path + ")";
+    return "row " + std::to_string(i);  // PackFrom adds the row's file_name
   }
   std::string Name() const override { return "the dataset's rows"; }
 
  private:
   // REQUIRES: mu_ held. Appends the next rows to images_, or sets fetch_error_.
   void FetchMore() {
-    const size_t total = listing_.samples.size();
+    const size_t total = total_;
     nb::gil_scoped_acquire gil;
     try {
       nb::object got = nb::handle(fetch_)();
@@ -528,7 +520,7 @@ class PyRowSource final : public SampleSource {
     }
   }
 
-  const ImageFolder listing_;
+  const size_t total_;
   PyObject* fetch_;  // owned; touched only with the GIL
   std::mutex mu_;
   size_t fetched_ = 0;                                     // guarded by mu_
@@ -546,10 +538,10 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
                             bool keep_original, nb::handle max_file_mb) {
   PackOptions o;
   o.output = output;
-  Result<CodecChoice> parsed_codec = ParseCodecChoice(codec);
+  Result<PackCodec> parsed_codec = ParsePackCodec(codec);
   if (!parsed_codec.ok()) Raise(parsed_codec.status());
-  o.encode.codec = parsed_codec.value();
-  o.encode.jpeg_quality = ToInt<int>("jpeg_quality", jpeg_quality, 1, 100);
+  o.codec = parsed_codec.value();
+  o.jpeg_quality = ToInt<int>("jpeg_quality", jpeg_quality, 1, 100);
   o.threads = ToInt<int>("threads", threads, 0, 1024);
   o.overwrite = overwrite;
   o.skip_bad = skip_bad;
@@ -562,17 +554,17 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
     if (preprocess != "donut")
       RaiseInvalid("preprocess must be \"donut\", not \"" + preprocess + "\"");
     if (!size) RaiseInvalid("preprocess=\"donut\" needs size=(height, width)");
-    if (o.encode.codec != CodecChoice::kKeep) {
+    if (o.codec != PackCodec::kKeep) {
       RaiseInvalid("codec does not apply with preprocess (pages are stored as PGM/PPM)");
     }
-    o.encode.preprocess.preset = preprocess;
-    o.encode.preprocess.height = ToInt<int32_t>("size[0] (height)", nb::int_((*size)[0]), 1, 65535);
-    o.encode.preprocess.width = ToInt<int32_t>("size[1] (width)", nb::int_((*size)[1]), 1, 65535);
-    o.encode.preprocess.align_long_axis = align_long_axis;
-    o.encode.keep_original = keep_original;
+    o.preprocess.preset = preprocess;
+    o.preprocess.height = ToInt<int32_t>("size[0] (height)", nb::int_((*size)[0]), 1, 65535);
+    o.preprocess.width = ToInt<int32_t>("size[1] (width)", nb::int_((*size)[1]), 1, 65535);
+    o.preprocess.align_long_axis = align_long_axis;
+    o.preprocess.keep_original = keep_original;
   }
-  o.compression = compression.value_or(
-      o.encode.preprocess.preprocessed() ? kPreprocessedDefaultCompression : "none");
+  o.compression =
+      compression.value_or(o.preprocess.preset.empty() ? "none" : kPreprocessedDefaultCompression);
   if (o.compression != "none" && o.compression != "zstd" && o.compression != "lz4_frame") {
     RaiseInvalid("compression must be none, zstd or lz4_frame, not " + o.compression);
   }
@@ -592,6 +584,18 @@ nb::dict PackSummaryDict(const PackSummary& s) {
   return d;
 }
 
+// The rows PackFrom will list: lines with anything but blanks (as metadata.jsonl is read).
+size_t CountRows(std::string_view rows) {
+  size_t count = 0;
+  for (size_t pos = 0; pos < rows.size();) {
+    size_t end = rows.find('\n', pos);
+    if (end == std::string_view::npos) end = rows.size();
+    if (rows.substr(pos, end - pos).find_first_not_of(" \t\r") != std::string_view::npos) ++count;
+    pos = end + 1;
+  }
+  return count;
+}
+
 nb::dict PackRows(const std::string& output, const std::string& rows, nb::object fetch,
                   const std::string& codec, nb::int_ jpeg_quality, nb::int_ threads, bool overwrite,
                   bool skip_bad, std::optional<std::string> compression,
@@ -600,25 +604,20 @@ nb::dict PackRows(const std::string& output, const std::string& rows, nb::object
   const PackOptions options =
       MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad, compression,
                       preprocess, size, align_long_axis, keep_original, max_file_mb);
-  Result<ImageFolder> listing = ParseSampleRows(rows);
-  if (!listing.ok()) Raise(listing.status());
-  PyRowSource source(std::move(listing).value(), std::move(fetch));
+  PyRowSource source(CountRows(rows), std::move(fetch));
   Result<PackSummary> packed = [&] {
     nb::gil_scoped_release nogil;
-    return PackFrom(source, options);
+    return PackFrom(rows, source, options);
   }();
   if (!packed.ok()) Raise(packed.status());
   return PackSummaryDict(packed.value());
 }
 
 }  // namespace
-}  // namespace docfeed::internal
+}  // namespace docfeed
 
 NB_MODULE(_docfeed, m) {
-  using namespace docfeed::internal;
-  using docfeed::Result;
-  using docfeed::Status;
-  using docfeed::StatusCode;
+  using namespace docfeed;
   m.doc() = "docfeed's C++ loader (internal; use docfeed.Loader)";
   LoadErrorTypes();
   static const LoaderOptions kDefaults;
@@ -636,7 +635,7 @@ NB_MODULE(_docfeed, m) {
       },
       "code"_a, "message"_a,
       "For tests: raises what a C++ Status with this StatusCode value becomes.");
-  m.def("dataset_info", &DatasetInfo, "path"_a,
+  m.def("dataset_info", &DatasetInfoDict, "path"_a,
         "The manifest's facts about a dataset (num_samples, columns, label_column, preprocess, "
         "...) without starting a loader.");
 
@@ -782,22 +781,19 @@ NB_MODULE(_docfeed, m) {
       "normalize_table",
       [](int32_t height, int32_t width, double rescale_factor, std::array<double, 3> mean,
          std::array<double, 3> std) {
-        DonutConfig config;
-        config.height = height;
-        config.width = width;
-        config.rescale_factor = rescale_factor;
-        config.mean = mean;
-        config.std = std;
-        Result<NormalizeTable> table = MakeNormalizeTable(config);
-        if (!table.ok()) Raise(table.status());
-        std::vector<float> flat;
-        flat.reserve(3 * 256);
-        for (const auto& channel : table.value().f32)
-          flat.insert(flat.end(), channel.begin(), channel.end());
-        return flat;
+        PresetOptions options;
+        options.donut.height = height;
+        options.donut.width = width;
+        options.donut.rescale_factor = rescale_factor;
+        options.donut.mean = mean;
+        options.donut.std = std;
+        Result<Preset> preset = Preset::Create(options);
+        if (!preset.ok()) Raise(preset.status());
+        return preset.value().NormalizeTable();
       },
       "height"_a = 2560, "width"_a = 1920, "rescale_factor"_a = 1.0 / 255.0,
       "mean"_a = std::array<double, 3>{0.5, 0.5, 0.5},
       "std"_a = std::array<double, 3>{0.5, 0.5, 0.5},
-      "The C++ float32 normalization table, 3 x 256 values, channel-major.");
+      "The C++ float32 normalization table (Preset::NormalizeTable), 3 x 256 values, "
+      "channel-major.");
 }

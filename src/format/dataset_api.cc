@@ -6,12 +6,13 @@
 
 namespace docfeed {
 
-Result<DatasetInfo> ReadDatasetInfo(const std::string& path) {
-  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<internal::Dataset> ds, internal::Dataset::Open(path));
-  const internal::Manifest& m = ds->manifest();
+namespace {
+
+// The manifest's facts every view shares (total_bytes is left to the caller).
+DatasetInfo InfoFromManifest(const std::string& path, const internal::Manifest& m) {
   DatasetInfo info;
   info.path = path;
-  info.num_samples = ds->size();
+  info.num_samples = m.num_samples;
   info.preset = m.preprocess.preset;
   info.height = m.preprocess.height;
   info.width = m.preprocess.width;
@@ -27,6 +28,20 @@ Result<DatasetInfo> ReadDatasetInfo(const std::string& path) {
     info.image_mean = m.normalization->mean;
     info.image_std = m.normalization->std;
   }
+  info.original_column = m.original_column;
+  info.rejected = m.rejected;
+  info.source_bytes = m.source_bytes;
+  info.stored_image_bytes = m.stored_image_bytes;
+  return info;
+}
+
+}  // namespace
+
+Result<DatasetInfo> ReadDatasetInfo(const std::string& path) {
+  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<internal::Dataset> ds, internal::Dataset::Open(path));
+  const internal::Manifest& m = ds->manifest();
+  DatasetInfo info = InfoFromManifest(path, m);
+  info.num_samples = ds->size();
   for (const internal::FileEntry& f : m.data_files) info.total_bytes += f.size_bytes;
   for (const internal::FileEntry& f : m.other_files) info.total_bytes += f.size_bytes;
   return info;
@@ -42,30 +57,10 @@ Result<DatasetStats> InspectDataset(const std::string& path) {
   DOCFEED_ASSIGN_OR_RETURN(internal::DatasetStats s, internal::InspectDataset(path));
   const internal::Manifest& m = s.manifest;
   DatasetStats out;
-  out.info.path = s.dir;
-  out.info.num_samples = m.num_samples;
-  out.info.preset = m.preprocess.preset;
-  out.info.height = m.preprocess.height;
-  out.info.width = m.preprocess.width;
-  out.info.align_long_axis = m.preprocess.align_long_axis;
-  out.info.codec = m.codec;
-  out.info.compression = m.compression;
-  out.info.stored_codecs = m.stored_codecs;
-  for (const internal::ColumnSpec& c : m.columns) {
-    out.info.columns.push_back({c.name, std::string(internal::ColumnTypeName(c.type))});
-  }
-  out.info.label_column = m.label_column;
-  if (m.normalization) {
-    out.info.image_mean = m.normalization->mean;
-    out.info.image_std = m.normalization->std;
-  }
+  out.info = InfoFromManifest(s.dir, m);
   out.info.total_bytes = s.total_bytes;
   out.format_version = m.format_version;
   out.created_by = m.created_by;
-  out.rejected = m.rejected;
-  out.original_column = m.original_column;
-  out.source_bytes = m.source_bytes;
-  out.stored_image_bytes = m.stored_image_bytes;
   out.num_data_files = m.data_files.size();
   out.arrow_columns = s.arrow_columns;
   out.channels = s.channels;

@@ -68,7 +68,9 @@ class ListedSource final : public internal::SampleSource {
 
   const internal::ImageFolder& listing() const override { return listing_; }
   Result<std::vector<uint8_t>> ReadImage(size_t i) override { return images_->ReadImage(i); }
-  std::string Where(size_t i) const override { return images_->Where(i); }
+  std::string Where(size_t i) const override {
+    return images_->Where(i) + " (" + listing_.samples[i].relative_path + ")";
+  }
   std::string Name() const override { return images_->Name(); }
 
  private:

@@ -5,16 +5,8 @@
 
 #include "imaging/donut.h"
 
-namespace docfeed::internal {
-namespace {
-
-// The permutation's random stream: a "sample index" no sample has (ids are below 2^32), so it
-// never coincides with a padding stream of the same (seed, epoch).
-constexpr uint64_t kPermutationStream = ~uint64_t{0};
-
-uint64_t CeilDiv(uint64_t a, uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
-
-}  // namespace
+// The public parsers of docfeed/loader.h.
+namespace docfeed {
 
 Result<Remainder> ParseRemainder(std::string_view name) {
   if (name == "drop") return Remainder::kDrop;
@@ -35,6 +27,19 @@ std::string_view RemainderName(Remainder remainder) {
   }
   return "unknown";
 }
+
+}  // namespace docfeed
+
+namespace docfeed::internal {
+namespace {
+
+// The permutation's random stream: a "sample index" no sample has (ids are below 2^32), so it
+// never coincides with a padding stream of the same (seed, epoch).
+constexpr uint64_t kPermutationStream = ~uint64_t{0};
+
+uint64_t CeilDiv(uint64_t a, uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
+}  // namespace
 
 std::vector<uint32_t> EpochPermutation(uint64_t n, uint64_t seed, uint64_t epoch, bool shuffle) {
   std::vector<uint32_t> perm(n);

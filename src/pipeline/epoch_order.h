@@ -30,9 +30,8 @@ namespace docfeed::internal {
 // What happens to the last positions of an epoch that do not fill a whole step.
 using docfeed::Remainder;  // docfeed/loader.h
 
-// Parses "drop", "wrap", "partial".
-Result<Remainder> ParseRemainder(std::string_view name);
-std::string_view RemainderName(Remainder remainder);
+using docfeed::ParseRemainder;  // docfeed/loader.h
+using docfeed::RemainderName;
 
 struct EpochOrderOptions {
   uint64_t num_samples = 0;

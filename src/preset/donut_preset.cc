@@ -23,6 +23,12 @@ class DonutPreset final : public Preset {
   OutputShape output_shape() const override { return {3, config_.height, config_.width}; }
   const std::array<double, 3>& image_mean() const override { return config_.mean; }
   const std::array<double, 3>& image_std() const override { return config_.std; }
+  std::vector<float> Float32Table() const override {
+    std::vector<float> flat;
+    flat.reserve(3 * 256);
+    for (const auto& channel : table_.f32) flat.insert(flat.end(), channel.begin(), channel.end());
+    return flat;
+  }
 
   // EXIF orientation (as `datasets` applies it), convert("RGB") keeping L as L, then align +
   // shortest-edge resize + thumbnail. A page that needs no rotation goes through the streamed

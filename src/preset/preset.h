@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "codec/codec.h"
 #include "docfeed/preprocess.h"
@@ -66,6 +67,9 @@ class Preset {
   // image_mean / image_std); a uint8 consumer normalizing elsewhere uses these.
   virtual const std::array<double, 3>& image_mean() const = 0;
   virtual const std::array<double, 3>& image_std() const = 0;
+  // The float32 output of each uint8 value v of channel c, at [c * 256 + v] (docfeed/
+  // preprocess.h Preset::NormalizeTable).
+  virtual std::vector<float> Float32Table() const = 0;
 
   // The deterministic part: stored bytes -> prepared page, written into `out` (its pixel buffer
   // is reused when large enough, so a worker that keeps `out` allocates nothing in steady

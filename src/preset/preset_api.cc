@@ -15,6 +15,7 @@ OutputShape Preset::output_shape() const { return impl_->output_shape(); }
 size_t Preset::SampleBytes(DType dtype) const { return impl_->SampleBytes(dtype); }
 const std::array<double, 3>& Preset::image_mean() const { return impl_->image_mean(); }
 const std::array<double, 3>& Preset::image_std() const { return impl_->image_std(); }
+std::vector<float> Preset::NormalizeTable() const { return impl_->Float32Table(); }
 
 Status Preset::Prepare(std::span<const uint8_t> bytes, const PrepareOptions& options,
                        Image* out) const {

@@ -19,7 +19,6 @@ STILL_INTERNAL = {
     "bench/format/preprocessed_storage.cc",
     "bench/kernels/resize_bench.cc",
     "bench/pipeline/first_batch.cc",
-    "python/src/docfeed_ext.cc",
     "tools/docfeed/bench_command.cc",
     "tools/docfeed/migrate_command.cc",
     "tools/docfeed/preprocess_command.cc",

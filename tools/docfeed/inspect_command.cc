@@ -22,8 +22,8 @@ void PrintText(const DatasetStats& s) {
   std::printf("%s: docfeed dataset, format version %d (%s)\n", m.path.c_str(), s.format_version,
               s.created_by.c_str());
   std::printf("samples         %llu", static_cast<unsigned long long>(m.num_samples));
-  if (s.rejected > 0)
-    std::printf(" (%llu rejected at pack time)", static_cast<unsigned long long>(s.rejected));
+  if (s.info.rejected > 0)
+    std::printf(" (%llu rejected at pack time)", static_cast<unsigned long long>(s.info.rejected));
   std::printf("\ncolumns\n");
   for (const auto& [name, type] : s.arrow_columns)
     std::printf("  %-13s %s\n", name.c_str(), type.c_str());
@@ -34,9 +34,9 @@ void PrintText(const DatasetStats& s) {
   if (!m.preset.empty()) {
     std::printf("\npreprocessing   %s resized stage for size %dx%d (HxW)%s, stored as PGM/PPM%s",
                 m.preset.c_str(), m.height, m.width, m.align_long_axis ? ", align_long_axis" : "",
-                s.original_column.empty()
+                s.info.original_column.empty()
                     ? ""
-                    : (", originals in column \"" + s.original_column + "\"").c_str());
+                    : (", originals in column \"" + s.info.original_column + "\"").c_str());
   } else {
     std::printf("\npreprocessing   none (original images)");
   }
@@ -53,7 +53,7 @@ void PrintText(const DatasetStats& s) {
   std::printf(
       "\nbytes           source images %s, stored images %s, all files %s (%zu data file(s), "
       "compression %s)\n",
-      FormatBytes(s.source_bytes).c_str(), FormatBytes(s.stored_image_bytes).c_str(),
+      FormatBytes(s.info.source_bytes).c_str(), FormatBytes(s.info.stored_image_bytes).c_str(),
       FormatBytes(m.total_bytes).c_str(), s.num_data_files, m.compression.c_str());
   std::printf("images\n");
   PrintDistribution("width", s.width, 1, 0, " px");
