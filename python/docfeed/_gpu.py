@@ -2,9 +2,9 @@
 
 normalize(): uint8 pixels -> float through the C++ loader's exact 3 x 256 float32 table
 (docfeed._docfeed.normalize_table: Preset::NormalizeTable of docfeed/preprocess.h). A lookup
-involves no arithmetic, so on any device it gives the C++ float32 path's bits; float16/bfloat16 are that
-float32 rounded to nearest-even by torch's .to(), as the C++ tables are. Tested on CPU tensors
-(tests/python/test_loader_tensors.py); bench/gpu/gpu_check.py checks it on a GPU.
+involves no arithmetic, so on any device it gives the C++ float32 path's bits; float16/bfloat16
+are that float32 rounded to nearest-even by torch's .to(), as the C++ tables are. Tested on CPU
+tensors (tests/python/test_loader_tensors.py); bench/gpu/gpu_check.py checks it on a GPU.
 
 GpuStage: per batch, on a side stream, copies the uint8 HWC pixels from the pinned pool buffer
 to the GPU (non_blocking) and normalizes them there into the requested layout (the C++ loader's
