@@ -140,8 +140,7 @@ struct StoredSample {
 class DatasetReader {
  public:
   // Errors: NotFound when there is no dataset at `path`; Corruption naming the file and field.
-  static Result<std::unique_ptr<DatasetReader>> Open(const std::string& path,
-                                                     Env* env = nullptr);
+  static Result<std::unique_ptr<DatasetReader>> Open(const std::string& path, Env* env = nullptr);
   ~DatasetReader();
   DatasetReader(const DatasetReader&) = delete;
   DatasetReader& operator=(const DatasetReader&) = delete;

@@ -70,7 +70,7 @@ struct MigrateOptions {
   bool overwrite = false;                 // replace an existing output
   std::vector<std::string> drop_columns;  // source columns left out
   std::function<void(const MigrateProgress&)> on_progress;  // may be empty
-  std::function<void(const std::string&)> on_note;  // one-line notes (resuming, restarting)
+  std::function<void(const std::string&)> on_note;          // one-line notes (resuming, restarting)
   // Polled after every row; returning true stops the run with Cancelled and leaves OUT.partial,
   // so the same call later resumes (e.g. on Ctrl-C). May be empty.
   std::function<bool()> should_stop;

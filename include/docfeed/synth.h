@@ -45,8 +45,8 @@ struct SynthOptions {
   uint64_t count = 0;  // documents, >= 1
   uint64_t seed = 0;
   SynthKind kind = SynthKind::kMixed;
-  int dpi = 0;      // kSynthMinDpi..kSynthMaxDpi, or 0: per document 150, 200 or 300
-  int threads = 0;  // rendering threads; 0: one per core
+  int dpi = 0;             // kSynthMinDpi..kSynthMaxDpi, or 0: per document 150, 200 or 300
+  int threads = 0;         // rendering threads; 0: one per core
   bool overwrite = false;  // replace OUT if it is a previous synth output
   std::function<void(const SynthProgress&)> on_progress;  // may be empty
   // Where the output is written (Env::Default() when null); not owned, must outlive the call.

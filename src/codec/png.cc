@@ -272,7 +272,8 @@ Result<std::vector<uint8_t>> EncodePng(const Image& image, int compression_level
   ihdr.height = static_cast<uint32_t>(image.height);
   ihdr.bit_depth = 8;
   ihdr.color_type = static_cast<uint8_t>(internal::ColorTypeFor(image.channels));
-  if (int e = spng_set_ihdr(ctx.get(), &ihdr); e != 0) return internal::SpngError(e, "encode header");
+  if (int e = spng_set_ihdr(ctx.get(), &ihdr); e != 0)
+    return internal::SpngError(e, "encode header");
   // libspng's API takes a non-const pointer but only reads the pixels.
   void* pixels = const_cast<uint8_t*>(image.pixels.data());
   if (int e = spng_encode_image(ctx.get(), pixels, image.pixels.size(), SPNG_FMT_PNG,

@@ -59,9 +59,10 @@ Result<StoredSample> DatasetReader::Read(uint64_t id) const {
   out.orientation = orientation == 0 ? 1 : orientation;
   if (record.codec == static_cast<uint8_t>(internal::StoredCodec::kPpm)) {
     Result<internal::ImageView> view = internal::ViewPpm(out.bytes);
-    if (!view.ok()) return view.status().WithContext(dataset.dir() + ": sample " + std::to_string(id));
-    out.pixels = {view->data, static_cast<size_t>(view->stride_bytes) *
-                                  static_cast<size_t>(view->height)};
+    if (!view.ok())
+      return view.status().WithContext(dataset.dir() + ": sample " + std::to_string(id));
+    out.pixels = {view->data,
+                  static_cast<size_t>(view->stride_bytes) * static_cast<size_t>(view->height)};
   }
   return out;
 }

@@ -108,8 +108,8 @@ Status PadAndNormalize(const Options& o, const Image& resized, const NormalizeTa
   t.pad_s += ThreadCpuSeconds() - start;
   start = ThreadCpuSeconds();
   ws.normalized.resize(padded.pixels.size() * DTypeSize(DType::kFloat32));
-  DOCFEED_RETURN_IF_ERROR(Normalize(ViewOf(padded), table, OutputLayout::kChw, DType::kFloat32,
-                                    ws.normalized.data()));
+  DOCFEED_RETURN_IF_ERROR(
+      Normalize(ViewOf(padded), table, OutputLayout::kChw, DType::kFloat32, ws.normalized.data()));
   t.normalize_s += ThreadCpuSeconds() - start;
   return Status::Ok();
 }

@@ -173,7 +173,9 @@ Result<KindChoice> ParseKindChoice(const std::string& text) {
 
 namespace docfeed {
 
-Result<SynthKind> ParseSynthKind(const std::string& text) { return internal::ParseKindChoice(text); }
+Result<SynthKind> ParseSynthKind(const std::string& text) {
+  return internal::ParseKindChoice(text);
+}
 
 Result<SynthSummary> Synthesize(const SynthOptions& options) {
   return internal::RunSynthesis(options);

@@ -258,10 +258,9 @@ Status Run(const Options& o) {
 }  // namespace
 
 int RunPreprocess(const Args& args) {
-  Result<ParsedArgs> parsed =
-      ParseArgs(args, {"--fast", "--align-long-axis", "--help", "-h"},
-                {"--preset", "--size", "--pad", "--seed", "--stage", "--layout", "--dtype",
-                 "--repeat", "-o"});
+  Result<ParsedArgs> parsed = ParseArgs(args, {"--fast", "--align-long-axis", "--help", "-h"},
+                                        {"--preset", "--size", "--pad", "--seed", "--stage",
+                                         "--layout", "--dtype", "--repeat", "-o"});
   if (parsed.ok() && (parsed->Has("--help") || parsed->Has("-h"))) {
     std::fputs(kUsage, stdout);
     return 0;
