@@ -29,7 +29,8 @@ std::vector<uint8_t> ReadBytes(const std::string& path) {
 // A w x h image with `channels` channels whose bytes depend on position and `seed`.
 Image Pattern(int32_t w, int32_t h, int32_t channels, int seed) {
   Image image{.width = w, .height = h, .channels = channels, .pixels = {}};
-  image.pixels.resize(static_cast<size_t>(w) * static_cast<size_t>(h) * channels);
+  image.pixels.resize(static_cast<size_t>(w) * static_cast<size_t>(h) *
+                      static_cast<size_t>(channels));
   for (size_t i = 0; i < image.pixels.size(); ++i) {
     image.pixels[i] = static_cast<uint8_t>(i * 7 + static_cast<size_t>(seed) * 31);
   }
@@ -87,7 +88,7 @@ TEST_P(DatasetReaderTest, ReadsTheStoredFilesByIdForEveryCompression) {
   ASSERT_EQ((*reader)->size(), images.size());
   EXPECT_FALSE((*reader)->preprocessed());
   const int32_t shapes[][3] = {{9, 7, 3}, {5, 3, 1}, {4, 6, 4}, {12, 2, 2}, {3, 3, 3}};
-  for (uint64_t id : {4, 0, 3, 1, 2, 0}) {  // any order
+  for (uint64_t id : {4u, 0u, 3u, 1u, 2u, 0u}) {  // any order
     Result<StoredSample> s = (*reader)->Read(id);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     // A move keeps the views valid (they point into the mapping or into `storage`).
@@ -129,7 +130,8 @@ TEST(DatasetReader, ReportsTheRecordedExifOrientation) {
 // Parses "P5|P6 <w> <h> 255" followed by one whitespace byte (docs/format.md, the stored
 // pages), returning the raster's offset; -1 if the header is not of that form.
 long RasterOffset(const std::vector<uint8_t>& file, int32_t* w, int32_t* h, int32_t* channels) {
-  const std::string head(file.begin(), file.begin() + std::min<size_t>(file.size(), 64));
+  const std::string head(file.begin(),
+                         file.begin() + std::min<long>(static_cast<long>(file.size()), 64));
   int maxval = 0;
   int consumed = 0;
   char magic = 0;
@@ -168,7 +170,8 @@ TEST(DatasetReader, ViewsThePixelsOfPreprocessedPages) {
     EXPECT_EQ(channels, s->channels);
     EXPECT_LE(h, 10);
     EXPECT_LE(w, 8);
-    ASSERT_EQ(s->pixels.size(), static_cast<size_t>(w) * h * channels);
+    ASSERT_EQ(s->pixels.size(),
+              static_cast<size_t>(w) * static_cast<size_t>(h) * static_cast<size_t>(channels));
     EXPECT_EQ(s->pixels.data(), s->bytes.data() + offset);
   }
 }
