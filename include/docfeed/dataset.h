@@ -150,8 +150,9 @@ class DatasetReader {
   bool preprocessed() const;
 
   // The stored image of sample `id`. Errors: InvalidArgument for id >= size(); Corruption naming
-  // the file and sample for a damaged entry or a checksum mismatch; for codec "ppm", ViewPpm's
-  // Corruption / Unsupported for a malformed or unsupported PGM/PPM header, naming the sample.
+  // the file and sample for a damaged entry or a checksum mismatch; for codec "ppm", Corruption
+  // / Unsupported for a malformed or unsupported PGM/PPM header (maxval 255 only), naming the
+  // sample.
   Result<StoredSample> Read(uint64_t id) const;
 
  private:
