@@ -13,7 +13,7 @@ include(CMakePackageConfigHelpers)
 include(GNUInstallDirs)
 
 set(docfeed_components docfeed_base docfeed_codec docfeed_format docfeed_kernels docfeed_imaging
-    docfeed_preset docfeed_labels docfeed_pack docfeed_migrate docfeed_pipeline)
+    docfeed_preset docfeed_labels docfeed_pack docfeed_migrate docfeed_pipeline docfeed_synth)
 add_library(docfeed_shared SHARED ${PROJECT_SOURCE_DIR}/cmake/docfeed_shared.cc)
 add_library(docfeed::docfeed ALIAS docfeed_shared)
 set_target_properties(docfeed_shared PROPERTIES OUTPUT_NAME docfeed EXPORT_NAME docfeed VERSION ${PROJECT_VERSION}
@@ -24,6 +24,11 @@ foreach(component IN LISTS docfeed_components)
   target_sources(docfeed_shared PRIVATE $<TARGET_OBJECTS:${component}>)
 endforeach()
 target_link_libraries(docfeed_shared PRIVATE docfeed_options ${docfeed_components})
+# Only the public API is exported (docfeed.map: docfeed::, not docfeed::internal::, nor the
+# third-party code linked in); tests/install/install_test.sh checks it with nm.
+set(docfeed_version_script ${PROJECT_SOURCE_DIR}/cmake/docfeed.map)
+target_link_options(docfeed_shared PRIVATE "LINKER:--version-script=${docfeed_version_script}")
+set_target_properties(docfeed_shared PROPERTIES LINK_DEPENDS ${docfeed_version_script})
 target_include_directories(docfeed_shared INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)

@@ -6,21 +6,25 @@ Times, in one run and on the same A4 scans, the time per page to produce 1553x12
       image, i.e. the floor for any Pillow-based pipeline,
   (c) docfeed exact: decode + resize + thumbnail + pad + normalize (`docfeed preprocess`; JPEGs
       stream 16-row bands from libjpeg-turbo through both resizes, pad+normalize is one pass),
-  (c0) the same computed as separate whole-image steps (`--unfused`, the previous pipeline),
+  (c0) the same computed as separate whole-image steps (`donut_stages_bench --mode unfused`,
+       src/imaging/donut_stages_bench.cc: the previous pipeline),
   (d) docfeed fast: (c) with a DCT-scaled JPEG decode (--fast),
-  (e) the decode alone (`--decode-only`): libjpeg-turbo into a buffer reused across runs (no
-      allocation or page faults), i.e. the library's own decode time; PNG through DecodeImage,
+  (e) the decode alone (`donut_stages_bench --mode decode-only`): libjpeg-turbo into a buffer
+      reused across runs (no allocation or page faults), i.e. the library's own decode time; PNG
+      through DecodeImage,
   (p) Pillow's decode alone, Image.open(page).load() (libjpeg-turbo too, with allocation),
 and the pixel cost of (d): max/mean absolute difference and PSNR of its padded uint8 image
 against (c)'s. Prints a markdown table.
 
 All times are CPU time per page (time.process_time() in Python, the thread's CPU clock inside
-`docfeed preprocess`), not wall time: on a shared machine the wall clock also counts the time
-other processes hold the core, which moved single numbers by 1.5-3x between runs.
+`docfeed preprocess` and donut_stages_bench), not wall time: on a shared machine the wall clock
+also counts the time other processes hold the core, which moved single numbers by 1.5-3x between
+runs.
 
 Usage (pin to one core; transformers comes from .venv/donut-ref, see
 python/requirements-donut-ref.txt):
   taskset -c 0 .venv/bin/python bench/imaging/donut_bench.py --build build/imaging
+(the build needs the targets docfeed and donut_stages_bench).
 """
 import argparse
 import json
@@ -91,6 +95,15 @@ def docfeed(build, page, out, repeat, *extra):
     return float(m.group(1)) / 1e3
 
 
+def stages(build, page, repeat, mode):
+    """Runs the white-box `donut_stages_bench --mode MODE`; the mean CPU time per page in s."""
+    proc = subprocess.run([str(build / "bin" / "donut_stages_bench"), page, "--mode", mode,
+                           "--size", f"{HEIGHT}x{WIDTH}", "--repeat", str(repeat)],
+                          capture_output=True, text=True, check=True)
+    m = re.search(r"cpu per image \(mean of \d+\): ([\d.]+) ms", proc.stderr)
+    return float(m.group(1)) / 1e3
+
+
 def time_pillow_decode(page, repeat):
     Image.open(page).load()
     t = time.process_time()
@@ -112,7 +125,8 @@ def fast_cost(build, page, tmp):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default="build", help="build dir holding bin/docfeed")
+    ap.add_argument("--build", default="build",
+                    help="build dir holding bin/docfeed and bin/donut_stages_bench")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--ref", default=str(REPO / ".venv" / "donut-ref"))
     args = ap.parse_args()
@@ -132,8 +146,8 @@ def main():
             exact, unfused, decode = [], [], []
             for _ in range(3):
                 exact.append(docfeed(build, page, tmp / "c.npy", args.repeat))
-                unfused.append(docfeed(build, page, tmp / "c0.npy", args.repeat, "--unfused"))
-                decode.append(docfeed(build, page, tmp / "e.npy", args.repeat, "--decode-only"))
+                unfused.append(stages(build, page, args.repeat, "unfused"))
+                decode.append(stages(build, page, args.repeat, "decode-only"))
             fast = docfeed(build, page, tmp / "d.npy", args.repeat, "--fast")
             med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
             rows.append((rel, size, mode, hf[page], pil, med(exact), med(unfused), fast,

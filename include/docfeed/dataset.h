@@ -8,11 +8,15 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "docfeed/env.h"
 #include "docfeed/status.h"
 
 namespace docfeed {
@@ -95,6 +99,67 @@ struct DatasetStats {
 
 // Reads the manifest and the index of the dataset at `path`. Errors as ReadDatasetInfo.
 Result<DatasetStats> InspectDataset(const std::string& path);
+
+// ---------------------------------------------------------------------------------------------
+// Random access to the stored samples: what a benchmark or a custom reader needs below the
+// Loader (which batches, prepares and pads; docfeed/loader.h).
+
+// One sample's stored image as Read returns it. Move-only: `bytes` and `pixels` point into the
+// dataset's mapping or into `storage`, whose heap buffer a move keeps in place (a copy would
+// point into the original's). They stay valid while both this object and the DatasetReader
+// that read it live.
+struct StoredSample {
+  StoredSample() = default;
+  StoredSample(StoredSample&&) noexcept = default;
+  StoredSample& operator=(StoredSample&&) noexcept = default;
+  StoredSample(const StoredSample&) = delete;
+  StoredSample& operator=(const StoredSample&) = delete;
+
+  std::span<const uint8_t> bytes;  // the stored image file, checksum verified
+  std::string_view codec;          // "jpeg", "png", "webp" or "ppm" (static strings)
+  int32_t width = 0;               // as the index records it, before EXIF orientation
+  int32_t height = 0;
+  int32_t channels = 0;  // as stored: 1 L, 2 LA, 3 RGB, 4 RGBA
+  // The EXIF orientation (1..8, 1 = none) recorded at pack time, which the loader applies before
+  // preparing an original image: pass it as PrepareOptions::orientation (docfeed/preprocess.h).
+  int32_t orientation = 1;
+  // For a PGM/PPM page (codec "ppm", what `pack --preprocess` stores): the validated raster
+  // inside `bytes`, height rows of width * channels bytes, without a copy; empty otherwise.
+  std::span<const uint8_t> pixels;
+  // Backs `bytes` when the Arrow body was compressed; not for direct use.
+  std::vector<uint8_t> storage;
+};
+
+// A dataset opened for reading single samples by id in O(1) through its index, without the
+// Loader's threads or buffers. Open() checks the manifest, the index and the data files'
+// schemas, as the Loader does; Read() bounds-checks the index entry and verifies the sample's
+// checksum.
+//
+// Thread safety: Read() may be called from any number of threads at once.
+// Lifetime: the reader owns the mappings; `env` must outlive it.
+class DatasetReader {
+ public:
+  // Errors: NotFound when there is no dataset at `path`; Corruption naming the file and field.
+  static Result<std::unique_ptr<DatasetReader>> Open(const std::string& path, Env* env = nullptr);
+  ~DatasetReader();
+  DatasetReader(const DatasetReader&) = delete;
+  DatasetReader& operator=(const DatasetReader&) = delete;
+
+  uint64_t size() const;  // samples
+  // True when the stored images are a preset's prepared pages (DatasetInfo::preset is set).
+  bool preprocessed() const;
+
+  // The stored image of sample `id`. Errors: InvalidArgument for id >= size(); Corruption naming
+  // the file and sample for a damaged entry or a checksum mismatch; for codec "ppm", Corruption
+  // / Unsupported for a malformed or unsupported PGM/PPM header (maxval 255 only), naming the
+  // sample.
+  Result<StoredSample> Read(uint64_t id) const;
+
+ private:
+  class Impl;
+  explicit DatasetReader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace docfeed
 

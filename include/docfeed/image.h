@@ -1,11 +1,13 @@
 // docfeed's vocabulary for pixels: an 8-bit Image and the element types and layouts of model
-// inputs. Plain values, no third-party types.
+// inputs (plain values, no third-party types), and a PNG encoder for Images.
 #ifndef DOCFEED_IMAGE_H_
 #define DOCFEED_IMAGE_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "docfeed/status.h"
 
 namespace docfeed {
 
@@ -29,6 +31,13 @@ enum class OutputLayout { kHwc, kChw };
 
 // Bytes per element of `dtype`.
 size_t DTypeSize(DType dtype);
+
+// The image as a lossless 8-bit PNG file: colour type from `image.channels` (1 gray, 2 gray +
+// alpha, 3 RGB, 4 RGBA), zlib `compression_level` 0..9 (6 is Pillow's default). Pillow opens the
+// result with the same pixels. Reentrant.
+// Errors: InvalidArgument for an empty or inconsistent image (pixels.size() != height *
+// stride_bytes()) or a level outside 0..9; ResourceExhausted when the encoder cannot allocate.
+Result<std::vector<uint8_t>> EncodePng(const Image& image, int compression_level = 6);
 
 }  // namespace docfeed
 

@@ -89,10 +89,10 @@ using docfeed::Image;
 // animated WebP and Netpbm other than binary P5/P6 with maxval 255.
 Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& limits = {});
 
-// Lossless PNG, 8-bit, colour type from `image.channels` (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA),
-// zlib `compression_level` 0..9 (Pillow's default is 6).
+// Lossless PNG (docfeed/image.h; defined in png.cc): 8-bit, colour type from `image.channels`
+// (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA), zlib `compression_level` 0..9 (Pillow's default is 6).
 // Errors: InvalidArgument for an empty/inconsistent image or a level outside 0..9.
-Result<std::vector<uint8_t>> EncodePng(const Image& image, int compression_level = 6);
+using docfeed::EncodePng;
 
 // Lossless WebP with `exact` set, so RGB under alpha 0 survives. 1- and 2-channel input is
 // expanded to RGB/RGBA. A fully opaque image decodes back as RGB (WebP stores no alpha then).

@@ -252,13 +252,18 @@ Result<Image> DecodePng(std::span<const uint8_t> bytes, const DecodeLimits& limi
   return image;
 }
 
+}  // namespace docfeed::internal
+
+namespace docfeed {
+
+// The public encoder of docfeed/image.h, which internal code reaches through codec.h's using.
 Result<std::vector<uint8_t>> EncodePng(const Image& image, int compression_level) {
-  DOCFEED_RETURN_IF_ERROR(CheckEncoderInput(image));
+  DOCFEED_RETURN_IF_ERROR(internal::CheckEncoderInput(image));
   if (compression_level < 0 || compression_level > 9) {
     return InvalidArgumentError("PNG compression level must be 0..9, got " +
                                 std::to_string(compression_level));
   }
-  SpngCtx ctx(spng_ctx_new(SPNG_CTX_ENCODER));
+  internal::SpngCtx ctx(spng_ctx_new(SPNG_CTX_ENCODER));
   if (ctx == nullptr) return ResourceExhaustedError("PNG: cannot allocate encoder");
   spng_set_option(ctx.get(), SPNG_ENCODE_TO_BUFFER, 1);
   spng_set_option(ctx.get(), SPNG_IMG_COMPRESSION_LEVEL, compression_level);
@@ -266,21 +271,22 @@ Result<std::vector<uint8_t>> EncodePng(const Image& image, int compression_level
   ihdr.width = static_cast<uint32_t>(image.width);
   ihdr.height = static_cast<uint32_t>(image.height);
   ihdr.bit_depth = 8;
-  ihdr.color_type = static_cast<uint8_t>(ColorTypeFor(image.channels));
-  if (int e = spng_set_ihdr(ctx.get(), &ihdr); e != 0) return SpngError(e, "encode header");
+  ihdr.color_type = static_cast<uint8_t>(internal::ColorTypeFor(image.channels));
+  if (int e = spng_set_ihdr(ctx.get(), &ihdr); e != 0)
+    return internal::SpngError(e, "encode header");
   // libspng's API takes a non-const pointer but only reads the pixels.
   void* pixels = const_cast<uint8_t*>(image.pixels.data());
   if (int e = spng_encode_image(ctx.get(), pixels, image.pixels.size(), SPNG_FMT_PNG,
                                 SPNG_ENCODE_FINALIZE);
       e != 0) {
-    return SpngError(e, "encode");
+    return internal::SpngError(e, "encode");
   }
   size_t size_bytes = 0;
   int error = 0;
-  SpngBuffer buffer(spng_get_png_buffer(ctx.get(), &size_bytes, &error));
-  if (buffer == nullptr) return SpngError(error, "encode buffer");
+  internal::SpngBuffer buffer(spng_get_png_buffer(ctx.get(), &size_bytes, &error));
+  if (buffer == nullptr) return internal::SpngError(error, "encode buffer");
   const auto* data = static_cast<const uint8_t*>(buffer.get());
   return std::vector<uint8_t>(data, data + size_bytes);
 }
 
-}  // namespace docfeed::internal
+}  // namespace docfeed

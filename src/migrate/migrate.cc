@@ -375,7 +375,9 @@ Status AssembleAll(const Plan& plan, const std::string& work, const NormalizeCan
 
 std::string WorkDirectory(const std::string& output) { return output + ".partial"; }
 
-Result<MigrateSummary> Migrate(const MigrateOptions& options_in) {
+namespace {
+
+Result<MigrateSummary> RunMigration(const MigrateOptions& options_in) {
   const Clock::time_point start = Clock::now();
   MigrateOptions options = options_in;
   while (options.output.size() > 1 && options.output.back() == '/') options.output.pop_back();
@@ -424,4 +426,13 @@ Result<MigrateSummary> Migrate(const MigrateOptions& options_in) {
   return summary;
 }
 
+}  // namespace
 }  // namespace docfeed::internal::migrate
+
+namespace docfeed {
+
+Result<MigrateSummary> Migrate(const MigrateOptions& options) {
+  return internal::migrate::RunMigration(options);
+}
+
+}  // namespace docfeed

@@ -23,22 +23,20 @@
 #include <string_view>
 #include <vector>
 
+#include "docfeed/migrate.h"
 #include "docfeed/status.h"
 #include "imaging/normalize.h"
 
 namespace docfeed::internal::migrate {
 
-// The element type of a pixel_values column.
-enum class FloatType { kFloat16, kFloat32, kFloat64 };
+// The element type of a pixel_values column (docfeed/migrate.h).
+using FloatType = docfeed::TensorFloatType;
 std::string_view FloatTypeName(FloatType type);  // "float16", "float32", "float64"
 size_t FloatTypeBytes(FloatType type);
 
-// A mean/std pair the tensors may have been normalized with (rescale 1/255 always).
-struct NormalizeCandidate {
-  std::string name;  // "imagenet_standard", "imagenet_default", "user"
-  std::array<double, 3> mean = {0.5, 0.5, 0.5};
-  std::array<double, 3> std = {0.5, 0.5, 0.5};
-};
+// A mean/std pair the tensors may have been normalized with (rescale 1/255 always;
+// docfeed/migrate.h).
+using NormalizeCandidate = docfeed::MigrateNormalization;
 
 // IMAGENET_STANDARD (0.5 / 0.5, Donut's Hub configs) then IMAGENET_DEFAULT (0.485, 0.456, 0.406 /
 // 0.229, 0.224, 0.225, the Donut authors' code), the constants of transformers.image_utils.

@@ -185,14 +185,6 @@ Result<Value> CellValue(const ArrayView& col, int64_t row, ColumnType type) {
 
 }  // namespace
 
-bool IsSavedDataset(const std::string& path, Env* env) {
-  env = EnvOrDefault(env);
-  if (!env->IsDirectory(path)) return false;
-  if (env->PathExists(JoinPath(path, "dataset_dict.json"))) return true;
-  return env->PathExists(JoinPath(path, "state.json")) &&
-         env->PathExists(JoinPath(path, "dataset_info.json"));
-}
-
 Result<SavedDataset> OpenSavedDataset(const std::string& path, Env* env) {
   env = EnvOrDefault(env);
   SavedDataset ds;
@@ -304,3 +296,15 @@ Result<std::vector<Value>> ReadKeptValues(const arrow::RecordBatch& batch, int64
 }
 
 }  // namespace docfeed::internal::migrate
+
+namespace docfeed {
+
+bool IsSavedDataset(const std::string& path, Env* env) {
+  env = internal::EnvOrDefault(env);
+  if (!env->IsDirectory(path)) return false;
+  if (env->PathExists(internal::JoinPath(path, "dataset_dict.json"))) return true;
+  return env->PathExists(internal::JoinPath(path, "state.json")) &&
+         env->PathExists(internal::JoinPath(path, "dataset_info.json"));
+}
+
+}  // namespace docfeed

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/env.h"
+#include "docfeed/migrate.h"
 #include "docfeed/status.h"
 #include "format/arrow/reader.h"
 #include "format/value.h"
@@ -38,8 +39,9 @@ struct SavedDataset {
 };
 
 // True when `path` is a directory with dataset_dict.json, or with state.json and
-// dataset_info.json (what `save_to_disk` writes).
-bool IsSavedDataset(const std::string& path, Env* env = nullptr);
+// dataset_info.json (what `save_to_disk` writes). Public (docfeed/migrate.h); defined in
+// source.cc.
+using docfeed::IsSavedDataset;
 
 // Errors: NotFound/Corruption naming the JSON file and field for a malformed directory, a
 // missing data file, or a dataset with no data files.

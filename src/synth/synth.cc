@@ -134,16 +134,7 @@ Status WriteAll(const SynthOptions& o, const std::string& tmp, int threads,
   return metadata.Close().WithContext(metadata_path);
 }
 
-}  // namespace
-
-Result<KindChoice> ParseKindChoice(const std::string& text) {
-  if (text == "invoice") return KindChoice::kInvoice;
-  if (text == "receipt") return KindChoice::kReceipt;
-  if (text == "mixed") return KindChoice::kMixed;
-  return InvalidArgumentError("--kind must be invoice, receipt or mixed, not \"" + text + "\"");
-}
-
-Result<SynthSummary> Synthesize(const SynthOptions& options) {
+Result<SynthSummary> RunSynthesis(const SynthOptions& options) {
   DOCFEED_RETURN_IF_ERROR(CheckOptions(options));
   std::string output = options.output;
   while (output.size() > 1 && output.back() == '/') output.pop_back();
@@ -169,4 +160,25 @@ Result<SynthSummary> Synthesize(const SynthOptions& options) {
   return summary;
 }
 
+}  // namespace
+
+Result<KindChoice> ParseKindChoice(const std::string& text) {
+  if (text == "invoice") return KindChoice::kInvoice;
+  if (text == "receipt") return KindChoice::kReceipt;
+  if (text == "mixed") return KindChoice::kMixed;
+  return InvalidArgumentError("--kind must be invoice, receipt or mixed, not \"" + text + "\"");
+}
+
 }  // namespace docfeed::internal
+
+namespace docfeed {
+
+Result<SynthKind> ParseSynthKind(const std::string& text) {
+  return internal::ParseKindChoice(text);
+}
+
+Result<SynthSummary> Synthesize(const SynthOptions& options) {
+  return internal::RunSynthesis(options);
+}
+
+}  // namespace docfeed

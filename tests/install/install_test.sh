@@ -13,6 +13,16 @@ test -f "$tmp/prefix/include/docfeed/loader.h"
 test -f "$tmp/prefix/lib/cmake/docfeed/docfeedConfig.cmake"
 # Nothing but include/docfeed is installed as headers.
 test "$(ls "$tmp/prefix/include")" = docfeed
+# The library exports the public API (docfeed::) and no symbol of docfeed::internal (functions,
+# variables, vtables, type_info; cmake/docfeed.map). Public members may still name internal
+# types in their parameters (the pImpl constructors).
+lib=$(find "$tmp/prefix" -name 'libdocfeed.so' | head -1)
+exported=$(nm -DC --defined-only "$lib")
+grep -q ' docfeed::Loader::Create(' <<< "$exported"
+if grep -E '^[0-9a-f]+ [A-Za-z] (((vtable|typeinfo|typeinfo name|VTT|guard variable) for )|(non-virtual |virtual )?thunk to )?docfeed::internal::' <<< "$exported"; then
+  echo "libdocfeed.so exports docfeed::internal symbols (above)" >&2
+  exit 1
+fi
 cmake -S "$src/examples/loader" -B "$tmp/example" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$tmp/prefix" > /dev/null
 cmake --build "$tmp/example" > /dev/null

@@ -13,22 +13,17 @@
 #include <vector>
 
 #include "args.h"
-#include "codec/codec.h"
 #include "commands.h"
-#include "format/dataset.h"
-#include "pipeline/loader.h"
-#include "preset/preset.h"
+#include "docfeed/dataset.h"
+#include "docfeed/image.h"
+#include "docfeed/loader.h"
+#include "docfeed/preprocess.h"
 #include "progress.h"
 
 namespace docfeed::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using internal::DType;
-using internal::Loader;
-using internal::LoaderOptions;
-using internal::LoaderStats;
-using internal::OutputLayout;
 
 constexpr char kBenchHelp[] =
     "usage: docfeed bench DATASET [options]\n"
@@ -99,19 +94,17 @@ Result<BenchConfig> ToConfig(const ParsedArgs& p) {
   if (pad != "random" && pad != "center") {
     return InvalidArgumentError("--pad must be random or center");
   }
-  o.preset.pad = pad == "center" ? internal::PadMode::kCenter : internal::PadMode::kRandom;
-  o.remainder = internal::Remainder::kPartial;
+  o.preset.pad = pad == "center" ? PadMode::kCenter : PadMode::kRandom;
+  o.remainder = Remainder::kPartial;
   c.json = p.Has("--json");
   // The size: given, else the packed one, else the recipe's.
   std::string size = p.Get("--size", "");
   if (size.empty()) {
-    DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<internal::Dataset> ds,
-                             internal::Dataset::Open(o.path));
-    const internal::PreprocessInfo& pre = ds->manifest().preprocess;
-    if (pre.preprocessed()) {
-      o.preset.donut.height = pre.height;
-      o.preset.donut.width = pre.width;
-      o.preset.donut.align_long_axis = pre.align_long_axis;
+    DOCFEED_ASSIGN_OR_RETURN(const DatasetInfo info, ReadDatasetInfo(o.path));
+    if (!info.preset.empty()) {
+      o.preset.donut.height = info.height;
+      o.preset.donut.width = info.width;
+      o.preset.donut.align_long_axis = info.align_long_axis;
       return c;
     }
     size = "1553x1200";
@@ -142,35 +135,40 @@ uint64_t CurrentRssBytes() {
   return static_cast<uint64_t>(resident) * 4096;
 }
 
-// The single-thread floor, in seconds per page: read + decode the stored image of the first
-// `n` samples, plus the preset's exact Prepare (the loader's own) when the dataset holds
-// originals.
+// The single-thread floor, in seconds per page: read the stored image of the first `n` samples
+// and view its PGM/PPM raster (preprocessed datasets), or run the preset's exact Prepare on it
+// (the loader's own, with the recorded EXIF orientation) when the dataset holds originals.
 Result<double> MeasureBaseline(const LoaderOptions& o, int n) {
-  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<internal::Dataset> ds, internal::Dataset::Open(o.path));
-  internal::PresetParams params;
-  params.donut = o.preset.donut;
-  DOCFEED_ASSIGN_OR_RETURN(const std::unique_ptr<const internal::Preset> preset,
-                           internal::MakePreset(params));
-  const bool preprocessed = ds->manifest().preprocess.preprocessed();
-  const uint64_t count = std::min<uint64_t>(static_cast<uint64_t>(n), ds->size());
+  DOCFEED_ASSIGN_OR_RETURN(const std::unique_ptr<DatasetReader> reader,
+                           DatasetReader::Open(o.path, o.env));
+  PresetOptions preset_options;
+  preset_options.donut = o.preset.donut;
+  DOCFEED_ASSIGN_OR_RETURN(const Preset preset, Preset::Create(preset_options));
+  const bool preprocessed = reader->preprocessed();
+  const uint64_t count = std::min<uint64_t>(static_cast<uint64_t>(n), reader->size());
   if (count == 0) return 0.0;
-  uint64_t checksum = 0;    // keeps the work observable
-  internal::Image scratch;  // reused across pages, as a loader worker reuses its own
+  uint64_t checksum = 0;  // keeps the work observable
+  Image scratch;          // reused across pages, as a loader worker reuses its own
   // Two passes over the same pages, the first untimed: the loader is measured warm too (page
   // cache, mapping, scratch buffers), so the floor must be.
   Clock::time_point start;
   for (int pass = 0; pass < 2; ++pass) {
     start = Clock::now();
     for (uint64_t id = 0; id < count; ++id) {
-      DOCFEED_ASSIGN_OR_RETURN(internal::SampleBytes s, ds->ReadSample(id, false));
+      DOCFEED_ASSIGN_OR_RETURN(const StoredSample s, reader->Read(id));
       if (preprocessed) {
-        DOCFEED_ASSIGN_OR_RETURN(internal::ImageView v, internal::ViewPpm(s.image));
-        checksum += v.data[0];
+        // Read() validated the PGM/PPM header and located the raster, as the loader's ViewPpm;
+        // a page stored in another container would need a decode the loader does too.
+        if (s.pixels.empty()) {
+          return UnsupportedError(o.path + ": sample " + std::to_string(id) +
+                                  ": preprocessed page not stored as PGM/PPM");
+        }
+        checksum += s.pixels[0];
         continue;
       }
-      internal::PrepareRequest request;
-      request.orientation = ds->record(id).flags & 0xF;
-      DOCFEED_RETURN_IF_ERROR(preset->Prepare(s.image, request, &scratch));
+      PrepareOptions prepare;
+      prepare.orientation = s.orientation;
+      DOCFEED_RETURN_IF_ERROR(preset.Prepare(s.bytes, prepare, &scratch));
       checksum += scratch.pixels[0];
     }
   }
@@ -205,7 +203,7 @@ Result<RunResult> RunLoader(const BenchConfig& c) {
     uint64_t total = loader->num_batches();
     if (c.max_batches > 0) total = std::min(total, c.max_batches);
     for (uint64_t k = 0; k < total; ++k) {
-      DOCFEED_ASSIGN_OR_RETURN(internal::Batch batch, loader->Next());
+      DOCFEED_ASSIGN_OR_RETURN(Batch batch, loader->Next());
       if (!batch.valid()) break;
       if (r.batches == 0) {
         r.first_batch_seconds = Seconds(created);
@@ -224,7 +222,7 @@ Result<RunResult> RunLoader(const BenchConfig& c) {
   return r;
 }
 
-double MsPer(const internal::StageTime& t, uint64_t pages) {
+double MsPer(const StageTime& t, uint64_t pages) {
   return pages == 0 ? 0 : static_cast<double>(t.nanos) / 1e6 / static_cast<double>(pages);
 }
 
@@ -302,7 +300,7 @@ void PrintJson(const BenchConfig& c, const RunResult& r, double baseline_s) {
   j["bad_samples"] = s.bad_samples;
   j["baseline_ms_per_page"] = baseline_s * 1e3;
   j["rss_after_epoch"] = r.rss_after_epoch;
-  j["stats"] = nlohmann::ordered_json::parse(internal::LoaderStatsJson(s));
+  j["stats"] = nlohmann::ordered_json::parse(LoaderStatsJson(s));
   std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
 

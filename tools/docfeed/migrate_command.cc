@@ -1,20 +1,19 @@
 // docfeed pack on a save_to_disk dataset: arguments, progress bar and the closing summary.
 #include "migrate_command.h"
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "args.h"
-#include "migrate/migrate.h"
-#include "migrate/source.h"
+#include "docfeed/migrate.h"
 #include "progress.h"
 
 namespace docfeed::tools {
 namespace {
-
-namespace mig = internal::migrate;
 
 constexpr char kHelp[] =
     "usage: docfeed pack SAVED_DATASET -o OUT [options]\n"
@@ -77,8 +76,8 @@ Result<std::array<double, 3>> ParseTriple(const std::string& name, const std::st
   return v;
 }
 
-Result<mig::MigrateOptions> ToOptions(const ParsedArgs& parsed) {
-  mig::MigrateOptions o;
+Result<MigrateOptions> ToOptions(const ParsedArgs& parsed) {
+  MigrateOptions o;
   if (parsed.positional.size() != 1) return InvalidArgumentError("pack takes exactly one source");
   o.source = parsed.positional[0];
   o.output = parsed.Get("-o", parsed.Get("--output", ""));
@@ -87,7 +86,7 @@ Result<mig::MigrateOptions> ToOptions(const ParsedArgs& parsed) {
   const std::string std = parsed.Get("--std", "");
   if (mean.empty() != std.empty()) return InvalidArgumentError("give --mean and --std together");
   if (!mean.empty()) {
-    mig::NormalizeCandidate c;
+    MigrateNormalization c;
     c.name = "user";
     DOCFEED_ASSIGN_OR_RETURN(c.mean, ParseTriple("--mean", mean));
     DOCFEED_ASSIGN_OR_RETURN(c.std, ParseTriple("--std", std));
@@ -98,8 +97,8 @@ Result<mig::MigrateOptions> ToOptions(const ParsedArgs& parsed) {
   if (box != "centred" && box != "tight") {
     return InvalidArgumentError("--content-box must be centred or tight");
   }
-  o.box = box == "tight" ? mig::BoxPolicy::kTight : mig::BoxPolicy::kCentred;
-  if (parsed.Has("--keep-padding")) o.box = mig::BoxPolicy::kKeep;
+  o.box = box == "tight" ? MigrateBox::kTight : MigrateBox::kCentred;
+  if (parsed.Has("--keep-padding")) o.box = MigrateBox::kKeep;
   o.pixel_column = parsed.Get("--pixel-column", "pixel_values");
   o.drop_columns = SplitList(parsed.Get("--drop-column", ""));
   o.compression = parsed.Get("--compression", "lz4_frame");
@@ -114,7 +113,7 @@ Result<mig::MigrateOptions> ToOptions(const ParsedArgs& parsed) {
   return o;
 }
 
-void PrintSummary(const mig::MigrateOptions& o, const mig::MigrateSummary& s) {
+void PrintSummary(const MigrateOptions& o, const MigrateSummary& s) {
   const double mb_s = s.seconds > 0 ? static_cast<double>(s.input_bytes) / 1e6 / s.seconds : 0;
   std::printf("migrated %llu samples from %s into %s in %s (%.1f MB/s of input)\n",
               static_cast<unsigned long long>(s.rows), o.source.c_str(), o.output.c_str(),
@@ -138,14 +137,14 @@ void PrintSummary(const mig::MigrateOptions& o, const mig::MigrateSummary& s) {
   std::printf("  padding    %llu sample(s) stored without their padding, %llu grayscale\n",
               static_cast<unsigned long long>(s.cropped),
               static_cast<unsigned long long>(s.grayscale));
-  if (s.off_centre > 0 && o.box == mig::BoxPolicy::kCentred) {
+  if (s.off_centre > 0 && o.box == MigrateBox::kCentred) {
     std::printf(
         "  note       %llu sample(s) have off-centre padding (random_padding=True at "
         "preprocessing, or black page borders): their stored box keeps part of that padding so "
         "centred padding reproduces them; --content-box tight cuts it all (see migration.json)\n",
         static_cast<unsigned long long>(s.off_centre));
   }
-  for (const mig::SplitSummary& split : s.splits) {
+  for (const MigrateSplitSummary& split : s.splits) {
     std::printf("  %-10s %llu samples, %dx%d, %s -> %s\n",
                 split.name.empty() ? "dataset" : split.name.c_str(),
                 static_cast<unsigned long long>(split.samples), split.height, split.width,
@@ -190,7 +189,7 @@ bool IsSavedDatasetSource(const Args& args) {
       if (arg.find('=') == std::string::npos && kValueless.count(arg) == 0) ++i;
       continue;
     }
-    return mig::IsSavedDataset(arg);
+    return IsSavedDataset(arg);
   }
   return false;
 }
@@ -198,15 +197,15 @@ bool IsSavedDatasetSource(const Args& args) {
 int RunPackSavedDataset(const Args& args) {
   auto start = StartCommand("pack", args, kFlags, kOptions, kHelp, &ToOptions);
   if (const int* exit_code = std::get_if<int>(&start)) return *exit_code;
-  mig::MigrateOptions* options = &std::get<mig::MigrateOptions>(start);
+  MigrateOptions* options = &std::get<MigrateOptions>(start);
   ProgressBar bar("migrating");
-  options->on_progress = [&bar](const mig::MigrateProgress& p) {
+  options->on_progress = [&bar](const MigrateProgress& p) {
     bar.Update(p.rows_done, p.rows_total, p.bytes_done, p.elapsed_seconds);
   };
   options->on_note = [](const std::string& note) {
     std::fprintf(stderr, "docfeed pack: %s\n", note.c_str());
   };
-  Result<mig::MigrateSummary> summary = mig::Migrate(*options);
+  Result<MigrateSummary> summary = Migrate(*options);
   bar.Finish();
   if (!summary.ok()) {
     std::fprintf(stderr, "docfeed pack: %s\n", summary.status().ToString().c_str());

@@ -4,29 +4,24 @@
 #include <charconv>
 #include <cstdio>
 #include <ctime>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "args.h"
-#include "base/file.h"
-#include "codec/codec.h"
 #include "commands.h"
-#include "imaging/donut.h"
-#include "imaging/jpeg_scaled.h"
-#include "imaging/normalize.h"
-#include "preset/preset.h"
+#include "docfeed/env.h"
+#include "docfeed/image.h"
+#include "docfeed/preprocess.h"
 
 namespace docfeed::tools {
 namespace {
 
-using internal::DType;
-using internal::Image;
-
 constexpr char kUsage[] =
     "usage: docfeed preprocess IMAGE --preset donut [--size HxW] [--pad center|random]\n"
     "       [--seed N] [--stage resized|padded|normalized] [--layout chw|hwc]\n"
-    "       [--dtype float32|float16] [--align-long-axis] [--fast] [--unfused] [--decode-only]\n"
-    "       [--repeat N] -o OUT.npy|OUT.png\n"
+    "       [--dtype float32|float16] [--align-long-axis] [--fast] [--repeat N]\n"
+    "       -o OUT.npy|OUT.png\n"
     "\n"
     "  --size HxW     output height x width (default 2560x1920, the processor's default). A\n"
     "                 legacy list size=[1200, 1553] in a processor config is width, height: "
@@ -37,24 +32,20 @@ constexpr char kUsage[] =
     "  --pad          center (default) or random (seeded by --seed, default 0)\n"
     "  --fast         DCT-scaled JPEG decode when the image is >= 2x the resize target (not\n"
     "                 pixel-identical to transformers)\n"
-    "  --unfused      decode, resize, pad and normalize as separate whole-image steps (the\n"
-    "                 pipeline before streaming; same output), timed per step\n"
-    "  --decode-only  only decode; writes the decoded image, HWC uint8 (a timing baseline:\n"
-    "                 JPEGs decode into a buffer reused across --repeat runs)\n"
-    "  --repeat N     run N times and print the mean CPU time per stage to stderr\n"
+    "  --repeat N     run N times and print the mean CPU time of the preset's Prepare\n"
+    "                 (decode+resize) and Finish (pad+normalize) to stderr\n"
     "  -o OUT         .npy keeps dtype and shape; .png for the uint8 stages\n";
 
-enum class Stage { kDecoded, kResized, kPadded, kNormalized };
+enum class Stage { kResized, kPadded, kNormalized };
 
 struct Options {
   std::string input, output;
-  internal::DonutConfig config;
-  internal::DonutDecodeMode mode = internal::DonutDecodeMode::kExact;
+  DonutConfig config;
+  PrepareMode mode = PrepareMode::kExact;
   Stage stage = Stage::kNormalized;
   bool random_pad = false;
-  bool unfused = false;
   uint64_t seed = 0;
-  internal::OutputLayout layout = internal::OutputLayout::kChw;
+  OutputLayout layout = OutputLayout::kChw;
   DType dtype = DType::kFloat32;
   int repeat = 0;
 };
@@ -66,22 +57,20 @@ struct Output {
   const char* descr = "|u1";
 };
 
-// Whole-image steps (--unfused): decode, resize, pad, normalize. Default: decode_s holds the
-// fused decode + resize, normalize_s the fused pad + normalize.
+// CPU seconds of the preset's two parts: Prepare (the fused decode + resize) and Finish (the
+// fused pad + normalize; pad alone for the padded stage).
 struct StageTimes {
-  double decode_s = 0, resize_s = 0, pad_s = 0, normalize_s = 0;
+  double prepare_s = 0, finish_s = 0;
 };
 
 // Buffers kept across --repeat runs, as a pipeline's buffer pool would keep them, so the timings
 // measure the work rather than page faults on fresh allocations.
 struct Workspace {
-  internal::ScaledSource decoded;
   Image resized;
-  Image padded;
   Output out;
 };
 
-Status ParseSize(const std::string& text, internal::DonutConfig& config) {
+Status ParseSize(const std::string& text, DonutConfig& config) {
   const size_t x = text.find('x');
   if (x == std::string::npos) return InvalidArgumentError("--size must be HxW, got " + text);
   DOCFEED_ASSIGN_OR_RETURN(config.height, ParseInt("--size height", text.substr(0, x), 1, 65535));
@@ -116,7 +105,7 @@ Status ParseEnums(const ParsedArgs& p, Options& o) {
             : stage == "padded" ? Stage::kPadded
                                 : Stage::kNormalized;
   o.random_pad = pad == "random";
-  o.layout = layout == "chw" ? internal::OutputLayout::kChw : internal::OutputLayout::kHwc;
+  o.layout = layout == "chw" ? OutputLayout::kChw : OutputLayout::kHwc;
   o.dtype = dtype == "float32" ? DType::kFloat32 : DType::kFloat16;
   return Status::Ok();
 }
@@ -132,9 +121,7 @@ Result<Options> ParseOptions(const ParsedArgs& p) {
   DOCFEED_ASSIGN_OR_RETURN(o.seed, ParseSeed(p.Get("--seed", "0")));
   DOCFEED_ASSIGN_OR_RETURN(o.repeat, ParseInt("--repeat", p.Get("--repeat", "0"), 0, 1000000));
   o.config.align_long_axis = p.Has("--align-long-axis");
-  if (p.Has("--fast")) o.mode = internal::DonutDecodeMode::kFast;
-  o.unfused = p.Has("--unfused");
-  if (p.Has("--decode-only")) o.stage = Stage::kDecoded;
+  if (p.Has("--fast")) o.mode = PrepareMode::kFast;
   return o;
 }
 
@@ -149,127 +136,59 @@ double ThreadCpuSeconds() {
 // Stage timers: CPU seconds since `since` (a ThreadCpuSeconds() value).
 double Seconds(double since) { return ThreadCpuSeconds() - since; }
 
-// The resized stage as the processor holds it: RGB (gray is replicated).
-Output RgbOutput(const Image& image) {
+// The resized stage as the processor holds it: RGB (a gray page's value in all three channels).
+Result<Output> RgbOutput(const Image& image) {
+  if (image.channels != 1 && image.channels != 3) {
+    return InternalError("the preset prepared a page with " + std::to_string(image.channels) +
+                         " channels");
+  }
   Output out;
   out.shape = {image.height, image.width, 3};
-  out.bytes.resize(static_cast<size_t>(image.width) * static_cast<size_t>(image.height) * 3);
-  const internal::PadOffsets none{};
-  internal::MutableImageView view{out.bytes.data(), image.width, image.height, 3,
-                                  static_cast<ptrdiff_t>(image.width) * 3};
-  internal::DonutPad(internal::ViewOf(image), none, view).IgnoreError();  // Cannot fail here.
+  const size_t pixels = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
+  out.bytes.resize(pixels * 3);
+  for (size_t i = 0; i < pixels; ++i) {
+    for (size_t c = 0; c < 3; ++c) {
+      out.bytes[3 * i + c] = image.pixels[image.channels == 1 ? i : 3 * i + c];
+    }
+  }
   return out;
-}
-
-// The unfused path draws the offsets as the preset's Finish does for sample 0 of epoch 0.
-internal::PadOffsets Offsets(const Options& o, const Image& resized) {
-  internal::PadRng rng = internal::PadRng::ForSample(o.seed, 0, 0);
-  return o.random_pad ? internal::DrawPad(resized.height, resized.width, o.config, rng)
-                      : internal::CenterPad(resized.height, resized.width, o.config);
 }
 
 void SetFloatShape(const Options& o, Output& out) {
   out.descr = o.dtype == DType::kFloat32 ? "<f4" : "<f2";
-  out.shape = o.layout == internal::OutputLayout::kChw
+  out.shape = o.layout == OutputLayout::kChw
                   ? std::vector<int64_t>{3, o.config.height, o.config.width}
                   : std::vector<int64_t>{o.config.height, o.config.width, 3};
 }
 
-Status PadThenNormalize(const Options& o, const Image& resized, Workspace& ws, StageTimes& t) {
-  double start = ThreadCpuSeconds();
-  const internal::PadOffsets offsets = Offsets(o, resized);
-  Image& padded = ws.padded;
-  padded.width = o.config.width;
-  padded.height = o.config.height;
-  padded.channels = 3;
-  padded.pixels.resize(padded.stride_bytes() * static_cast<size_t>(padded.height));
-  DOCFEED_RETURN_IF_ERROR(
-      internal::DonutPad(internal::ViewOf(resized), offsets, internal::MutableViewOf(padded)));
-  t.pad_s += Seconds(start);
-  Output& out = ws.out;
-  if (o.stage == Stage::kPadded) {
-    out.shape = {padded.height, padded.width, 3};
-    out.descr = "|u1";
-    out.bytes = padded.pixels;
-    return Status::Ok();
-  }
-  start = ThreadCpuSeconds();
-  DOCFEED_ASSIGN_OR_RETURN(const internal::NormalizeTable table,
-                           internal::MakeNormalizeTable(o.config));
-  out.bytes.resize(padded.pixels.size() * internal::DTypeSize(o.dtype));
-  DOCFEED_RETURN_IF_ERROR(
-      internal::Normalize(internal::ViewOf(padded), table, o.layout, o.dtype, out.bytes.data()));
-  t.normalize_s += Seconds(start);
-  SetFloatShape(o, out);
-  return Status::Ok();
-}
-
-// The pipeline before streaming: whole-image decode, resize, pad, normalize.
-Status RunUnfused(const Options& o, std::span<const uint8_t> bytes, Workspace& ws, StageTimes& t) {
-  double start = ThreadCpuSeconds();
-  DOCFEED_ASSIGN_OR_RETURN(const internal::ScaledSource source,
-                           internal::DecodeForDonut(bytes, o.config, o.mode));
-  t.decode_s += Seconds(start);
-  start = ThreadCpuSeconds();
-  DOCFEED_ASSIGN_OR_RETURN(const Image resized, internal::DonutResizeScaled(source, o.config));
-  t.resize_s += Seconds(start);
-  if (o.stage == Stage::kResized) {
-    ws.out = RgbOutput(resized);
-    return Status::Ok();
-  }
-  return PadThenNormalize(o, resized, ws, t);
-}
-
-// The decode alone: JPEGs into the reused workspace buffer (libjpeg-turbo's own time), other
-// formats through DecodeImage.
-Status RunDecodeOnly(std::span<const uint8_t> bytes, Workspace& ws, StageTimes& t) {
-  const double start = ThreadCpuSeconds();
-  if (internal::SniffCodec(bytes) == internal::ImageCodec::kJpeg) {
-    DOCFEED_RETURN_IF_ERROR(internal::DecodeJpegScaledInto(bytes, 1, {}, &ws.decoded));
-  } else {
-    DOCFEED_ASSIGN_OR_RETURN(ws.decoded.image, internal::DecodeImage(bytes));
-  }
-  t.decode_s += Seconds(start);
-  const Image& image = ws.decoded.image;
-  ws.out.shape = {image.height, image.width, image.channels};
-  ws.out.descr = "|u1";
-  ws.out.bytes = image.pixels;
-  return Status::Ok();
-}
-
 // The preset's two parts, as the loader runs them: Prepare (decode + resize; EXIF orientation
-// is not applied, as PIL.Image.open does not), then Finish (pad + normalize) into the output.
-Status RunOnce(const Options& o, const internal::Preset& preset, std::span<const uint8_t> bytes,
+// is not applied, as PIL.Image.open does not), then Finish (pad + normalize) into the output,
+// with the padding offsets drawn for sample 0 of epoch 0.
+Status RunOnce(const Options& o, const Preset& preset, std::span<const uint8_t> bytes,
                Workspace& ws, StageTimes& t) {
-  if (o.stage == Stage::kDecoded) return RunDecodeOnly(bytes, ws, t);
-  if (o.unfused) return RunUnfused(o, bytes, ws, t);
   double start = ThreadCpuSeconds();
-  internal::PrepareRequest request;
-  request.mode = o.mode == internal::DonutDecodeMode::kFast ? internal::PrepareMode::kFast
-                                                            : internal::PrepareMode::kExact;
-  DOCFEED_RETURN_IF_ERROR(preset.Prepare(bytes, request, &ws.resized));
-  t.decode_s += Seconds(start);
+  PrepareOptions prepare;
+  prepare.mode = o.mode;
+  DOCFEED_RETURN_IF_ERROR(preset.Prepare(bytes, prepare, &ws.resized));
+  t.prepare_s += Seconds(start);
   const Image& resized = ws.resized;
   if (o.stage == Stage::kResized) {
-    ws.out = RgbOutput(resized);
+    DOCFEED_ASSIGN_OR_RETURN(ws.out, RgbOutput(resized));
     return Status::Ok();
   }
   start = ThreadCpuSeconds();
   Output& out = ws.out;
   const DType dtype = o.stage == Stage::kPadded ? DType::kUint8 : o.dtype;
-  const internal::OutputLayout layout =
-      o.stage == Stage::kPadded ? internal::OutputLayout::kHwc : o.layout;
+  const OutputLayout layout = o.stage == Stage::kPadded ? OutputLayout::kHwc : o.layout;
   out.bytes.resize(preset.SampleBytes(dtype));
   DOCFEED_RETURN_IF_ERROR(
-      preset.Finish(internal::ViewOf(resized), {o.seed, 0, 0}, dtype, layout, out.bytes.data())
-          .status());
+      preset.Finish(resized, {o.seed, 0, 0}, dtype, layout, out.bytes.data()).status());
+  t.finish_s += Seconds(start);
   if (o.stage == Stage::kPadded) {
-    t.pad_s += Seconds(start);
     out.shape = {o.config.height, o.config.width, 3};
     out.descr = "|u1";
     return Status::Ok();
   }
-  t.normalize_s += Seconds(start);
   SetFloatShape(o, out);
   return Status::Ok();
 }
@@ -295,7 +214,7 @@ Status WriteOutput(const std::string& path, const Output& out) {
     const std::string header = NpyHeader(out);
     std::vector<uint8_t> file(header.begin(), header.end());
     file.insert(file.end(), out.bytes.begin(), out.bytes.end());
-    return internal::WriteFile(path, file);
+    return Env::Default()->WriteFile(path, file);
   }
   if (!path.ends_with(".png")) return InvalidArgumentError("-o must end in .npy or .png");
   if (std::string(out.descr) != "|u1" || out.shape.size() != 3 || out.shape[2] != 3) {
@@ -305,48 +224,33 @@ Status WriteOutput(const std::string& path, const Output& out) {
                     .height = static_cast<int32_t>(out.shape[0]),
                     .channels = 3,
                     .pixels = out.bytes};
-  DOCFEED_ASSIGN_OR_RETURN(const std::vector<uint8_t> png, internal::EncodePng(image));
-  return internal::WriteFile(path, png);
+  DOCFEED_ASSIGN_OR_RETURN(const std::vector<uint8_t> png, EncodePng(image));
+  return Env::Default()->WriteFile(path, png);
 }
 
-void PrintTimes(const Options& o, const StageTimes& t, int n, double cpu_s) {
+void PrintTimes(const StageTimes& t, int n, double cpu_s) {
   std::fprintf(stderr, "cpu per image (mean of %d): %.3f ms\n", n, 1e3 * cpu_s / n);
-  const double total = t.decode_s + t.resize_s + t.pad_s + t.normalize_s;
-  if (o.stage == Stage::kDecoded) {
-    std::fprintf(stderr,
-                 "per image (mean of %d, CPU): decode %.3f ms, total %.3f ms (%.2f images/s)\n", n,
-                 1e3 * t.decode_s / n, 1e3 * total / n, n / total);
-  } else if (o.unfused) {
-    std::fprintf(
-        stderr,
-        "per image (mean of %d, CPU): decode %.3f ms, resize %.3f ms, pad %.3f ms, normalize "
-        "%.3f ms, total %.3f ms (%.2f images/s)\n",
-        n, 1e3 * t.decode_s / n, 1e3 * t.resize_s / n, 1e3 * t.pad_s / n, 1e3 * t.normalize_s / n,
-        1e3 * total / n, n / total);
-  } else {
-    std::fprintf(stderr,
-                 "per image (mean of %d, CPU): decode+resize %.3f ms, pad+normalize %.3f ms, total "
-                 "%.3f ms (%.2f images/s)\n",
-                 n, 1e3 * t.decode_s / n, 1e3 * (t.pad_s + t.normalize_s) / n, 1e3 * total / n,
-                 n / total);
-  }
+  const double total = t.prepare_s + t.finish_s;
+  std::fprintf(stderr,
+               "per image (mean of %d, CPU): decode+resize %.3f ms, pad+normalize %.3f ms, total "
+               "%.3f ms (%.2f images/s)\n",
+               n, 1e3 * t.prepare_s / n, 1e3 * t.finish_s / n, 1e3 * total / n, n / total);
 }
 
 Status Run(const Options& o) {
-  internal::PresetParams params;
-  params.donut = o.config;
-  params.pad = o.random_pad ? internal::PadMode::kRandom : internal::PadMode::kCenter;
-  DOCFEED_ASSIGN_OR_RETURN(const std::unique_ptr<const internal::Preset> preset,
-                           internal::MakePreset(params));
-  DOCFEED_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, internal::ReadFile(o.input));
+  PresetOptions preset_options;
+  preset_options.donut = o.config;
+  preset_options.pad = o.random_pad ? PadMode::kRandom : PadMode::kCenter;
+  DOCFEED_ASSIGN_OR_RETURN(const Preset preset, Preset::Create(preset_options));
+  DOCFEED_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, Env::Default()->ReadFile(o.input));
   StageTimes t;
   Workspace ws;
-  if (Status s = RunOnce(o, *preset, bytes, ws, t); !s.ok()) return s.WithContext(o.input);
+  if (Status s = RunOnce(o, preset, bytes, ws, t); !s.ok()) return s.WithContext(o.input);
   if (o.repeat > 0) {
     t = StageTimes{};
     const double cpu_start = ThreadCpuSeconds();
-    for (int i = 0; i < o.repeat; ++i) DOCFEED_RETURN_IF_ERROR(RunOnce(o, *preset, bytes, ws, t));
-    PrintTimes(o, t, o.repeat, ThreadCpuSeconds() - cpu_start);
+    for (int i = 0; i < o.repeat; ++i) DOCFEED_RETURN_IF_ERROR(RunOnce(o, preset, bytes, ws, t));
+    PrintTimes(t, o.repeat, ThreadCpuSeconds() - cpu_start);
   }
   return WriteOutput(o.output, ws.out);
 }
@@ -354,10 +258,9 @@ Status Run(const Options& o) {
 }  // namespace
 
 int RunPreprocess(const Args& args) {
-  Result<ParsedArgs> parsed =
-      ParseArgs(args, {"--fast", "--unfused", "--decode-only", "--align-long-axis", "--help", "-h"},
-                {"--preset", "--size", "--pad", "--seed", "--stage", "--layout", "--dtype",
-                 "--repeat", "-o"});
+  Result<ParsedArgs> parsed = ParseArgs(args, {"--fast", "--align-long-axis", "--help", "-h"},
+                                        {"--preset", "--size", "--pad", "--seed", "--stage",
+                                         "--layout", "--dtype", "--repeat", "-o"});
   if (parsed.ok() && (parsed->Has("--help") || parsed->Has("-h"))) {
     std::fputs(kUsage, stdout);
     return 0;

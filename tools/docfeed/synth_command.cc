@@ -4,8 +4,8 @@
 
 #include "args.h"
 #include "commands.h"
+#include "docfeed/synth.h"
 #include "progress.h"
-#include "synth/synth.h"
 
 namespace docfeed::tools {
 namespace {
@@ -45,8 +45,8 @@ Result<uint64_t> ParseU64(const std::string& name, const std::string& text) {
   return static_cast<uint64_t>(value);
 }
 
-Result<internal::SynthOptions> ToOptions(const ParsedArgs& parsed) {
-  internal::SynthOptions o;
+Result<SynthOptions> ToOptions(const ParsedArgs& parsed) {
+  SynthOptions o;
   if (!parsed.positional.empty()) {
     return InvalidArgumentError("synth takes no positional argument (got \"" +
                                 parsed.positional[0] + "\"); use -o OUT");
@@ -57,17 +57,17 @@ Result<internal::SynthOptions> ToOptions(const ParsedArgs& parsed) {
   DOCFEED_ASSIGN_OR_RETURN(int n, ParseInt("--n", parsed.Get("--n", ""), 1, 10'000'000));
   o.count = static_cast<uint64_t>(n);
   DOCFEED_ASSIGN_OR_RETURN(o.seed, ParseU64("--seed", parsed.Get("--seed", "0")));
-  DOCFEED_ASSIGN_OR_RETURN(o.kind, internal::ParseKindChoice(parsed.Get("--kind", "mixed")));
+  DOCFEED_ASSIGN_OR_RETURN(o.kind, ParseSynthKind(parsed.Get("--kind", "mixed")));
   if (parsed.options.count("--dpi") > 0) {
     DOCFEED_ASSIGN_OR_RETURN(
-        o.dpi, ParseInt("--dpi", parsed.Get("--dpi", ""), internal::kMinDpi, internal::kMaxDpi));
+        o.dpi, ParseInt("--dpi", parsed.Get("--dpi", ""), kSynthMinDpi, kSynthMaxDpi));
   }
   DOCFEED_ASSIGN_OR_RETURN(o.threads, ParseInt("--threads", parsed.Get("--threads", "0"), 0, 1024));
   o.overwrite = parsed.Has("--overwrite");
   return o;
 }
 
-void PrintSummary(const internal::SynthOptions& o, const internal::SynthSummary& s) {
+void PrintSummary(const SynthOptions& o, const SynthSummary& s) {
   const double per_minute = s.seconds > 0 ? 60.0 * static_cast<double>(s.documents) / s.seconds : 0;
   const double kb_per_page =
       s.documents > 0 ? static_cast<double>(s.image_bytes) / 1e3 / static_cast<double>(s.documents)
@@ -92,12 +92,12 @@ int RunSynth(const Args& args) {
                             {"-o", "--output", "--n", "--seed", "--kind", "--dpi", "--threads"},
                             kSynthHelp, &ToOptions);
   if (const int* exit_code = std::get_if<int>(&start)) return *exit_code;
-  internal::SynthOptions* options = &std::get<internal::SynthOptions>(start);
+  SynthOptions* options = &std::get<SynthOptions>(start);
   ProgressBar bar("synthesizing");
-  options->on_progress = [&bar](const internal::SynthProgress& p) {
+  options->on_progress = [&bar](const SynthProgress& p) {
     bar.Update(p.done, p.total, p.bytes, p.elapsed_seconds);
   };
-  Result<internal::SynthSummary> summary = internal::Synthesize(*options);
+  Result<SynthSummary> summary = Synthesize(*options);
   bar.Finish();
   if (!summary.ok()) {
     std::fprintf(stderr, "docfeed synth: %s\n", summary.status().ToString().c_str());
