@@ -321,7 +321,13 @@ LoaderOptions MakeOptions(
   return opt;
 }
 
-// The loader object of the module. close() or destruction joins the workers.
+// The loader object of the module. Every method takes its own reference to the C++ Loader
+// (under the GIL) before releasing the GIL, so close() on another thread never frees a Loader
+// a call is still inside: close() stops it at once (Loader::Close wakes a blocked next(), which
+// raises LoaderClosedError) and the Loader is freed by whichever of them lets go last. After
+// fork() the child inherits the Loader but not its threads: its calls fail with
+// FailedPreconditionError and destroying it leaks instead of joining (pipeline/loader.h);
+// docfeed.Loader re-creates one in the child.
 struct PyLoader {
   explicit PyLoader(std::unique_ptr<Loader> l) : loader(std::move(l)) {}
   PyLoader(const PyLoader&) = delete;
@@ -337,12 +343,40 @@ struct PyLoader {
     nb::gil_scoped_release nogil;
     loader.reset();
   }
-  std::unique_ptr<Loader> loader;
-  Loader& get() {
+  std::shared_ptr<Loader> loader;  // null once closed; touched only with the GIL
+  // REQUIRES: the GIL.
+  std::shared_ptr<Loader> get() {
     if (!loader) RaiseClosed("this docfeed loader was closed");
-    return *loader;
+    return loader;
+  }
+  void Close() {
+    std::shared_ptr<Loader> own = std::move(loader);  // later calls raise LoaderClosedError
+    if (!own) return;
+    nb::gil_scoped_release nogil;
+    own->Close();  // wakes other threads' next(); joins the workers
+    own.reset();   // frees it unless a call on another thread still holds it
   }
 };
+
+// A failed loader call: Cancelled comes only from a loader that close() stopped (possibly while
+// this call waited), so it is the "closed" kind like every call after close().
+[[noreturn]] void RaiseLoaderError(const Status& status) {
+  if (status.code() == StatusCode::kCancelled) {
+    RaiseClosed("this docfeed loader was closed (" + std::string(status.message()) + ")");
+  }
+  Raise(status);
+}
+
+// Runs `call` on the loader without the GIL, holding a reference so that a concurrent close()
+// cannot free it; the reference is dropped without the GIL too.
+template <typename F>
+auto WithoutGil(PyLoader& l, F call) {
+  std::shared_ptr<Loader> loader = l.get();
+  nb::gil_scoped_release nogil;
+  auto result = call(*loader);
+  loader.reset();
+  return result;
+}
 
 // Every field of LoaderStats, in declaration order (src/pipeline/loader.h): stages as (count,
 // seconds), counters as ints, bad_sample_errors as a list of str. STATS_FIELDS exposes the
@@ -705,24 +739,20 @@ NB_MODULE(_docfeed, m) {
            "Opens `path` and starts epoch 0. Integers out of range, unknown names and bad "
            "combinations raise docfeed.InvalidArgumentError (a ValueError) naming the "
            "parameter.")
-      .def_prop_ro("num_samples", [](PyLoader& l) { return l.get().num_samples(); })
-      .def_prop_ro("num_batches", [](PyLoader& l) { return l.get().num_batches(); })
-      .def_prop_ro("preprocessed", [](PyLoader& l) { return l.get().preprocessed(); })
-      .def_prop_ro("image_mean", [](PyLoader& l) { return l.get().image_mean(); })
-      .def_prop_ro("image_std", [](PyLoader& l) { return l.get().image_std(); })
-      .def_prop_ro("batch_pixel_bytes", [](PyLoader& l) { return l.get().batch_pixel_bytes(); })
+      .def_prop_ro("num_samples", [](PyLoader& l) { return l.get()->num_samples(); })
+      .def_prop_ro("num_batches", [](PyLoader& l) { return l.get()->num_batches(); })
+      .def_prop_ro("preprocessed", [](PyLoader& l) { return l.get()->preprocessed(); })
+      .def_prop_ro("image_mean", [](PyLoader& l) { return l.get()->image_mean(); })
+      .def_prop_ro("image_std", [](PyLoader& l) { return l.get()->image_std(); })
+      .def_prop_ro("batch_pixel_bytes", [](PyLoader& l) { return l.get()->batch_pixel_bytes(); })
       .def(
           "start_epoch",
           [](PyLoader& l, nb::int_ epoch_arg, nb::int_ position_arg) {
             const auto epoch = ToInt<uint64_t>("epoch", epoch_arg);
             const auto position = ToInt<uint64_t>("position", position_arg);
-            Loader& loader = l.get();
-            Status status;
-            {
-              nb::gil_scoped_release nogil;
-              status = loader.StartEpoch(epoch, position);
-            }
-            Check(status);
+            const Status status =
+                WithoutGil(l, [&](Loader& loader) { return loader.StartEpoch(epoch, position); });
+            if (!status.ok()) RaiseLoaderError(status);
           },
           "epoch"_a, "position"_a = 0)
       .def(
@@ -731,45 +761,39 @@ NB_MODULE(_docfeed, m) {
             const LoaderState state{ToInt<uint64_t>("seed", seed_arg),
                                     ToInt<uint64_t>("epoch", epoch_arg),
                                     ToInt<uint64_t>("position", position_arg)};
-            Loader& loader = l.get();
-            Status status;
-            {
-              nb::gil_scoped_release nogil;
-              status = loader.Restore(state);
-            }
-            Check(status);
+            const Status status =
+                WithoutGil(l, [&](Loader& loader) { return loader.Restore(state); });
+            if (!status.ok()) RaiseLoaderError(status);
           },
           "seed"_a, "epoch"_a, "position"_a)
       .def("state",
            [](PyLoader& l) {
-             LoaderState s = l.get().state();
+             LoaderState s = l.get()->state();
              return std::make_tuple(s.seed, s.epoch, s.position);
            })
-      .def("stats", [](PyLoader& l) { return StatsDict(l.get().stats()); })
+      .def("stats", [](PyLoader& l) { return StatsDict(l.get()->stats()); })
       // Every statistic as the JSON text `docfeed bench --json` embeds as "stats"
       // (LoaderStatsJson: one rendering for the CLI, this module and doctor).
-      .def("stats_json", [](PyLoader& l) { return LoaderStatsJson(l.get().stats()); })
+      .def("stats_json", [](PyLoader& l) { return LoaderStatsJson(l.get()->stats()); })
       .def(
           "next",
           [](PyLoader& l) -> nb::object {
-            Loader& loader = l.get();
-            Result<Batch> next = [&] {
-              nb::gil_scoped_release nogil;
-              return loader.Next();
-            }();
-            if (!next.ok()) Raise(next.status());
+            std::shared_ptr<Loader> loader = l.get();
+            Result<Batch> next = WithoutGil(l, [](Loader& c) { return c.Next(); });
+            if (!next.ok()) RaiseLoaderError(next.status());
             if (!next.value().valid()) return nb::none();
-            const LoaderOptions& o = loader.options();
+            const LoaderOptions& o = loader->options();
             auto* b = new PyBatch{std::move(next).value(), o.dtype, o.layout, o.preset.donut.height,
                                   o.preset.donut.width};
             return nb::cast(b, nb::rv_policy::take_ownership);
           },
-          "The next batch, or None at the end of the epoch.")
-      .def("close", [](PyLoader& l) {
-        std::unique_ptr<Loader> loader = std::move(l.loader);
-        nb::gil_scoped_release nogil;
-        loader.reset();  // joins the workers
-      });
+          "The next batch, or None at the end of the epoch. Several threads may call it: each "
+          "batch goes to one of them, and all see the end. close() on another thread makes a "
+          "waiting call raise LoaderClosedError.")
+      .def(
+          "close", [](PyLoader& l) { l.Close(); },
+          "Stops the loader (any thread): wakes a next() waiting on another thread, which raises "
+          "LoaderClosedError, and joins the workers. Batches stay valid.");
 
   m.def("pack_rows", &PackRows, "output"_a, "rows"_a, "fetch"_a, nb::kw_only(), "codec"_a = "keep",
         "jpeg_quality"_a = 90, "threads"_a = 0, "overwrite"_a = false, "skip_bad"_a = false,
