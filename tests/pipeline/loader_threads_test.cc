@@ -82,7 +82,9 @@ TEST(LoaderThreads, ConcurrentConsumersGetEachBatchOnceAndAllSeeTheEnd) {
     auto loader = Make(o);
     ASSERT_NE(loader, nullptr);
     for (uint64_t epoch = 0; epoch < 3; ++epoch) {
-      if (epoch > 0) ASSERT_TRUE(loader->StartEpoch(epoch).ok());
+      if (epoch > 0) {
+        ASSERT_TRUE(loader->StartEpoch(epoch).ok());
+      }
       std::mutex mu;
       std::map<uint64_t, std::vector<int64_t>> got;  // batch index -> ids
       int duplicates = 0, errors = 0, ends = 0;
@@ -112,7 +114,9 @@ TEST(LoaderThreads, ConcurrentConsumersGetEachBatchOnceAndAllSeeTheEnd) {
       EXPECT_EQ(ends, consumers);  // every caller saw the end of the epoch
       const auto want = ExpectedIds(o, kPages, epoch);
       ASSERT_EQ(got.size(), want.size());
-      for (uint64_t k = 0; k < want.size(); ++k) EXPECT_EQ(got[k], want[k]) << "batch " << k;
+      for (uint64_t k = 0; k < want.size(); ++k) {
+        EXPECT_EQ(got[k], want[k]) << "batch " << k;
+      }
       Result<Batch> after = loader->Next();  // the end stays the end
       ASSERT_TRUE(after.ok());
       EXPECT_FALSE(after->valid());

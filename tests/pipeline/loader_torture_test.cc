@@ -121,7 +121,7 @@ void Torture(Shared& sh, uint32_t seed, int thread, std::chrono::steady_clock::t
   Loader& l = *sh.loader;
   while (std::chrono::steady_clock::now() < end) {
     ++sh.ops;
-    const uint32_t op = rng() % 100;
+    const uint32_t op = static_cast<uint32_t>(rng() % 100);
     const bool closed_before = sh.closed;
     if (op < 45 && held.size() < 2) {
       Result<Batch> b = l.Next();
