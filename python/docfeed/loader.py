@@ -190,6 +190,7 @@ class Loader:
         self.max_held = _int("max_held", max_held)
         seed_, epoch, position = self._core.state()
         self._state = {"seed": seed_, "epoch": epoch, "position": position}
+        self._num_samples = self._core.num_samples
         self._epoch_done = False
         self._restored = False
 
@@ -288,9 +289,21 @@ class Loader:
 
     def state_dict(self) -> Dict[str, int]:
         """Where the batches handed out so far end: load_state_dict() of it continues with the
-        next batch. Positions are global (all ranks), so any rank's state is valid for all."""
-        return dict(self._state, batch_size=self.batch_size, world_size=self._world_size,
-                    num_samples=self.num_samples)
+        next batch. Positions are global (all ranks), so any rank's state is valid for all.
+        With several consumer threads: the state after the last batch any of them was handed."""
+        import os
+
+        state = self._state
+        if not self._closed and self._pid == os.getpid():
+            try:
+                # The C++ loader's, updated under its lock with each batch handed out: exact
+                # also when threads race through next() (self._state is their last write).
+                seed, epoch, position = self._loader_core.state()
+                state = {"seed": seed, "epoch": epoch, "position": position}
+            except LoaderClosedError:
+                pass  # closed on another thread meanwhile: the last state seen here
+        return dict(state, batch_size=self.batch_size, world_size=self._world_size,
+                    num_samples=self._num_samples)
 
     def load_state_dict(self, state: Dict[str, int]) -> None:
         """Continues from a state_dict() (of this dataset and seed; the world size may differ)."""
@@ -357,7 +370,8 @@ class Loader:
         out.content_sizes = raw.content_sizes().clone()
         out.epoch = raw.epoch
         out.index = raw.index
-        out.resume_state = dict(self._state)
+        # This batch's own (self._state may already be another thread's next batch).
+        out.resume_state = {"seed": seed, "epoch": epoch, "position": position}
         return out
 
     def stats(self) -> Dict[str, Any]:

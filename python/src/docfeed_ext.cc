@@ -4,8 +4,8 @@
 // layer (python/docfeed/loader.py) adds torch.distributed defaults, the GPU path and the iterable
 // protocol. Contracts:
 //   * Every blocking call (Create, Next, StartEpoch, Restore) releases the GIL.
-//   * A Batch's arrays are DLPack views of the pool buffer, never copies. Each view holds a
-//     reference to the Python Batch object, which owns the C++ Batch, so the buffer returns to
+//   * A Batch's arrays are DLPack views of the pool buffer, never copies. The Python Batch object
+//     and each view (through a capsule, ViewOwner) share the C++ Batch, so the buffer returns to
 //     the pool only when the Batch object and every tensor made from it are gone (or after an
 //     explicit release(), which the Python layer calls only when it knows no view escaped).
 //   * The optional buffer allocator (pinned memory for CUDA) is a Python callable
@@ -225,31 +225,41 @@ class PyAllocator {
   std::map<void*, PyObject*> live_;
 };
 
-// The Python-side batch: owns the C++ Batch (moved out of Next()).
+// The Python-side batch: shares the C++ Batch (moved out of Next()) with the views made from it.
 struct PyBatch {
-  Batch batch;
+  std::shared_ptr<Batch> batch;
   DType dtype = DType::kFloat32;
   OutputLayout layout = OutputLayout::kChw;
   int32_t height = 0, width = 0;
 
   void RequireValid() const {
-    if (!batch.valid()) RaiseClosed("this docfeed batch was released");
+    if (!batch->valid()) RaiseClosed("this docfeed batch was released");
   }
 };
 
+// What keeps a view's memory alive: a plain capsule sharing the C++ Batch, not the Python
+// Batch object. A view that outlives the interpreter's cleanup (held by a daemon thread's frame,
+// or any object Python never frees) then keeps only the C++ batch, which needs nothing at exit,
+// instead of a nanobind instance that nanobind reports as leaked. The capsule is freed with the
+// GIL held; dropping the Batch takes the scheduler's lock briefly (never held while waiting for
+// the GIL) and may free the pool (whose allocator hook takes the GIL itself).
+nb::capsule ViewOwner(const PyBatch& b) {
+  return nb::capsule(new std::shared_ptr<Batch>(b.batch),
+                     [](void* p) noexcept { delete static_cast<std::shared_ptr<Batch>*>(p); });
+}
+
 template <typename T>
-nb::object View(nb::handle owner, const T* data, std::initializer_list<size_t> shape) {
+nb::object View(const PyBatch& b, const T* data, std::initializer_list<size_t> shape) {
   // A read-only flag would make torch warn on every batch; the views are writable like any
   // DataLoader output, and writing only affects this batch.
-  nb::ndarray<nb::pytorch> array(const_cast<T*>(data), shape.size(), shape.begin(), owner, nullptr,
-                                 nb::dtype<T>());
+  nb::ndarray<nb::pytorch> array(const_cast<T*>(data), shape.size(), shape.begin(), ViewOwner(b),
+                                 nullptr, nb::dtype<T>());
   return nb::cast(array, nb::rv_policy::reference);
 }
 
-nb::object Pixels(nb::handle self) {
-  PyBatch& b = nb::cast<PyBatch&>(self);
+nb::object Pixels(const PyBatch& b) {
   b.RequireValid();
-  const size_t n = b.batch.size();
+  const size_t n = b.batch->size();
   const size_t h = static_cast<size_t>(b.height), w = static_cast<size_t>(b.width);
   size_t shape[4] = {n, 3, h, w};
   if (b.layout == OutputLayout::kHwc) {
@@ -257,7 +267,8 @@ nb::object Pixels(nb::handle self) {
     shape[2] = w;
     shape[3] = 3;
   }
-  nb::ndarray<nb::pytorch> array(b.batch.pixels(), 4, shape, self, nullptr, ToDlpack(b.dtype));
+  nb::ndarray<nb::pytorch> array(b.batch->pixels(), 4, shape, ViewOwner(b), nullptr,
+                                 ToDlpack(b.dtype));
   return nb::cast(array, nb::rv_policy::reference);
 }
 
@@ -362,7 +373,8 @@ struct PyLoader {
 // this call waited), so it is the "closed" kind like every call after close().
 [[noreturn]] void RaiseLoaderError(const Status& status) {
   if (status.code() == StatusCode::kCancelled) {
-    RaiseClosed("this docfeed loader was closed (" + std::string(status.message()) + ")");
+    RaiseClosed("this docfeed loader was closed while the call waited (" +
+                std::string(status.message()) + ")");
   }
   Raise(status);
 }
@@ -675,52 +687,48 @@ NB_MODULE(_docfeed, m) {
         "...) without starting a loader.");
 
   nb::class_<PyBatch>(m, "Batch")
-      .def_prop_ro("valid", [](const PyBatch& b) { return b.batch.valid(); })
+      .def_prop_ro("valid", [](const PyBatch& b) { return b.batch->valid(); })
       .def_prop_ro("size",
                    [](const PyBatch& b) {
                      b.RequireValid();
-                     return b.batch.size();
+                     return b.batch->size();
                    })
-      .def_prop_ro("epoch", [](const PyBatch& b) { return b.batch.epoch(); })
-      .def_prop_ro("index", [](const PyBatch& b) { return b.batch.index(); })
-      .def_prop_ro("buffer_index", [](const PyBatch& b) { return b.batch.buffer_index(); })
-      .def_prop_ro("label_length", [](const PyBatch& b) { return b.batch.label_length(); })
+      .def_prop_ro("epoch", [](const PyBatch& b) { return b.batch->epoch(); })
+      .def_prop_ro("index", [](const PyBatch& b) { return b.batch->index(); })
+      .def_prop_ro("buffer_index", [](const PyBatch& b) { return b.batch->buffer_index(); })
+      .def_prop_ro("label_length", [](const PyBatch& b) { return b.batch->label_length(); })
       .def_prop_ro("resume_state",
                    [](const PyBatch& b) {
-                     const LoaderState& s = b.batch.resume_state();
+                     const LoaderState& s = b.batch->resume_state();
                      return std::make_tuple(s.seed, s.epoch, s.position);
                    })
-      .def("pixels", [](nb::handle self) { return Pixels(self); })
+      .def("pixels", [](const PyBatch& b) { return Pixels(b); })
       .def("labels",
-           [](nb::handle self) -> nb::object {
-             PyBatch& b = nb::cast<PyBatch&>(self);
+           [](const PyBatch& b) -> nb::object {
              b.RequireValid();
-             if (b.batch.label_length() == 0) return nb::none();
-             return View(self, b.batch.labels(), {b.batch.size(), b.batch.label_length()});
+             if (b.batch->label_length() == 0) return nb::none();
+             return View(b, b.batch->labels(), {b.batch->size(), b.batch->label_length()});
            })
       .def("sample_ids",
-           [](nb::handle self) {
-             PyBatch& b = nb::cast<PyBatch&>(self);
+           [](const PyBatch& b) {
              b.RequireValid();
-             return View(self, b.batch.sample_ids(), {b.batch.size()});
+             return View(b, b.batch->sample_ids(), {b.batch->size()});
            })
       .def("pad_offsets",
-           [](nb::handle self) {
-             PyBatch& b = nb::cast<PyBatch&>(self);
+           [](const PyBatch& b) {
              b.RequireValid();
-             return View(self, b.batch.pad_offsets(), {b.batch.size(), size_t{2}});
+             return View(b, b.batch->pad_offsets(), {b.batch->size(), size_t{2}});
            })
       .def("content_sizes",
-           [](nb::handle self) {
-             PyBatch& b = nb::cast<PyBatch&>(self);
+           [](const PyBatch& b) {
              b.RequireValid();
-             return View(self, b.batch.content_sizes(), {b.batch.size(), size_t{2}});
+             return View(b, b.batch->content_sizes(), {b.batch->size(), size_t{2}});
            })
       .def(
           "release",
           [](PyBatch& b) {
             nb::gil_scoped_release nogil;
-            b.batch.Release();
+            b.batch->Release();
           },
           "Returns the buffer to the pool now. Only safe when no view of it is alive.");
 
@@ -783,8 +791,8 @@ NB_MODULE(_docfeed, m) {
             if (!next.ok()) RaiseLoaderError(next.status());
             if (!next.value().valid()) return nb::none();
             const LoaderOptions& o = loader->options();
-            auto* b = new PyBatch{std::move(next).value(), o.dtype, o.layout, o.preset.donut.height,
-                                  o.preset.donut.width};
+            auto* b = new PyBatch{std::make_shared<Batch>(std::move(next).value()), o.dtype,
+                                  o.layout, o.preset.donut.height, o.preset.donut.width};
             return nb::cast(b, nb::rv_policy::take_ownership);
           },
           "The next batch, or None at the end of the epoch. Several threads may call it: each "

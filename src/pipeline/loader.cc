@@ -54,10 +54,16 @@ struct LoaderCore {
   Status FillSlot(const Claim& c, WorkerScratch& scratch);
 };
 
-// Keeps a forked child's last reference to the core alive forever (see LoaderCore).
+namespace {
+
+// Keeps a forked child's reference to the core alive forever (see LoaderCore): the child never
+// runs ~LoaderCore, which would destroy the parent's locks and condition variables (waiting for
+// their phantom waiters) and its std::threads.
 void LeakInForkedChild(std::shared_ptr<LoaderCore> core) {
   static_cast<void>(new std::shared_ptr<LoaderCore>(std::move(core)));
 }
+
+}  // namespace
 
 void LoaderCore::Close() {
   scheduler->Close();

@@ -104,6 +104,7 @@ def test_concurrent_next_delivers_each_batch_once_and_every_thread_sees_the_end(
                         return
                     assert b.index not in got, f"batch {b.index} delivered twice"
                     got[b.index] = b.sample_ids.tolist()
+                del b  # hold nothing while waiting: the pool limit is not under test here
 
         run_threads([consume] * consumers)
         assert len(ends) == consumers
@@ -182,8 +183,8 @@ FORK_SCRIPT = textwrap.dedent("""
             self.loader = loader
         def __iter__(self):
             for b in self.loader:
-                yield {"ids": b.sample_ids, "pixel_values": b["pixel_values"].clone(),
-                       "labels": b.get("labels")}
+                # Copies: the views of the pool cannot go through torch's shared memory.
+                yield {"ids": b.sample_ids, "pixel_values": b["pixel_values"].clone()}
 
     path, iterate_first = sys.argv[1], sys.argv[2] == "1"
     loader = docfeed.Loader(path, batch_size=3, image_size=(64, 48), seed=5, num_threads=2,
@@ -291,12 +292,22 @@ LEAK_SCRIPT = textwrap.dedent("""
         loader.close()
     elif mode == "del":
         del loader, batch
+    elif mode == "daemon":
+        # A view held by a daemon thread's frame at exit: Python never frees that frame.
+        import threading, time
+        ready = threading.Event()
+        def hold(view=batch["pixel_values"]):
+            ready.set()
+            time.sleep(600)
+        threading.Thread(target=hold, daemon=True).start()
+        ready.wait()
+        del loader, batch
     # "keep": the loader, the batch and the view all live until exit
     print(float(kept.double().sum()))
 """)
 
 
-@pytest.mark.parametrize("mode", ["close", "del", "keep"])
+@pytest.mark.parametrize("mode", ["close", "del", "keep", "daemon"])
 def test_views_outliving_the_loader_leak_nothing_at_exit(ds, mode, tmp_path):
     script = tmp_path / "views.py"
     script.write_text(LEAK_SCRIPT)
