@@ -122,10 +122,6 @@ void LoadErrorTypes() {
 
 [[noreturn]] void RaiseClosed(const std::string& message) { RaiseCode(kClosedKind, message); }
 
-void Check(const Status& status) {
-  if (!status.ok()) Raise(status);
-}
-
 // A Python int as T, or InvalidArgumentError naming `name` and the range [lo, hi]. Rejects bool
 // (an int subclass) and every non-int, so nothing is truncated or wrapped silently.
 template <typename T>
