@@ -69,10 +69,10 @@ test-cpp: build
 test-asan: build-asan
 	ctest --test-dir build/asan --output-on-failure -j $(JOBS)
 
-# The Python front's lifetime tests (and the allocator hook, via the GPU-stage test) against
-# the ASan+UBSan extension. python is not instrumented, so the ASan runtime is preloaded, with
-# libstdc++ (else ASan's __cxa_throw interceptor finds no real one); leak checks off (the
-# interpreter's own allocations).
+# The Python front's lifetime tests (and the allocator hook, via the GPU-stage test; and the
+# threads-and-close torture) against the ASan+UBSan extension. python is not instrumented, so the
+# ASan runtime is preloaded, with libstdc++ (else ASan's __cxa_throw interceptor finds no real
+# one); leak checks off (the interpreter's own allocations).
 ASAN_PY := build/asan/python-pkg
 test-python-asan: build-asan
 	cmake build/asan $(ASAN_PYTHON_FLAGS) > /dev/null
@@ -83,7 +83,8 @@ test-python-asan: build-asan
 	DOCFEED_ASAN=1 LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
 	  ASAN_OPTIONS=detect_leaks=0 DOCFEED_CLI=$(CURDIR)/build/asan/bin/docfeed \
 	  PYTHONPATH=$(CURDIR)/$(ASAN_PY) $(TRAIN_VENV)/bin/python -m pytest -q -p no:cacheprovider \
-	  tests/python/test_loader_asan.py tests/python/test_loader_gpu_stage.py
+	  tests/python/test_loader_asan.py tests/python/test_loader_gpu_stage.py \
+	  tests/python/test_loader_torture.py
 
 build/tsan/CMakeCache.txt:
 	@$(MAKE) --no-print-directory deps

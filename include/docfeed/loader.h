@@ -19,11 +19,25 @@
 // batch in steady state beyond the decoded bytes of original images (each worker decompresses
 // stored bytes into its own reused buffers). A Batch holds its buffer until it is destroyed or
 // Release()d; buffers (and the pool) outlive the Loader if batches do, so dropping the loader
-// while holding batches is safe.
+// while holding batches is safe. Next() fails with ResourceExhausted when the consumer holds
+// all prefetch + max_held buffers (not before: holding up to max_held batches leaves the
+// workers `prefetch` buffers to fill ahead, holding more eats into them).
 //
-// Threads: Next(), StartEpoch(), Restore(), state() and stats() may be called from one consumer
-// thread at a time; a Batch may be released from any thread. Destroying the loader at any point
-// stops the workers after their current sample and joins them.
+// Threads: every method may be called from any number of threads at once, except that the
+// destructor must not overlap any other call. Concurrent Next() callers share one sequence:
+// each batch goes to exactly one of them, in order, and once the last batch of the epoch is
+// taken every Next() (waiting or new) returns the end-of-epoch Batch; nobody waits for a batch
+// another caller took. StartEpoch()/Restore() concurrent with Next() switch the sequence a
+// waiting Next() continues with. Close() from any thread wakes every blocked call: Next(),
+// StartEpoch() and Restore() waiting or called later return Cancelled ("loader was closed"),
+// and Close() returns once the workers are joined (each finishes its current sample first).
+// A Batch may be released from any thread, also after Close() or the loader's destruction.
+// Destroying the loader is Close() and then freeing it.
+//
+// fork(): the workers do not exist in a child process. There Next(), StartEpoch() and Restore()
+// fail with FailedPrecondition (saying to create a new Loader in the child); destroying the
+// loader or a Batch does not touch the parent's threads or locks (their memory is left
+// allocated in the child). Other calls are not safe in the child.
 //
 // Errors are Status values (docfeed/status.h) whose messages name the dataset, file and sample.
 #ifndef DOCFEED_LOADER_H_
@@ -89,8 +103,10 @@ struct LoaderStats {
   StageTime consumer_wait;  // Next() waiting for its batch
   uint64_t batches = 0;
   uint64_t samples = 0;
-  uint64_t stored_bytes = 0;                   // stored image bytes read
-  uint64_t bad_samples = 0;                    // failed reads replaced under kSkip
+  uint64_t stored_bytes = 0;  // stored image bytes read
+  // Samples replaced under kSkip in the batches handed out, each (epoch, sample) once however
+  // often it was read (look-ahead, restarts, two slots trying it as a replacement).
+  uint64_t bad_samples = 0;
   std::vector<std::string> bad_sample_errors;  // the first few, with sample ids
   uint64_t ready_depth_sum = 0;                // batches already complete at each Next(), summed
   uint64_t pool_buffers = 0;
@@ -131,7 +147,8 @@ struct LoaderOptions {
   int num_threads = 0;  // 0: one per hardware thread
   int prefetch = 4;     // batches the workers may fill ahead of the consumer
   // Batches the consumer is expected to hold at once. The pool has prefetch + max_held buffers;
-  // Next() fails (ResourceExhausted) only when the consumer holds all of them.
+  // Next() fails (ResourceExhausted) only when the consumer holds all of them, that is when it
+  // asks for a batch while holding prefetch + max_held.
   int max_held = 2;
   // Labels: `label_column` ("" = the dataset's own label column when it holds token ids, "-" =
   // none) must be a list of int64. Each row is copied without its trailing -100s and padded with
@@ -140,7 +157,8 @@ struct LoaderOptions {
   std::string label_column;
   uint32_t label_length = 0;
   BadSamplePolicy on_error = BadSamplePolicy::kError;
-  // With kSkip: how many failed reads the loader tolerates in its lifetime before it stops.
+  // With kSkip: how many replaced samples (LoaderStats::bad_samples) the loader tolerates in
+  // its lifetime; Next() fails with ResourceExhausted on the batch that exceeds it.
   uint64_t max_bad_samples = 100;
   BufferAllocator allocator;  // empty: the loader allocates
 };
@@ -222,7 +240,8 @@ class Loader {
   // Bytes of one batch's pixels.
   size_t batch_pixel_bytes() const;
 
-  // Drops prefetched work and starts `epoch` at global position `position`.
+  // Drops prefetched work and starts `epoch` at global position `position`. Errors: Cancelled
+  // after Close(), FailedPrecondition in a forked child.
   Status StartEpoch(uint64_t epoch, uint64_t position = 0);
   // StartEpoch(state.epoch, state.position) after checking state.seed.
   Status Restore(const LoaderState& state);
@@ -231,8 +250,14 @@ class Loader {
 
   // The next batch in sampler order; an invalid Batch at the end of the epoch. Errors: the
   // first failed sample of this batch (kError) naming its id and file, the bad-sample budget
-  // exhausted (kSkip), or ResourceExhausted when every buffer is held by the consumer.
+  // exhausted (kSkip), ResourceExhausted when every buffer is held by the consumer, Cancelled
+  // after Close(), FailedPrecondition in a forked child.
   Result<Batch> Next();
+
+  // Stops the loader: wakes and fails every blocked or later Next()/StartEpoch()/Restore()
+  // (Cancelled), then joins the workers. Idempotent, any thread, concurrent with any call but
+  // the destructor. Batches stay valid. In a forked child it does nothing.
+  void Close();
 
   LoaderStats stats() const;
 

@@ -99,7 +99,8 @@ class FailedPreconditionError(Error, RuntimeError):
 
 
 class LoaderClosedError(Error, RuntimeError):
-    """The loader (or batch) was closed or released before this call."""
+    """The loader (or batch) was closed or released before this call, or close() was called on
+    another thread while this call waited (next() is woken at once)."""
 
     code = "Closed"
 

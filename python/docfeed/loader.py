@@ -3,8 +3,16 @@
 The C++ loader (include/docfeed/loader.h) fills a fixed pool of batch buffers on its own threads;
 this class hands them out as torch tensors that *view* those buffers (DLPack, no copy). A buffer
 returns to the pool when the batch and every tensor made from it are gone, so holding a batch is
-always safe; the pool has `prefetch + max_held` buffers, and asking for a batch while `max_held`
-are still referenced raises (hold fewer, raise max_held, or .clone() what you keep).
+always safe; the pool has `prefetch + max_held` buffers: holding up to `max_held` batches leaves
+the workers `prefetch` buffers to fill ahead, holding more eats into them, and asking for a batch
+while all `prefetch + max_held` are still referenced raises docfeed.ResourceExhaustedError (hold
+fewer, raise max_held, or .clone() what you keep).
+
+Threads and processes: next() may be called from several threads (each batch goes to one of
+them, all see the end of the epoch); close() from any thread makes a next() blocked on another
+raise docfeed.LoaderClosedError at once. In a forked child (a torch DataLoader worker) the first
+use makes a new C++ loader at the state the object had at the fork; a pickled loader (spawn) does
+the same in the process that unpickles it.
 
 Order and padding are functions of (seed, epoch, position) only: any thread count gives the same
 batches, a resumed run continues with exactly the batches an uninterrupted one would have seen,
@@ -23,7 +31,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from docfeed import _docfeed
 from docfeed import _gpu
-from docfeed.errors import InvalidArgumentError
+from docfeed.errors import FailedPreconditionError, InvalidArgumentError, LoaderClosedError
 
 _DTYPE_NAMES = ("uint8", "float32", "float16", "bfloat16")
 
@@ -112,7 +120,9 @@ class Loader:
         number of full batches). False: a short last batch with one process; with several the last
         step wraps around to the start of the order, as DistributedSampler pads.
       num_threads: decode/resize threads (0: one per core); prefetch: batches filled ahead;
-      max_held: batches the consumer may reference at once.
+      max_held: batches the consumer expects to reference at once with `prefetch` buffers still
+        filling ahead; next() raises ResourceExhaustedError only when all prefetch + max_held
+        buffers are referenced.
       rank, world_size: default to torch.distributed's when it is initialized, else 0 and 1.
       on_error: "raise" on the first unreadable sample (naming it), or "skip" it (replaced by the
         next good sample; at most max_bad_samples in the loader's life).
@@ -149,8 +159,10 @@ class Loader:
             remainder = "drop"
         else:
             remainder = "partial" if self._world_size == 1 else "wrap"
-        self._core = _docfeed.Loader(
-            os.fspath(path), height=height, width=width, align_long_axis=bool(align_long_axis),
+        # Everything the C++ loader is made from, kept to make it again in a forked or spawned
+        # process (see _core).
+        self._core_args = dict(
+            path=os.fspath(path), height=height, width=width, align_long_axis=bool(align_long_axis),
             batch_size=_int("batch_size", batch_size), shuffle=bool(shuffle),
             seed=_int("seed", seed), pad=pad,
             dtype="uint8" if self._gpu is not None else self._dtype,
@@ -166,6 +178,9 @@ class Loader:
             image_mean=_channel_values("image_mean", image_mean),
             image_std=_channel_values("image_std", image_std),
             allocator=self._gpu.pinned_allocator if self._gpu is not None else None)
+        self._closed = False
+        self._pid = os.getpid()
+        self._loader_core = _docfeed.Loader(**self._core_args)
         if self._gpu is not None:
             # The GPU stage normalizes with the same mean/std as the C++ float path would.
             self._gpu.set_normalization(self.image_mean, self.image_std)
@@ -175,8 +190,55 @@ class Loader:
         self.max_held = _int("max_held", max_held)
         seed_, epoch, position = self._core.state()
         self._state = {"seed": seed_, "epoch": epoch, "position": position}
+        self._num_samples = self._core.num_samples
         self._epoch_done = False
         self._restored = False
+
+    # ---- the C++ loader, per process ----
+    @property
+    def _core(self) -> Any:
+        """The C++ loader of this process. After fork() (a torch DataLoader worker) the child has
+        a copy of the parent's loader object but none of its threads, so the first use in the
+        child makes a new C++ loader from the same arguments, at the state this object had (the
+        parent's at the fork: its epoch and position); the inherited one is left alone (its
+        memory is never freed in the child, and nothing waits on the parent's threads)."""
+        import os
+
+        if self._pid != os.getpid():
+            self._reopen()
+        return self._loader_core
+
+    def _reopen(self) -> None:
+        import os
+
+        if self._gpu is not None:
+            raise FailedPreconditionError(
+                "a docfeed.Loader with device='cuda' cannot be used in a forked process (CUDA "
+                "does not survive fork()); create the loader inside the worker, or use device=None "
+                "there and move batches to the GPU in the main process")
+        if self._closed:
+            raise LoaderClosedError("this docfeed loader was closed")
+        self._pid = os.getpid()
+        self._loader_core = None  # the inherited one: dropped (the C++ side leaks it)
+        self._loader_core = _docfeed.Loader(**self._core_args)
+        seed, epoch, position = (self._state[k] for k in ("seed", "epoch", "position"))
+        if (epoch, position) != (0, 0):
+            self._loader_core.restore(seed, epoch, position)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        """Pickling (a spawned DataLoader worker) carries the arguments and the state; the other
+        process makes its own C++ loader on first use."""
+        if self._gpu is not None:
+            raise FailedPreconditionError(
+                "a docfeed.Loader with device='cuda' cannot be pickled; create it in the process "
+                "that uses it")
+        state = dict(self.__dict__)
+        state["_loader_core"] = None
+        state["_pid"] = None
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
     # ---- properties ----
     @property
@@ -227,9 +289,21 @@ class Loader:
 
     def state_dict(self) -> Dict[str, int]:
         """Where the batches handed out so far end: load_state_dict() of it continues with the
-        next batch. Positions are global (all ranks), so any rank's state is valid for all."""
-        return dict(self._state, batch_size=self.batch_size, world_size=self._world_size,
-                    num_samples=self.num_samples)
+        next batch. Positions are global (all ranks), so any rank's state is valid for all.
+        With several consumer threads: the state after the last batch any of them was handed."""
+        import os
+
+        state = self._state
+        if not self._closed and self._pid == os.getpid():
+            try:
+                # The C++ loader's, updated under its lock with each batch handed out: exact
+                # also when threads race through next() (self._state is their last write).
+                seed, epoch, position = self._loader_core.state()
+                state = {"seed": seed, "epoch": epoch, "position": position}
+            except LoaderClosedError:
+                pass  # closed on another thread meanwhile: the last state seen here
+        return dict(state, batch_size=self.batch_size, world_size=self._world_size,
+                    num_samples=self._num_samples)
 
     def load_state_dict(self, state: Dict[str, int]) -> None:
         """Continues from a state_dict() (of this dataset and seed; the world size may differ)."""
@@ -272,8 +346,9 @@ class Loader:
 
     def next(self) -> Optional[Batch]:
         """The next batch, or None at the end of the epoch."""
-        # Every batch buffer still referenced raises docfeed.ResourceExhaustedError (a
-        # RuntimeError) whose message says to release a batch or raise max_held.
+        # All prefetch + max_held batch buffers still referenced raises
+        # docfeed.ResourceExhaustedError (a RuntimeError) whose message says to release a batch
+        # or raise max_held.
         raw = self._core.next()
         if raw is None:
             self._epoch_done = True
@@ -295,7 +370,8 @@ class Loader:
         out.content_sizes = raw.content_sizes().clone()
         out.epoch = raw.epoch
         out.index = raw.index
-        out.resume_state = dict(self._state)
+        # This batch's own (self._state may already be another thread's next batch).
+        out.resume_state = {"seed": seed, "epoch": epoch, "position": position}
         return out
 
     def stats(self) -> Dict[str, Any]:
@@ -306,10 +382,16 @@ class Loader:
         return self._core.stats()
 
     def close(self) -> None:
-        """Stops the workers. Batches still referenced stay valid."""
+        """Stops the workers; any thread. A next() blocked on another thread raises
+        docfeed.LoaderClosedError at once, and so does every later call. Batches still referenced
+        stay valid."""
+        import os
+
+        self._closed = True
         if self._gpu is not None:
             self._gpu.drain()
-        self._core.close()
+        if self._pid == os.getpid():
+            self._loader_core.close()
 
     def __enter__(self) -> "Loader":
         return self

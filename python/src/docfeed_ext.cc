@@ -4,8 +4,8 @@
 // as little policy as possible; the Python layer (python/docfeed/loader.py) adds torch.distributed
 // defaults, the GPU path and the iterable protocol. Contracts:
 //   * Every blocking call (Create, Next, StartEpoch, Restore) releases the GIL.
-//   * A Batch's arrays are DLPack views of the pool buffer, never copies. Each view holds a
-//     reference to the Python Batch object, which owns the C++ Batch, so the buffer returns to
+//   * A Batch's arrays are DLPack views of the pool buffer, never copies. The Python Batch object
+//     and each view (through a capsule, ViewOwner) share the C++ Batch, so the buffer returns to
 //     the pool only when the Batch object and every tensor made from it are gone (or after an
 //     explicit release(), which the Python layer calls only when it knows no view escaped).
 //   * The optional buffer allocator (pinned memory for CUDA) is a Python callable
@@ -119,10 +119,6 @@ void LoadErrorTypes() {
 
 [[noreturn]] void RaiseClosed(const std::string& message) { RaiseCode(kClosedKind, message); }
 
-void Check(const Status& status) {
-  if (!status.ok()) Raise(status);
-}
-
 // A Python int as T, or InvalidArgumentError naming `name` and the range [lo, hi]. Rejects bool
 // (an int subclass) and every non-int, so nothing is truncated or wrapped silently.
 template <typename T>
@@ -222,31 +218,41 @@ class PyAllocator {
   std::map<void*, PyObject*> live_;
 };
 
-// The Python-side batch: owns the C++ Batch (moved out of Next()).
+// The Python-side batch: shares the C++ Batch (moved out of Next()) with the views made from it.
 struct PyBatch {
-  Batch batch;
+  std::shared_ptr<Batch> batch;
   DType dtype = DType::kFloat32;
   OutputLayout layout = OutputLayout::kChw;
   int32_t height = 0, width = 0;
 
   void RequireValid() const {
-    if (!batch.valid()) RaiseClosed("this docfeed batch was released");
+    if (!batch->valid()) RaiseClosed("this docfeed batch was released");
   }
 };
 
+// What keeps a view's memory alive: a plain capsule sharing the C++ Batch, not the Python
+// Batch object. A view that outlives the interpreter's cleanup (held by a daemon thread's frame,
+// or any object Python never frees) then keeps only the C++ batch, which needs nothing at exit,
+// instead of a nanobind instance that nanobind reports as leaked. The capsule is freed with the
+// GIL held; dropping the Batch takes the scheduler's lock briefly (never held while waiting for
+// the GIL) and may free the pool (whose allocator hook takes the GIL itself).
+nb::capsule ViewOwner(const PyBatch& b) {
+  return nb::capsule(new std::shared_ptr<Batch>(b.batch),
+                     [](void* p) noexcept { delete static_cast<std::shared_ptr<Batch>*>(p); });
+}
+
 template <typename T>
-nb::object View(nb::handle owner, const T* data, std::initializer_list<size_t> shape) {
+nb::object View(const PyBatch& b, const T* data, std::initializer_list<size_t> shape) {
   // A read-only flag would make torch warn on every batch; the views are writable like any
   // DataLoader output, and writing only affects this batch.
-  nb::ndarray<nb::pytorch> array(const_cast<T*>(data), shape.size(), shape.begin(), owner, nullptr,
-                                 nb::dtype<T>());
+  nb::ndarray<nb::pytorch> array(const_cast<T*>(data), shape.size(), shape.begin(), ViewOwner(b),
+                                 nullptr, nb::dtype<T>());
   return nb::cast(array, nb::rv_policy::reference);
 }
 
-nb::object Pixels(nb::handle self) {
-  PyBatch& b = nb::cast<PyBatch&>(self);
+nb::object Pixels(const PyBatch& b) {
   b.RequireValid();
-  const size_t n = b.batch.size();
+  const size_t n = b.batch->size();
   const size_t h = static_cast<size_t>(b.height), w = static_cast<size_t>(b.width);
   size_t shape[4] = {n, 3, h, w};
   if (b.layout == OutputLayout::kHwc) {
@@ -254,7 +260,8 @@ nb::object Pixels(nb::handle self) {
     shape[2] = w;
     shape[3] = 3;
   }
-  nb::ndarray<nb::pytorch> array(b.batch.pixels(), 4, shape, self, nullptr, ToDlpack(b.dtype));
+  nb::ndarray<nb::pytorch> array(b.batch->pixels(), 4, shape, ViewOwner(b), nullptr,
+                                 ToDlpack(b.dtype));
   return nb::cast(array, nb::rv_policy::reference);
 }
 
@@ -318,7 +325,13 @@ LoaderOptions MakeOptions(
   return opt;
 }
 
-// The loader object of the module. close() or destruction joins the workers.
+// The loader object of the module. Every method takes its own reference to the C++ Loader
+// (under the GIL) before releasing the GIL, so close() on another thread never frees a Loader
+// a call is still inside: close() stops it at once (Loader::Close wakes a blocked next(), which
+// raises LoaderClosedError) and the Loader is freed by whichever of them lets go last. After
+// fork() the child inherits the Loader but not its threads: its calls fail with
+// FailedPreconditionError and destroying it leaks instead of joining (pipeline/loader.h);
+// docfeed.Loader re-creates one in the child.
 struct PyLoader {
   explicit PyLoader(std::unique_ptr<Loader> l) : loader(std::move(l)) {}
   PyLoader(const PyLoader&) = delete;
@@ -334,12 +347,41 @@ struct PyLoader {
     nb::gil_scoped_release nogil;
     loader.reset();
   }
-  std::unique_ptr<Loader> loader;
-  Loader& get() {
+  std::shared_ptr<Loader> loader;  // null once closed; touched only with the GIL
+  // REQUIRES: the GIL.
+  std::shared_ptr<Loader> get() {
     if (!loader) RaiseClosed("this docfeed loader was closed");
-    return *loader;
+    return loader;
+  }
+  void Close() {
+    std::shared_ptr<Loader> own = std::move(loader);  // later calls raise LoaderClosedError
+    if (!own) return;
+    nb::gil_scoped_release nogil;
+    own->Close();  // wakes other threads' next(); joins the workers
+    own.reset();   // frees it unless a call on another thread still holds it
   }
 };
+
+// A failed loader call: Cancelled comes only from a loader that close() stopped (possibly while
+// this call waited), so it is the "closed" kind like every call after close().
+[[noreturn]] void RaiseLoaderError(const Status& status) {
+  if (status.code() == StatusCode::kCancelled) {
+    RaiseClosed("this docfeed loader was closed while the call waited (" +
+                std::string(status.message()) + ")");
+  }
+  Raise(status);
+}
+
+// Runs `call` on the loader without the GIL, holding a reference so that a concurrent close()
+// cannot free it; the reference is dropped without the GIL too.
+template <typename F>
+auto WithoutGil(PyLoader& l, F call) {
+  std::shared_ptr<Loader> loader = l.get();
+  nb::gil_scoped_release nogil;
+  auto result = call(*loader);
+  loader.reset();
+  return result;
+}
 
 // Every field of LoaderStats, in declaration order (docfeed/loader.h): stages as (count,
 // seconds), counters as ints, bad_sample_errors as a list of str. STATS_FIELDS exposes the
@@ -640,52 +682,48 @@ NB_MODULE(_docfeed, m) {
         "...) without starting a loader.");
 
   nb::class_<PyBatch>(m, "Batch")
-      .def_prop_ro("valid", [](const PyBatch& b) { return b.batch.valid(); })
+      .def_prop_ro("valid", [](const PyBatch& b) { return b.batch->valid(); })
       .def_prop_ro("size",
                    [](const PyBatch& b) {
                      b.RequireValid();
-                     return b.batch.size();
+                     return b.batch->size();
                    })
-      .def_prop_ro("epoch", [](const PyBatch& b) { return b.batch.epoch(); })
-      .def_prop_ro("index", [](const PyBatch& b) { return b.batch.index(); })
-      .def_prop_ro("buffer_index", [](const PyBatch& b) { return b.batch.buffer_index(); })
-      .def_prop_ro("label_length", [](const PyBatch& b) { return b.batch.label_length(); })
+      .def_prop_ro("epoch", [](const PyBatch& b) { return b.batch->epoch(); })
+      .def_prop_ro("index", [](const PyBatch& b) { return b.batch->index(); })
+      .def_prop_ro("buffer_index", [](const PyBatch& b) { return b.batch->buffer_index(); })
+      .def_prop_ro("label_length", [](const PyBatch& b) { return b.batch->label_length(); })
       .def_prop_ro("resume_state",
                    [](const PyBatch& b) {
-                     const LoaderState& s = b.batch.resume_state();
+                     const LoaderState& s = b.batch->resume_state();
                      return std::make_tuple(s.seed, s.epoch, s.position);
                    })
-      .def("pixels", [](nb::handle self) { return Pixels(self); })
+      .def("pixels", [](const PyBatch& b) { return Pixels(b); })
       .def("labels",
-           [](nb::handle self) -> nb::object {
-             PyBatch& b = nb::cast<PyBatch&>(self);
+           [](const PyBatch& b) -> nb::object {
              b.RequireValid();
-             if (b.batch.label_length() == 0) return nb::none();
-             return View(self, b.batch.labels(), {b.batch.size(), b.batch.label_length()});
+             if (b.batch->label_length() == 0) return nb::none();
+             return View(b, b.batch->labels(), {b.batch->size(), b.batch->label_length()});
            })
       .def("sample_ids",
-           [](nb::handle self) {
-             PyBatch& b = nb::cast<PyBatch&>(self);
+           [](const PyBatch& b) {
              b.RequireValid();
-             return View(self, b.batch.sample_ids(), {b.batch.size()});
+             return View(b, b.batch->sample_ids(), {b.batch->size()});
            })
       .def("pad_offsets",
-           [](nb::handle self) {
-             PyBatch& b = nb::cast<PyBatch&>(self);
+           [](const PyBatch& b) {
              b.RequireValid();
-             return View(self, b.batch.pad_offsets(), {b.batch.size(), size_t{2}});
+             return View(b, b.batch->pad_offsets(), {b.batch->size(), size_t{2}});
            })
       .def("content_sizes",
-           [](nb::handle self) {
-             PyBatch& b = nb::cast<PyBatch&>(self);
+           [](const PyBatch& b) {
              b.RequireValid();
-             return View(self, b.batch.content_sizes(), {b.batch.size(), size_t{2}});
+             return View(b, b.batch->content_sizes(), {b.batch->size(), size_t{2}});
            })
       .def(
           "release",
           [](PyBatch& b) {
             nb::gil_scoped_release nogil;
-            b.batch.Release();
+            b.batch->Release();
           },
           "Returns the buffer to the pool now. Only safe when no view of it is alive.");
 
@@ -704,24 +742,20 @@ NB_MODULE(_docfeed, m) {
            "Opens `path` and starts epoch 0. Integers out of range, unknown names and bad "
            "combinations raise docfeed.InvalidArgumentError (a ValueError) naming the "
            "parameter.")
-      .def_prop_ro("num_samples", [](PyLoader& l) { return l.get().num_samples(); })
-      .def_prop_ro("num_batches", [](PyLoader& l) { return l.get().num_batches(); })
-      .def_prop_ro("preprocessed", [](PyLoader& l) { return l.get().preprocessed(); })
-      .def_prop_ro("image_mean", [](PyLoader& l) { return l.get().image_mean(); })
-      .def_prop_ro("image_std", [](PyLoader& l) { return l.get().image_std(); })
-      .def_prop_ro("batch_pixel_bytes", [](PyLoader& l) { return l.get().batch_pixel_bytes(); })
+      .def_prop_ro("num_samples", [](PyLoader& l) { return l.get()->num_samples(); })
+      .def_prop_ro("num_batches", [](PyLoader& l) { return l.get()->num_batches(); })
+      .def_prop_ro("preprocessed", [](PyLoader& l) { return l.get()->preprocessed(); })
+      .def_prop_ro("image_mean", [](PyLoader& l) { return l.get()->image_mean(); })
+      .def_prop_ro("image_std", [](PyLoader& l) { return l.get()->image_std(); })
+      .def_prop_ro("batch_pixel_bytes", [](PyLoader& l) { return l.get()->batch_pixel_bytes(); })
       .def(
           "start_epoch",
           [](PyLoader& l, nb::int_ epoch_arg, nb::int_ position_arg) {
             const auto epoch = ToInt<uint64_t>("epoch", epoch_arg);
             const auto position = ToInt<uint64_t>("position", position_arg);
-            Loader& loader = l.get();
-            Status status;
-            {
-              nb::gil_scoped_release nogil;
-              status = loader.StartEpoch(epoch, position);
-            }
-            Check(status);
+            const Status status =
+                WithoutGil(l, [&](Loader& loader) { return loader.StartEpoch(epoch, position); });
+            if (!status.ok()) RaiseLoaderError(status);
           },
           "epoch"_a, "position"_a = 0)
       .def(
@@ -730,45 +764,39 @@ NB_MODULE(_docfeed, m) {
             const LoaderState state{ToInt<uint64_t>("seed", seed_arg),
                                     ToInt<uint64_t>("epoch", epoch_arg),
                                     ToInt<uint64_t>("position", position_arg)};
-            Loader& loader = l.get();
-            Status status;
-            {
-              nb::gil_scoped_release nogil;
-              status = loader.Restore(state);
-            }
-            Check(status);
+            const Status status =
+                WithoutGil(l, [&](Loader& loader) { return loader.Restore(state); });
+            if (!status.ok()) RaiseLoaderError(status);
           },
           "seed"_a, "epoch"_a, "position"_a)
       .def("state",
            [](PyLoader& l) {
-             LoaderState s = l.get().state();
+             LoaderState s = l.get()->state();
              return std::make_tuple(s.seed, s.epoch, s.position);
            })
-      .def("stats", [](PyLoader& l) { return StatsDict(l.get().stats()); })
+      .def("stats", [](PyLoader& l) { return StatsDict(l.get()->stats()); })
       // Every statistic as the JSON text `docfeed bench --json` embeds as "stats"
       // (LoaderStatsJson: one rendering for the CLI, this module and doctor).
-      .def("stats_json", [](PyLoader& l) { return LoaderStatsJson(l.get().stats()); })
+      .def("stats_json", [](PyLoader& l) { return LoaderStatsJson(l.get()->stats()); })
       .def(
           "next",
           [](PyLoader& l) -> nb::object {
-            Loader& loader = l.get();
-            Result<Batch> next = [&] {
-              nb::gil_scoped_release nogil;
-              return loader.Next();
-            }();
-            if (!next.ok()) Raise(next.status());
+            std::shared_ptr<Loader> loader = l.get();
+            Result<Batch> next = WithoutGil(l, [](Loader& c) { return c.Next(); });
+            if (!next.ok()) RaiseLoaderError(next.status());
             if (!next.value().valid()) return nb::none();
-            const LoaderOptions& o = loader.options();
-            auto* b = new PyBatch{std::move(next).value(), o.dtype, o.layout, o.preset.donut.height,
-                                  o.preset.donut.width};
+            const LoaderOptions& o = loader->options();
+            auto* b = new PyBatch{std::make_shared<Batch>(std::move(next).value()), o.dtype,
+                                  o.layout, o.preset.donut.height, o.preset.donut.width};
             return nb::cast(b, nb::rv_policy::take_ownership);
           },
-          "The next batch, or None at the end of the epoch.")
-      .def("close", [](PyLoader& l) {
-        std::unique_ptr<Loader> loader = std::move(l.loader);
-        nb::gil_scoped_release nogil;
-        loader.reset();  // joins the workers
-      });
+          "The next batch, or None at the end of the epoch. Several threads may call it: each "
+          "batch goes to one of them, and all see the end. close() on another thread makes a "
+          "waiting call raise LoaderClosedError.")
+      .def(
+          "close", [](PyLoader& l) { l.Close(); },
+          "Stops the loader (any thread): wakes a next() waiting on another thread, which raises "
+          "LoaderClosedError, and joins the workers. Batches stay valid.");
 
   m.def("pack_rows", &PackRows, "output"_a, "rows"_a, "fetch"_a, nb::kw_only(), "codec"_a = "keep",
         "jpeg_quality"_a = 90, "threads"_a = 0, "overwrite"_a = false, "skip_bad"_a = false,

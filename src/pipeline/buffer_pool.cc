@@ -41,6 +41,7 @@ Result<std::unique_ptr<BufferPool>> BufferPool::Create(size_t count, uint32_t ba
     b.sample_ids.resize(bs);
     b.pad_offsets.resize(2 * bs);
     b.content_sizes.resize(2 * bs);
+    b.skipped.resize(bs);
   }
   return pool;
 }
@@ -64,7 +65,8 @@ SlotView BufferPool::Slot(int index, uint32_t j) {
           &b.pad_offsets[2 * slot],
           &b.content_sizes[2 * slot],
           b.staged_labels.data() + slot * label_capacity_,
-          &b.label_lengths[slot]};
+          &b.label_lengths[slot],
+          &b.skipped[slot]};
 }
 
 void BufferPool::CompactLabels(int index, uint32_t size, uint32_t fixed_length) {

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "docfeed/loader.h"
@@ -21,6 +22,13 @@ namespace docfeed::internal {
 
 using docfeed::BufferAllocator;
 
+// A sample that failed to load and was replaced (on_error = skip), noted by the worker in the
+// slot it filled; the consumer counts it when the batch is handed out.
+struct SkippedSample {
+  uint64_t id = 0;
+  std::string error;
+};
+
 // Where one sample of a batch goes: what SampleReader::Load writes.
 struct SlotView {
   void* pixels = nullptr;           // Preset::SampleBytes bytes
@@ -29,6 +37,7 @@ struct SlotView {
   int32_t* content_size = nullptr;  // 2: height, width
   int64_t* labels = nullptr;        // label_capacity entries (staged, unpadded)
   uint32_t* label_length = nullptr;
+  std::vector<SkippedSample>* skipped = nullptr;  // the samples this slot replaced
 };
 
 class BufferPool {
@@ -42,6 +51,7 @@ class BufferPool {
     std::vector<int64_t> sample_ids;
     std::vector<int32_t> pad_offsets;
     std::vector<int32_t> content_sizes;
+    std::vector<std::vector<SkippedSample>> skipped;  // per slot
   };
 
   // Errors: ResourceExhausted when a pixel buffer cannot be allocated.

@@ -6,6 +6,8 @@
 #include <thread>
 #include <utility>
 
+#include "base/file.h"
+#include "base/mutex.h"
 #include "format/dataset.h"
 #include "format/manifest.h"
 #include "pipeline/buffer_pool.h"
@@ -15,21 +17,60 @@
 namespace docfeed::internal {
 
 // Shared by the Loader and every Batch it handed out: the pool (and what its buffers' contents
-// mean) outlives the Loader while batches do. Workers are joined in ~Loader.
+// mean) outlives the Loader while batches do. Workers are joined by Close() (also run by
+// ~Loader), so a LoaderCore is never destroyed with a worker running.
+//
+// After fork() the child has this memory but none of the workers, and the scheduler's mutex
+// and condition variables may be in the state a parent thread left them in (held, waited on):
+// nothing in the child may lock, wait on or destroy them. So every entry point checks Forked()
+// first; in the child the calls that return a Status fail, and the last reference is leaked
+// instead of destroyed (LeakInForkedChild).
 struct LoaderCore {
   LoaderOptions options;
+  const int owner_pid = CurrentProcessId();
   StatsRecorder stats;
   std::unique_ptr<SampleReader> reader;
   std::unique_ptr<BufferPool> pool;
   std::unique_ptr<Scheduler> scheduler;
-  std::vector<std::thread> workers;
+  Mutex workers_mu;  // serializes Close(): the second caller returns once the first joined
+  std::vector<std::thread> workers DOCFEED_GUARDED_BY(workers_mu);
+
+  bool Forked() const { return CurrentProcessId() != owner_pid; }
+  Status ForkedError() const {
+    return FailedPreconditionError(
+        "this docfeed loader was created in process " + std::to_string(owner_pid) +
+        " and is used in process " + std::to_string(CurrentProcessId()) +
+        " after fork(); its worker threads do not exist here. Create a new Loader in the "
+        "child (docfeed.Loader in Python does so by itself)");
+  }
+  // Stops the scheduler, then joins the workers (each finishes its current sample first).
+  void Close() DOCFEED_EXCLUDES(workers_mu);
 
   // One worker: claim a slot, fill it (outside the scheduler's lock), report it.
   void WorkerLoop();
   // Fills slot c.j of its buffer; under kSkip a failed sample is replaced by the next positions
-  // of the same epoch order, so the replacement is the same whichever thread meets it.
+  // of the same epoch order, so the replacement is the same whichever thread meets it, and the
+  // replaced ids are noted in the slot for Next() to count.
   Status FillSlot(const Claim& c, WorkerScratch& scratch);
 };
+
+namespace {
+
+// Keeps a forked child's reference to the core alive forever (see LoaderCore): the child never
+// runs ~LoaderCore, which would destroy the parent's locks and condition variables (waiting for
+// their phantom waiters) and its std::threads.
+void LeakInForkedChild(std::shared_ptr<LoaderCore> core) {
+  static_cast<void>(new std::shared_ptr<LoaderCore>(std::move(core)));
+}
+
+}  // namespace
+
+void LoaderCore::Close() {
+  scheduler->Close();
+  MutexLock lock(&workers_mu);
+  for (std::thread& t : workers) t.join();
+  workers.clear();
+}
 
 void LoaderCore::WorkerLoop() {
   WorkerScratch scratch;
@@ -46,16 +87,19 @@ void LoaderCore::WorkerLoop() {
 Status LoaderCore::FillSlot(const Claim& c, WorkerScratch& scratch) {
   const EpochOrder& o = *c.order;
   const SlotView slot = pool->Slot(c.buffer, c.j);
+  slot.skipped->clear();
   uint64_t position = o.Position(c.k, c.j);
   for (uint64_t tries = 0;; ++tries, ++position) {
     const uint64_t id = o.SampleAt(position);
     Status status = reader->Load(id, o.options().epoch, slot, scratch);
     if (status.ok()) return status;
     if (options.on_error == BadSamplePolicy::kError) return status;
-    const uint64_t bad = stats.RecordBad("sample " + std::to_string(id) + ": " + status.ToString());
-    if (bad > options.max_bad_samples || tries + 1 >= o.options().num_samples) {
-      return ResourceExhaustedError(std::to_string(bad) +
-                                    " samples failed to load, more than the budget of " +
+    slot.skipped->push_back({id, "sample " + std::to_string(id) + ": " + status.ToString()});
+    // The lifetime budget is counted when the batch is handed out (Next); one slot alone may
+    // not exceed it either, nor try every sample.
+    if (tries + 1 > options.max_bad_samples || tries + 1 >= o.options().num_samples) {
+      return ResourceExhaustedError(std::to_string(tries + 1) +
+                                    " samples in a row failed to load, more than the budget of " +
                                     std::to_string(options.max_bad_samples) +
                                     " (max_bad_samples); the last: " + status.ToString());
     }
@@ -106,8 +150,12 @@ Batch::~Batch() { Release(); }
 
 void Batch::Release() {
   if (core_ == nullptr) return;
-  core_->scheduler->Release(buffer_);
-  core_.reset();
+  if (core_->Forked()) {
+    internal::LeakInForkedChild(std::move(core_));
+  } else {
+    core_->scheduler->Release(buffer_);
+    core_.reset();
+  }
   buffer_ = -1;
 }
 
@@ -143,6 +191,23 @@ PresetParams MakePresetParams(const LoaderOptions& o, const Manifest& manifest) 
   if (o.image_mean) params.donut.mean = *o.image_mean;
   if (o.image_std) params.donut.std = *o.image_std;
   return params;
+}
+
+// Counts the samples the workers replaced in `batch` (handed out just now) against the
+// lifetime budget; the batch's own samples are all good.
+Status CountSkipped(LoaderCore& c, const BufferPool::Buffer& m, const Batch& batch) {
+  uint64_t bad = 0;
+  const internal::SkippedSample* last = nullptr;
+  for (uint32_t j = 0; j < batch.size(); ++j) {
+    for (const internal::SkippedSample& s : m.skipped[j]) {
+      bad = c.stats.RecordBad(batch.epoch(), s.id, s.error);
+      last = &s;
+    }
+  }
+  if (last == nullptr || bad <= c.options.max_bad_samples) return Status::Ok();
+  return ResourceExhaustedError(
+      std::to_string(bad) + " samples failed to load, more than the budget of " +
+      std::to_string(c.options.max_bad_samples) + " (max_bad_samples); the last: " + last->error);
 }
 
 }  // namespace
@@ -200,13 +265,23 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
   int threads = options.num_threads;
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   LoaderCore* raw = core.get();
-  for (int i = 0; i < threads; ++i) core->workers.emplace_back([raw] { raw->WorkerLoop(); });
+  {
+    internal::MutexLock lock(&core->workers_mu);
+    for (int i = 0; i < threads; ++i) core->workers.emplace_back([raw] { raw->WorkerLoop(); });
+  }
   return std::unique_ptr<Loader>(new Loader(std::move(core)));
 }
 
 Loader::~Loader() {
-  core_->scheduler->Stop();
-  for (std::thread& t : core_->workers) t.join();
+  if (core_->Forked()) {
+    internal::LeakInForkedChild(std::move(core_));
+    return;
+  }
+  core_->Close();
+}
+
+void Loader::Close() {
+  if (!core_->Forked()) core_->Close();
 }
 
 const LoaderOptions& Loader::options() const { return core_->options; }
@@ -223,10 +298,12 @@ uint64_t Loader::num_batches() const { return core_->scheduler->num_batches(); }
 LoaderState Loader::state() const { return core_->scheduler->state(); }
 
 Status Loader::StartEpoch(uint64_t epoch, uint64_t position) {
+  if (core_->Forked()) return core_->ForkedError();
   return core_->scheduler->StartEpoch(epoch, position);
 }
 
 Status Loader::Restore(const LoaderState& state) {
+  if (core_->Forked()) return core_->ForkedError();
   if (state.seed != core_->options.seed) {
     return InvalidArgumentError("the saved loader state has seed " + std::to_string(state.seed) +
                                 ", this loader seed " + std::to_string(core_->options.seed) +
@@ -242,6 +319,7 @@ Status Loader::Restore(const LoaderState& state) {
 
 Result<Batch> Loader::Next() {
   LoaderCore& c = *core_;
+  if (c.Forked()) return c.ForkedError();
   constexpr uint64_t kNotWaited = ~uint64_t{0};
   uint64_t waited = kNotWaited;
   Result<Delivery> d = c.scheduler->Next(&waited);
@@ -265,6 +343,9 @@ Result<Batch> Loader::Next() {
   batch.pad_offsets_ = m.pad_offsets.data();
   batch.content_sizes_ = m.content_sizes.data();
   batch.resume_state_ = d->resume_state;
+  if (c.options.on_error == BadSamplePolicy::kSkip) {
+    DOCFEED_RETURN_IF_ERROR(CountSkipped(c, m, batch));  // an error drops (releases) the batch
+  }
   return batch;
 }
 

@@ -11,11 +11,11 @@ nlohmann::json StageJson(const StageTime& t) { return {{"count", t.count}, {"nan
 
 }  // namespace
 
-uint64_t StatsRecorder::RecordBad(const std::string& message) {
-  const uint64_t count = bad_samples_.fetch_add(1, std::memory_order_relaxed) + 1;
+uint64_t StatsRecorder::RecordBad(uint64_t epoch, uint64_t id, const std::string& message) {
   MutexLock lock(&mu_);
+  if (!bad_seen_.emplace(epoch, id).second) return bad_samples_.load(std::memory_order_relaxed);
   if (bad_errors_.size() < kMaxRecordedErrors) bad_errors_.push_back(message);
-  return count;
+  return bad_samples_.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
 LoaderStats StatsRecorder::Snapshot() const {

@@ -9,7 +9,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/mutex.h"
@@ -48,8 +50,11 @@ class StatsRecorder {
   AtomicStage read, decode, resize, decode_resize, pad_normalize, buffer_wait, consumer_wait;
   std::atomic<uint64_t> samples{0}, batches{0}, stored_bytes{0};
 
-  // Counts one bad sample, keeps the first few messages; returns the count so far.
-  uint64_t RecordBad(const std::string& message) DOCFEED_EXCLUDES(mu_);
+  // Counts sample `id` of `epoch` as skipped unless it already was (a sample is skipped at most
+  // once per epoch however often it is read: by a look-ahead that is later dropped, by two
+  // slots both trying it as a replacement, by a restarted epoch), keeps the first few messages;
+  // returns the count so far.
+  uint64_t RecordBad(uint64_t epoch, uint64_t id, const std::string& message) DOCFEED_EXCLUDES(mu_);
   uint64_t bad_samples() const { return bad_samples_.load(std::memory_order_relaxed); }
 
   // Every counter except the pool's and the scheduler's (the caller fills those).
@@ -59,6 +64,7 @@ class StatsRecorder {
   std::atomic<uint64_t> bad_samples_{0};
   mutable Mutex mu_;
   std::vector<std::string> bad_errors_ DOCFEED_GUARDED_BY(mu_);
+  std::set<std::pair<uint64_t, uint64_t>> bad_seen_ DOCFEED_GUARDED_BY(mu_);  // (epoch, id)
 };
 
 }  // namespace docfeed::internal

@@ -32,7 +32,7 @@ Status Scheduler::Init() {
 
 bool Scheduler::TryClaim(Claim* claim, bool* no_buffer) {
   *no_buffer = false;
-  if (paused_ || order_ == nullptr) return false;
+  if (pausers_ > 0 || order_ == nullptr) return false;
   // Unclaimed slots of started batches first: the current epoch's come before the look-ahead's.
   for (InFlight& b : in_flight_) {
     if (b.next_slot < b.size) {
@@ -73,7 +73,7 @@ bool Scheduler::WaitForClaim(Claim* claim, uint64_t* buffer_wait_nanos) {
   bool no_buffer = false;
   bool waited_for_buffer = false;
   Clock::time_point wait_start;
-  while (!stopping_ && !TryClaim(claim, &no_buffer)) {
+  while (!closed_ && !TryClaim(claim, &no_buffer)) {
     if (no_buffer && !waited_for_buffer) {
       waited_for_buffer = true;
       wait_start = Clock::now();
@@ -81,7 +81,7 @@ bool Scheduler::WaitForClaim(Claim* claim, uint64_t* buffer_wait_nanos) {
     work_cv_.Wait(&mu_);
   }
   if (waited_for_buffer) *buffer_wait_nanos += NanosSince(wait_start);
-  if (stopping_) return false;
+  if (closed_) return false;
   ++active_;
   return true;
 }
@@ -111,31 +111,20 @@ bool Scheduler::FrontReady() const {
          in_flight_.front().k == next_to_deliver_ && in_flight_.front().remaining == 0;
 }
 
-Result<Delivery> Scheduler::Next(uint64_t* waited_nanos) {
-  MutexLock lock(&mu_);
-  if (next_to_deliver_ >= order_->num_batches()) {
-    Delivery end;
-    end.end = true;
-    return end;
-  }
-  for (const InFlight& b : in_flight_) ready_depth_sum_ += b.remaining == 0 ? 1 : 0;
-  const Clock::time_point start = Clock::now();
-  while (!FrontReady()) {
-    if (in_flight_.empty() && held_ == num_buffers_) {
-      return ResourceExhaustedError(
-          "every batch buffer (" + std::to_string(num_buffers_) +
-          ") is held by the consumer; release a batch before asking for the next, or raise "
-          "max_held");
-    }
-    ready_cv_.Wait(&mu_);
-  }
-  *waited_nanos = NanosSince(start);
+namespace {
+
+Status ClosedError() { return CancelledError("loader was closed"); }
+
+}  // namespace
+
+Result<Delivery> Scheduler::TakeFront() {
   InFlight done = std::move(in_flight_.front());
   in_flight_.pop_front();
   ++next_to_deliver_;
   delivered_any_ = true;
   last_state_ = {seed_, order_->options().epoch, order_->PositionAfter(done.k)};
   work_cv_.SignalAll();
+  ready_cv_.SignalAll();  // other consumers waiting re-check (the epoch may be over now)
   if (!done.error.ok()) {
     free_buffers_.push_back(done.buffer);
     return done.error;
@@ -147,6 +136,32 @@ Result<Delivery> Scheduler::Next(uint64_t* waited_nanos) {
                   .epoch = order_->options().epoch,
                   .k = done.k,
                   .resume_state = last_state_};
+}
+
+Result<Delivery> Scheduler::Next(uint64_t* waited_nanos) {
+  MutexLock lock(&mu_);
+  for (const InFlight& b : in_flight_) ready_depth_sum_ += b.remaining == 0 ? 1 : 0;
+  const Clock::time_point start = Clock::now();
+  // Every exit condition is checked after each wake-up: another consumer thread may have taken
+  // the batch this one waited for (or the last one of the epoch), or closed the loader.
+  while (true) {
+    if (closed_) return ClosedError();
+    if (next_to_deliver_ >= order_->num_batches()) {
+      Delivery end;
+      end.end = true;
+      return end;
+    }
+    if (FrontReady()) break;
+    if (in_flight_.empty() && held_ == num_buffers_) {
+      return ResourceExhaustedError(
+          "every batch buffer (" + std::to_string(num_buffers_) +
+          ", prefetch + max_held) is held by the consumer; release a batch before asking for "
+          "the next, or raise max_held");
+    }
+    ready_cv_.Wait(&mu_);
+  }
+  *waited_nanos = NanosSince(start);
+  return TakeFront();
 }
 
 void Scheduler::Release(int buffer) {
@@ -162,6 +177,7 @@ Status Scheduler::StartEpoch(uint64_t epoch, uint64_t position) {
   std::shared_ptr<const EpochOrder> order;
   {
     MutexLock lock(&mu_);
+    if (closed_) return ClosedError();
     // Nothing handed out yet and the same start: keep what the workers prefetched.
     const EpochOrderOptions& cur = order_->options();
     if (!delivered_any_ && cur.epoch == epoch && cur.start == position) return Status::Ok();
@@ -175,19 +191,25 @@ Status Scheduler::StartEpoch(uint64_t epoch, uint64_t position) {
   DOCFEED_ASSIGN_OR_RETURN(std::shared_ptr<const EpochOrder> ahead, make_order_(epoch + 1, 0));
   {
     MutexLock lock(&mu_);
+    if (closed_) return ClosedError();
     // Stop new claims and wait for the workers to leave the slots they are writing, so no
     // buffer goes back to the pool while a worker still writes into it.
-    paused_ = true;
+    ++pausers_;
     while (active_ != 0) idle_cv_.Wait(&mu_);
+    --pausers_;
+    if (closed_) return ClosedError();
+    // Only the look-ahead's batches are kept, and only while `order` still is the look-ahead:
+    // another StartEpoch may have installed it since, and its batches may be half delivered.
+    const bool from_ahead = order == ahead_;
     std::deque<InFlight> kept;
     for (InFlight& b : in_flight_) {
-      if (b.order == order) {
+      if (from_ahead && b.order == order) {
         kept.push_back(std::move(b));
       } else {
         free_buffers_.push_back(b.buffer);
       }
     }
-    next_to_start_ = order == ahead_ ? ahead_next_to_start_ : 0;
+    next_to_start_ = from_ahead ? ahead_next_to_start_ : 0;
     in_flight_ = std::move(kept);
     order_ = std::move(order);
     ahead_ = std::move(ahead);
@@ -196,18 +218,21 @@ Status Scheduler::StartEpoch(uint64_t epoch, uint64_t position) {
     next_to_deliver_ = 0;
     delivered_any_ = false;
     last_state_ = {seed_, epoch, position};
-    paused_ = false;
   }
+  // Workers claim the new epoch's slots; a Next() waiting on the old order re-checks the new.
   work_cv_.SignalAll();
+  ready_cv_.SignalAll();
   return Status::Ok();
 }
 
-void Scheduler::Stop() {
+void Scheduler::Close() {
   {
     MutexLock lock(&mu_);
-    stopping_ = true;
+    closed_ = true;
   }
   work_cv_.SignalAll();
+  ready_cv_.SignalAll();
+  idle_cv_.SignalAll();
 }
 
 LoaderState Scheduler::state() const {

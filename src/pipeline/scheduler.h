@@ -10,10 +10,18 @@
 //   Release                a delivered buffer returns to the free list
 //   StartEpoch             drops prefetched work (keeping what belongs to the new epoch's
 //                          start) after the workers left the buffers they write
+//   Close                  wakes every waiter: workers stop claiming, Next and StartEpoch
+//                          return Cancelled from then on
 //
 // Locking: one Mutex guards every member below it (checked by clang's -Wthread-safety). The
 // scheduler never calls out while holding it, except for the `on_complete` hook (the label
 // compaction of a finished batch, which touches only that batch's buffer).
+//
+// Every consumer-side call may come from several threads at once. Each wait re-checks, after
+// every wake-up, all the conditions that end it (the batch is ready, the epoch is over, the
+// scheduler is closed, every buffer is held), so no caller waits for something another caller
+// already took: each batch goes to exactly one Next(), and every Next() waiting when the last
+// batch is taken returns the end of the epoch.
 #ifndef DOCFEED_PIPELINE_SCHEDULER_H_
 #define DOCFEED_PIPELINE_SCHEDULER_H_
 
@@ -72,8 +80,9 @@ class Scheduler {
   void Finish(const Claim& claim, Status status) DOCFEED_EXCLUDES(mu_);
 
   // Consumer side: the next batch in order, waiting for it; Delivery::end at the end of the
-  // epoch. Errors: the batch's first failed slot (its buffer is freed), or ResourceExhausted
-  // when every buffer is held by the consumer. `*waited_nanos` gets the time waited; the
+  // epoch. Errors: the batch's first failed slot (its buffer is freed), ResourceExhausted
+  // when every buffer is held by the consumer, or Cancelled once Close() was called (also for a
+  // call waiting when it is). `*waited_nanos` gets the time waited; the
   // batches already complete at the call add to ready_depth_sum().
   Result<Delivery> Next(uint64_t* waited_nanos) DOCFEED_EXCLUDES(mu_);
   // A delivered buffer is free again. Any thread.
@@ -81,9 +90,11 @@ class Scheduler {
 
   // Drops prefetched work and starts `epoch` at global position `position`, keeping batches
   // already prefetched for exactly that start (nothing delivered yet, or the look-ahead).
+  // Errors: Cancelled once Close() was called.
   Status StartEpoch(uint64_t epoch, uint64_t position) DOCFEED_EXCLUDES(mu_);
-  // Wakes every waiting worker; WaitForClaim returns false from now on.
-  void Stop() DOCFEED_EXCLUDES(mu_);
+  // Wakes every waiting thread: WaitForClaim returns false, Next() and StartEpoch() Cancelled,
+  // from now on. Idempotent; any thread.
+  void Close() DOCFEED_EXCLUDES(mu_);
 
   LoaderState state() const DOCFEED_EXCLUDES(mu_);
   uint64_t num_batches() const DOCFEED_EXCLUDES(mu_);
@@ -104,6 +115,8 @@ class Scheduler {
 
   bool TryClaim(Claim* claim, bool* no_buffer) DOCFEED_REQUIRES(mu_);
   bool FrontReady() const DOCFEED_REQUIRES(mu_);
+  // The Delivery of the front batch, which is ready; its buffer is held (or freed on error).
+  Result<Delivery> TakeFront() DOCFEED_REQUIRES(mu_);
 
   const uint64_t seed_;
   const int num_buffers_;
@@ -123,8 +136,10 @@ class Scheduler {
   std::shared_ptr<const EpochOrder> ahead_ DOCFEED_GUARDED_BY(mu_);
   uint64_t ahead_next_to_start_ DOCFEED_GUARDED_BY(mu_) = 0;
   uint64_t generation_ DOCFEED_GUARDED_BY(mu_) = 0;
-  bool paused_ DOCFEED_GUARDED_BY(mu_) = false;
-  bool stopping_ DOCFEED_GUARDED_BY(mu_) = false;
+  // StartEpoch calls waiting for the workers to go idle: no claims while it is above 0 (a count,
+  // not a flag, so one restart finishing cannot let workers starve another one's wait).
+  int pausers_ DOCFEED_GUARDED_BY(mu_) = 0;
+  bool closed_ DOCFEED_GUARDED_BY(mu_) = false;
   int active_ DOCFEED_GUARDED_BY(mu_) = 0;  // workers filling a claimed slot outside the lock
   uint64_t next_to_start_ DOCFEED_GUARDED_BY(mu_) = 0;
   uint64_t next_to_deliver_ DOCFEED_GUARDED_BY(mu_) = 0;
