@@ -9,6 +9,8 @@
 
 #include "base/file.h"
 #include "base/ordered_parallel.h"
+#include "base/output_dir.h"
+#include "format/dataset.h"
 #include "format/shard_writer.h"
 #include "format/verify.h"
 #include "pack/image_folder.h"
@@ -115,6 +117,18 @@ Status WriteOne(const SampleSource& source, size_t i, Slot& slot, const PackOpti
   return Status::Ok();
 }
 
+// The error of a pack whose every sample was rejected. The rejects move out of the work
+// directory (which the failed run removes) to OUT.rejects-PID.jsonl, where the message points.
+Status AllRejected(Env* env, const SampleSource& source, const std::string& dir,
+                   const std::string& output) {
+  const std::string kept = TempSibling(output, "rejects") + ".jsonl";
+  Status moved = env->RenameNoReplace(JoinPath(dir, kRejectsFileName), kept);
+  return InvalidArgumentError("every sample of " + source.Name() + " was rejected; " +
+                              (moved.ok() ? "see " + kept + " for why"
+                                          : "the list of why could not be kept: " +
+                                                moved.ToString()));
+}
+
 Status WriteAll(SampleSource& source, const PackOptions& options, const std::string& dir,
                 WriteState& state) {
   const ImageFolder& folder = source.listing();
@@ -155,11 +169,8 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
         }
         return Status::Ok();
       }));
-  if (state.summary.samples == 0) {
-    return InvalidArgumentError("every sample of " + source.Name() + " was rejected; see " +
-                                JoinPath(dir, kRejectsFileName));
-  }
   if (state.rejects.file) DOCFEED_RETURN_IF_ERROR(state.rejects.file->Close());
+  if (state.summary.samples == 0) return AllRejected(env, source, dir, options.output);
   if (labeler) {
     DOCFEED_RETURN_IF_ERROR(labeler->SaveTokenizer(dir).status());
     state.summary.labels_truncated = labeler->truncated();
@@ -181,41 +192,6 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
   }
   for (const FileEntry& f : written.other_files) state.summary.output_bytes += f.size_bytes;
   return Status::Ok();
-}
-
-std::string TempSibling(const std::string& output, const char* tag) {
-  return output + "." + tag + "-" + std::to_string(CurrentProcessId());
-}
-
-// Removes `OUT.partial-PID` directories left by packs that were killed (PID no longer alive),
-// so interrupted runs do not accumulate; a live concurrent pack's directory is left alone.
-void RemoveStaleTemporaries(Env* env, const std::string& output) {
-  std::string parent = ParentPath(output);
-  std::string prefix = BaseName(output) + ".partial-";
-  Result<std::vector<std::string>> names = env->ListDirectory(parent);
-  if (!names.ok()) return;
-  for (const std::string& name : *names) {
-    if (name.rfind(prefix, 0) != 0) continue;
-    int pid = std::atoi(name.c_str() + prefix.size());
-    if (!ProcessExists(pid)) env->RemoveAll(JoinPath(parent, name)).IgnoreError();
-  }
-}
-
-// With an existing OUT (--overwrite), swaps it with `tmp` in one step where the file system can,
-// so OUT is the old or the new dataset at every instant; the old one, now at `tmp`, is then
-// deleted (best effort: a leftover is an OUT.partial-PID that a later pack removes).
-Status PlaceOutput(Env* env, const std::string& tmp, const PackOptions& options) {
-  if (!env->PathExists(options.output)) return env->Rename(tmp, options.output);
-  Status swapped = env->ExchangePaths(tmp, options.output);
-  if (swapped.ok()) {
-    env->RemoveAll(tmp).IgnoreError();
-    return Status::Ok();
-  }
-  if (swapped.code() != StatusCode::kUnsupported) return swapped;
-  std::string old = TempSibling(options.output, "old");
-  DOCFEED_RETURN_IF_ERROR(env->Rename(options.output, old));
-  DOCFEED_RETURN_IF_ERROR(env->Rename(tmp, options.output));
-  return env->RemoveAll(old);
 }
 
 }  // namespace
@@ -242,7 +218,31 @@ Result<std::string> CheckOutput(const PackOptions& options) {
   if (env->PathExists(output) && !options.overwrite) {
     return AlreadyExistsError(output + " already exists; pass --overwrite to replace it");
   }
+  if (options.overwrite) {
+    DOCFEED_RETURN_IF_ERROR(CheckReplaceableOutput(output, /*allow_dict=*/false, env));
+  }
   return output;
+}
+
+// Writes, verifies and places the pack while holding OUT's lock.
+Status WriteAndPlace(SampleSource& source, const PackOptions& options, WriteState& state) {
+  Env* env = EnvOrDefault(options.env);
+  const std::string& output = options.output;
+  if (env->PathExists(output) && !options.overwrite) {  // made before the lock was taken
+    return AlreadyExistsError(output + " already exists; pass --overwrite to replace it");
+  }
+  const std::string tmp = TempSibling(output, "partial");
+  DOCFEED_RETURN_IF_ERROR(env->RemoveAll(tmp));
+  DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(tmp));
+  Status status = WriteAll(source, options, tmp, state);
+  if (status.ok()) status = VerifyDataset(tmp, env).WithContext("verifying the packed output");
+  if (status.ok()) {
+    status = PlaceOutput(env, tmp, output, options.overwrite, [env](const std::string& path) {
+      return CheckReplaceableOutput(path, /*allow_dict=*/false, env);
+    });
+  }
+  if (!status.ok()) env->RemoveAll(tmp).IgnoreError();
+  return status;
 }
 
 // Writes `source` into OUT.partial-PID, verifies it and places it at `output`.
@@ -256,20 +256,14 @@ Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options
   if (options.encode.preprocess.preprocessed() && preset == nullptr) {
     DOCFEED_ASSIGN_OR_RETURN(preset, PresetForStored(options.encode.preprocess));
   }
-  RemoveStaleTemporaries(env, output);
-  std::string tmp = TempSibling(output, "partial");
-  DOCFEED_RETURN_IF_ERROR(env->RemoveAll(tmp));
-  DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(tmp));
   PackOptions placed = options;
   placed.output = output;
   placed.encode.preset = std::move(preset);
-  Status status = WriteAll(source, placed, tmp, state);
-  if (status.ok()) status = VerifyDataset(tmp, env).WithContext("verifying the packed output");
-  if (status.ok()) status = PlaceOutput(env, tmp, placed);
-  if (!status.ok()) {
-    env->RemoveAll(tmp).IgnoreError();
-    return status;
-  }
+  DOCFEED_ASSIGN_OR_RETURN(OutputLock lock, OutputLock::Acquire(env, output));
+  Status status = WriteAndPlace(source, placed, state);
+  // A lock file that cannot be removed is only taken again by the next run.
+  lock.Release().IgnoreError();
+  DOCFEED_RETURN_IF_ERROR(status);
   state.summary.rejected = state.rejects.count;
   state.summary.unlisted_images = source.listing().unlisted_images;
   state.summary.other_files = source.listing().other_files;
