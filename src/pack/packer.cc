@@ -10,6 +10,7 @@
 #include "base/file.h"
 #include "base/ordered_parallel.h"
 #include "base/output_dir.h"
+#include "codec/codec.h"
 #include "format/dataset.h"
 #include "format/shard_writer.h"
 #include "format/verify.h"
@@ -34,8 +35,10 @@ class ImageFolderSource final : public SampleSource {
  public:
   ImageFolderSource(ImageFolder folder, Env* env) : folder_(std::move(folder)), env_(env) {}
   const ImageFolder& listing() const override { return folder_; }
+  // At most the decoders' byte limit: a larger image would be refused unread anyway.
   Result<std::vector<uint8_t>> ReadImage(size_t i) override {
-    return env_->ReadFile(JoinPath(folder_.root, folder_.samples[i].relative_path));
+    return env_->ReadFile(JoinPath(folder_.root, folder_.samples[i].relative_path),
+                          DecodeLimits().max_input_bytes);
   }
   std::string Where(size_t i) const override {
     const SourceSample& s = folder_.samples[i];
@@ -53,6 +56,10 @@ class ImageFolderSource final : public SampleSource {
 Slot EncodeOne(SampleSource& source, size_t i, const EncodeOptions& opts, const Labeler* labeler) {
   const SourceSample& sample = source.listing().samples[i];
   Slot slot;
+  if (!sample.problem.ok()) {  // a metadata row that names no readable image
+    slot.encoded = sample.problem;
+    return slot;
+  }
   if (labeler != nullptr) {
     Result<std::vector<Value>> values = labeler->Make(i, sample);
     if (!values.ok()) {
@@ -83,7 +90,7 @@ Status Reject(Env* env, const std::string& dir, const SourceSample& s, const Sta
                              SequentialFile::Create(JoinPath(dir, kRejectsFileName), env));
   }
   nlohmann::ordered_json row;
-  row["file_name"] = s.relative_path;
+  if (!s.relative_path.empty()) row["file_name"] = s.relative_path;  // empty: malformed row
   if (s.line > 0) row["metadata_line"] = s.line;
   row["error"] = why.ToString();
   ++log->count;
@@ -102,7 +109,9 @@ Status WriteOne(const SampleSource& source, size_t i, Slot& slot, const PackOpti
   const SourceSample& src = source.listing().samples[i];
   state.summary.source_bytes += slot.source_bytes;
   if (!slot.encoded.ok()) {
-    Status why = slot.encoded.status().WithContext(source.Where(i));
+    // A listing problem already names metadata.jsonl and the line.
+    Status why = src.problem.ok() ? slot.encoded.status().WithContext(source.Where(i))
+                                  : src.problem;
     if (!options.skip_bad) return why;
     return Reject(EnvOrDefault(options.env), dir, src, why, &state.rejects);
   }
@@ -196,9 +205,10 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
 
 }  // namespace
 
-Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root, Env* env) {
+Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root, Env* env,
+                                                            bool follow_symlinks) {
   env = EnvOrDefault(env);
-  DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(root, env));
+  DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(root, env, follow_symlinks));
   return std::unique_ptr<SampleSource>(std::make_unique<ImageFolderSource>(std::move(folder), env));
 }
 
@@ -252,6 +262,9 @@ Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options
   if (source.listing().samples.empty()) {
     return InvalidArgumentError(source.Name() + " holds no samples");
   }
+  if (!options.skip_bad) {  // the first row that cannot be a sample, before writing anything
+    for (const SourceSample& s : source.listing().samples) DOCFEED_RETURN_IF_ERROR(s.problem);
+  }
   std::shared_ptr<const Preset> preset = options.encode.preset;
   if (options.encode.preprocess.preprocessed() && preset == nullptr) {
     DOCFEED_ASSIGN_OR_RETURN(preset, PresetForStored(options.encode.preprocess));
@@ -267,6 +280,7 @@ Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options
   state.summary.rejected = state.rejects.count;
   state.summary.unlisted_images = source.listing().unlisted_images;
   state.summary.other_files = source.listing().other_files;
+  state.summary.skipped = source.listing().skipped;
   state.summary.seconds = std::chrono::duration<double>(Clock::now() - state.start).count();
   return state.summary;
 }
@@ -280,7 +294,8 @@ Result<PackSummary> Pack(const PackOptions& options) {
   WriteState state;
   state.start = Clock::now();
   DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<SampleSource> source,
-                           OpenImageFolderSource(options.source, options.env));
+                           OpenImageFolderSource(options.source, options.env,
+                                                 options.follow_symlinks));
   return PackChecked(*source, options, output, state);
 }
 
