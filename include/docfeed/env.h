@@ -54,8 +54,8 @@ const char* FileTypeName(FileType type);
 
 // One entry of Env::ListTree.
 struct TreeEntry {
-  std::string path;                     // relative to the listed root, '/'-separated
-  FileType type = FileType::kRegular;   // never kDirectory (directories are descended)
+  std::string path;                      // relative to the listed root, '/'-separated
+  FileType type = FileType::kRegular;    // never kDirectory (directories are descended)
   FileType target = FileType::kMissing;  // for kSymlink: what it resolves to (kMissing: dangling)
 };
 

@@ -33,9 +33,9 @@ Status NotRegularFileError(const std::string& path, FileType type) {
 }
 
 Status FileTooLargeError(const std::string& path, uint64_t size_bytes, uint64_t max_bytes) {
-  return ResourceExhaustedError("cannot read " + path + ": it holds " +
-                                std::to_string(size_bytes) + " bytes or more, past the limit of " +
-                                std::to_string(max_bytes) + " bytes");
+  return ResourceExhaustedError("cannot read " + path + ": it holds " + std::to_string(size_bytes) +
+                                " bytes or more, past the limit of " + std::to_string(max_bytes) +
+                                " bytes");
 }
 
 }  // namespace docfeed::internal

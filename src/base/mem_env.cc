@@ -274,8 +274,8 @@ Result<std::vector<TreeEntry>> MemEnv::ListTree(const std::string& p) {
     if (root == ".") {
       if (name[0] != '/') out.push_back({name, FileType::kRegular, FileType::kMissing});
     } else if (IsBelow(name, root)) {
-      out.push_back({name.substr(root == "/" ? 1 : root.size() + 1), FileType::kRegular,
-                     FileType::kMissing});
+      out.push_back(
+          {name.substr(root == "/" ? 1 : root.size() + 1), FileType::kRegular, FileType::kMissing});
     }
   }
   std::sort(out.begin(), out.end(),

@@ -264,16 +264,15 @@ Status NotReplaceable(const std::string& path, const std::string& what) {
 Status CheckIsDataset(Env* env, const std::string& dir, const std::string& entry) {
   const std::string manifest_path = JoinPath(dir, kManifestFileName);
   if (env->GetFileType(manifest_path) != FileType::kRegular) {
-    return NotReplaceable(dir, std::string("it is not a docfeed dataset (no ") +
-                                   kManifestFileName + (entry.empty() ? "" : "; it holds " + entry) +
-                                   ")");
+    return NotReplaceable(dir, std::string("it is not a docfeed dataset (no ") + kManifestFileName +
+                                   (entry.empty() ? "" : "; it holds " + entry) + ")");
   }
   Result<std::string> text = env->ReadTextFile(manifest_path);
   Result<Manifest> manifest =
       text.ok() ? DecodeManifest(*text, manifest_path) : Result<Manifest>(text.status());
   if (!manifest.ok()) {
-    return NotReplaceable(dir, "its manifest does not read as docfeed's (" +
-                                   manifest.status().ToString() + ")");
+    return NotReplaceable(
+        dir, "its manifest does not read as docfeed's (" + manifest.status().ToString() + ")");
   }
   return Status::Ok();
 }

@@ -273,9 +273,8 @@ std::vector<Value> RowValues(const ParsedRow& r, const std::vector<ColumnSpec>& 
 // True if canonical `path` is `root` or below it (both canonical).
 bool IsInside(const std::string& path, const std::string& root) {
   if (root == "/") return !path.empty() && path[0] == '/';
-  return path == root ||
-         (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-          path[root.size()] == '/');
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          path[root.size()] == '/');
 }
 
 // Where a listed or named file really is, refused when it is not a regular file or (unless
@@ -299,8 +298,7 @@ class Confinement {
     }
     const FileType type = env_->GetFileType(*real);
     if (type != FileType::kRegular) {
-      return InvalidArgumentError(full + " is a " + FileTypeName(type) +
-                                  ", not a regular file");
+      return InvalidArgumentError(full + " is a " + FileTypeName(type) + ", not a regular file");
     }
     return Status::Ok();
   }
@@ -384,8 +382,9 @@ Result<ImageFolder> ParseSampleRows(std::string_view jsonl) {
   listing.has_metadata = true;
   std::vector<ParsedRow> rows;
   std::vector<std::pair<std::string, Kind>> kinds;
-  DOCFEED_RETURN_IF_ERROR(ParseMetadata([](int64_t line) { return "row " + std::to_string(line - 1); },
-                                        jsonl, /*keep_bad_rows=*/false, &rows, &kinds));
+  DOCFEED_RETURN_IF_ERROR(
+      ParseMetadata([](int64_t line) { return "row " + std::to_string(line - 1); }, jsonl,
+                    /*keep_bad_rows=*/false, &rows, &kinds));
   for (const auto& [name, kind] : kinds) listing.columns.push_back({name, ToColumnType(kind)});
   for (const ParsedRow& r : rows) {
     listing.samples.push_back({r.file_name, 0, RowValues(r, listing.columns), {}});

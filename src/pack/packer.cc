@@ -110,8 +110,8 @@ Status WriteOne(const SampleSource& source, size_t i, Slot& slot, const PackOpti
   state.summary.source_bytes += slot.source_bytes;
   if (!slot.encoded.ok()) {
     // A listing problem already names metadata.jsonl and the line.
-    Status why = src.problem.ok() ? slot.encoded.status().WithContext(source.Where(i))
-                                  : src.problem;
+    Status why =
+        src.problem.ok() ? slot.encoded.status().WithContext(source.Where(i)) : src.problem;
     if (!options.skip_bad) return why;
     return Reject(EnvOrDefault(options.env), dir, src, why, &state.rejects);
   }
@@ -133,9 +133,9 @@ Status AllRejected(Env* env, const SampleSource& source, const std::string& dir,
   const std::string kept = TempSibling(output, "rejects") + ".jsonl";
   Status moved = env->RenameNoReplace(JoinPath(dir, kRejectsFileName), kept);
   return InvalidArgumentError("every sample of " + source.Name() + " was rejected; " +
-                              (moved.ok() ? "see " + kept + " for why"
-                                          : "the list of why could not be kept: " +
-                                                moved.ToString()));
+                              (moved.ok()
+                                   ? "see " + kept + " for why"
+                                   : "the list of why could not be kept: " + moved.ToString()));
 }
 
 Status WriteAll(SampleSource& source, const PackOptions& options, const std::string& dir,
@@ -293,9 +293,9 @@ Result<PackSummary> Pack(const PackOptions& options) {
       CheckOverwriteKeepsSource(options.source, output, EnvOrDefault(options.env)));
   WriteState state;
   state.start = Clock::now();
-  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<SampleSource> source,
-                           OpenImageFolderSource(options.source, options.env,
-                                                 options.follow_symlinks));
+  DOCFEED_ASSIGN_OR_RETURN(
+      std::unique_ptr<SampleSource> source,
+      OpenImageFolderSource(options.source, options.env, options.follow_symlinks));
   return PackChecked(*source, options, output, state);
 }
 

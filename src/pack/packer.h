@@ -32,10 +32,10 @@ using docfeed::PackSummary;
 struct PackOptions {
   std::string source;  // Pack: the image folder; PackFrom: unused
   std::string output;
-  EncodeOptions encode;    // encode.preprocess / encode.keep_original: pack --preprocess
-  int threads = 0;         // 0: one per hardware thread
-  bool skip_bad = false;   // reject bad samples into rejects.jsonl instead of stopping
-  bool overwrite = false;  // replace an existing docfeed dataset (or empty directory)
+  EncodeOptions encode;          // encode.preprocess / encode.keep_original: pack --preprocess
+  int threads = 0;               // 0: one per hardware thread
+  bool skip_bad = false;         // reject bad samples into rejects.jsonl instead of stopping
+  bool overwrite = false;        // replace an existing docfeed dataset (or empty directory)
   bool follow_symlinks = false;  // Pack: read through symlinks leading outside options.source
   std::string compression = "none";
   uint64_t max_file_bytes = 500'000'000;

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "base/file.h"
-#include "base/output_dir.h"
 #include "base/ordered_parallel.h"
+#include "base/output_dir.h"
 
 namespace docfeed::internal {
 namespace {
@@ -104,8 +104,8 @@ Status WriteAll(const SynthOptions& o, const std::string& tmp, int threads,
 
 // Renders into OUT.partial-PID and places it at `output`. REQUIRES: `output`'s lock is held.
 // An empty directory at OUT is replaced without --overwrite, as CheckReplaceable allows.
-Status WriteAndPlace(const SynthOptions& options, const std::string& output,
-                     SynthSummary& summary, std::shared_ptr<const FontSet> fonts) {
+Status WriteAndPlace(const SynthOptions& options, const std::string& output, SynthSummary& summary,
+                     std::shared_ptr<const FontSet> fonts) {
   Env* env = EnvOrDefault(options.env);
   DOCFEED_RETURN_IF_ERROR(CheckReplaceable(env, output, options.overwrite));
   const std::string tmp = TempSibling(output, "partial");

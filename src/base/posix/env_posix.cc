@@ -191,8 +191,7 @@ Result<std::vector<std::string>> ReadDirectoryNames(const std::string& dir) {
   return names;
 }
 
-Status ListInto(const std::string& root, const std::string& relative,
-                std::vector<TreeEntry>* out) {
+Status ListInto(const std::string& root, const std::string& relative, std::vector<TreeEntry>* out) {
   std::string dir_path = relative.empty() ? root : JoinPath(root, relative);
   DOCFEED_ASSIGN_OR_RETURN(std::vector<std::string> names, ReadDirectoryNames(dir_path));
   for (const std::string& name : names) {
@@ -253,7 +252,8 @@ Result<int> TryLock(const std::string& path) {
   }
   // An UnlockFile between our open and flock removed the file we hold: start again, so that
   // every holder locks the file that is at `path`.
-  struct stat held {}, now {};
+  struct stat held {
+  }, now{};
   if (::fstat(fd.get(), &held) != 0) return ErrnoError("cannot stat", path, errno);
   if (::stat(path.c_str(), &now) != 0 || now.st_ino != held.st_ino || now.st_dev != held.st_dev) {
     return -1;
