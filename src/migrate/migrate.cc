@@ -358,6 +358,7 @@ Status CheckOutput(Env* env, const MigrateOptions& options) {
     return AlreadyExistsError(options.output + " already exists; pass --overwrite to replace it");
   }
   if (!options.overwrite) return Status::Ok();
+  DOCFEED_RETURN_IF_ERROR(CheckOverwriteKeepsSource(options.source, options.output, env));
   return CheckReplaceableOutput(options.output, /*allow_dict=*/true, env);
 }
 
@@ -416,7 +417,6 @@ Result<MigrateSummary> Migrate(const MigrateOptions& options_in) {
   if (options.output.empty()) return InvalidArgumentError("no output directory given (-o OUT)");
   Env* env = EnvOrDefault(options.env);
   DOCFEED_RETURN_IF_ERROR(CheckOutput(env, options));
-  DOCFEED_RETURN_IF_ERROR(CheckOverwriteKeepsSource(options.source, options.output, env));
   // One writer of OUT (and of OUT.partial) at a time, across pack, migrate and synth.
   DOCFEED_ASSIGN_OR_RETURN(OutputLock lock, OutputLock::Acquire(env, options.output));
   Result<MigrateSummary> summary = MigrateLocked(options);

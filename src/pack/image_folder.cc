@@ -16,6 +16,10 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// metadata.jsonl is read whole; past this it is refused naming the limit (a regular file this
+// large is a mistake, and the limit keeps a runaway file from exhausting memory).
+constexpr uint64_t kMaxMetadataBytes = uint64_t{16} << 30;
+
 // What a JSON value can become; kUnknown for null and empty lists, which fit any type.
 enum class Kind { kUnknown, kString, kInt, kFloat, kBool, kIntList, kFloatList, kStringList };
 
@@ -416,7 +420,9 @@ Result<ImageFolder> ScanImageFolder(const std::string& root, Env* env, bool foll
   std::string meta_path = JoinPath(root, kMetadataFileName);
   folder.has_metadata = env->PathExists(meta_path);
   if (folder.has_metadata) {
-    DOCFEED_ASSIGN_OR_RETURN(std::string text, env->ReadTextFile(meta_path));
+    DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                             env->ReadFile(meta_path, kMaxMetadataBytes));
+    const std::string text(bytes.begin(), bytes.end());
     std::vector<ParsedRow> rows;
     std::vector<std::pair<std::string, Kind>> kinds;
     DOCFEED_RETURN_IF_ERROR(

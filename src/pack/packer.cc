@@ -228,9 +228,6 @@ Result<std::string> CheckOutput(const PackOptions& options) {
   if (env->PathExists(output) && !options.overwrite) {
     return AlreadyExistsError(output + " already exists; pass --overwrite to replace it");
   }
-  if (options.overwrite) {
-    DOCFEED_RETURN_IF_ERROR(CheckReplaceableOutput(output, /*allow_dict=*/false, env));
-  }
   return output;
 }
 
@@ -261,6 +258,9 @@ Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options
   Env* env = EnvOrDefault(options.env);
   if (source.listing().samples.empty()) {
     return InvalidArgumentError(source.Name() + " holds no samples");
+  }
+  if (options.overwrite) {  // refused before any work; checked again when it is replaced
+    DOCFEED_RETURN_IF_ERROR(CheckReplaceableOutput(output, /*allow_dict=*/false, env));
   }
   if (!options.skip_bad) {  // the first row that cannot be a sample, before writing anything
     for (const SourceSample& s : source.listing().samples) DOCFEED_RETURN_IF_ERROR(s.problem);

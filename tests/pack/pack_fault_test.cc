@@ -117,7 +117,8 @@ TEST_F(PackFaultTest, ACrashAtEveryWriteLeavesNothingOrTheCompleteDatasetAndTheN
     }
     // A leftover work directory is never one datasets.load_from_disk opens: state.json, which
     // it needs, is written after the manifest (issue #14).
-    for (const std::string& name : ListDirectory(dir_.path()).value()) {
+    const std::vector<std::string> names = ListDirectory(dir_.path()).value();
+    for (const std::string& name : names) {
       const std::string left = dir_.Join(name);
       if (name.find(".partial-") != std::string::npos && !HasManifest(left)) {
         EXPECT_FALSE(PathExists(JoinPath(left, "state.json"))) << where << ": " << name;

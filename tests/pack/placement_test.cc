@@ -152,14 +152,15 @@ void MakeDataset(Env* env, const std::string& dir, const std::string& tag) {
 TEST(PlaceOutputTest, WithoutExchangeAFailedSecondRenamePutsTheOldOutputBack) {
   NoExchangeEnv mem;
   FaultInjectionEnv env(&mem);
-  MakeDataset(&env, "/out", "old");
-  MakeDataset(&env, "/work", "new");
+  MakeDataset(&mem, "/out", "old");  // made past the fault Env: its write count starts below
+  MakeDataset(&mem, "/work", "new");
   auto accept = [](const std::string&) { return Status::Ok(); };
-  env.FailWrite(1, FaultInjectionEnv::WriteFault::kIOError);  // 0: OUT -> OUT.old, 1: work -> OUT
+  // Writes: 0 the exchange (refused), 1 OUT -> OUT.old-PID, 2 work -> OUT (fails), 3 put back.
+  env.FailWrite(2, FaultInjectionEnv::WriteFault::kIOError);
   Status s = PlaceOutput(&env, "/work", "/out", true, accept);
-  EXPECT_FALSE(s.ok());
-  EXPECT_EQ(*mem.ReadTextFile("/out/tag"), "old");
-  EXPECT_EQ(*mem.ReadTextFile("/work/tag"), "new");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(mem.ReadTextFile("/out/tag").value(), "old");
+  EXPECT_EQ(mem.ReadTextFile("/work/tag").value(), "new");
   env.Reset();
   ASSERT_TRUE(PlaceOutput(&env, "/work", "/out", true, accept).ok());
   EXPECT_EQ(*mem.ReadTextFile("/out/tag"), "new");
