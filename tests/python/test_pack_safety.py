@@ -255,3 +255,12 @@ def test_when_every_sample_is_rejected_the_rejects_are_kept_where_the_message_sa
     rejects = [json.loads(l) for l in open(kept)]
     assert rejects[0]["file_name"] == GOOD
     assert not (tmp_path / "out").exists()
+
+
+def test_a_large_ground_truth_is_stored_whole(tmp_path):
+    # No limit per field (documented in src/pack/README.md): 10 MB of ground truth reads back
+    # byte for byte through datasets, as imagefolder would give it.
+    truth = json.dumps({"gt_parse": {"text": "x" * (10 << 20)}})
+    src = folder(tmp_path, [{"file_name": GOOD, "ground_truth": truth}])
+    run_docfeed("pack", src, "-o", tmp_path / "out")
+    assert datasets.load_from_disk(str(tmp_path / "out"))[0]["ground_truth"] == truth
