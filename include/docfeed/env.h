@@ -11,8 +11,10 @@
 //   never destroyed. An Env must outlive every object it returned.
 // - Errors name the path (both paths for a rename) and the cause. Codes: NotFound when the path
 //   (or its parent) does not exist; ResourceExhausted for "No space left on device" (ENOSPC,
-//   EDQUOT); IOError for every other failure, including a short read; InvalidArgument when an
-//   argument is of the wrong kind (a directory where a file is needed).
+//   EDQUOT) and for a file past a read's size limit; IOError for every other failure, including
+//   a short read; InvalidArgument when an argument is of the wrong kind (a directory, FIFO,
+//   device or socket where a regular file is needed); AlreadyExists when a no-replace rename
+//   finds its target; FailedPrecondition when a lock is held by someone else.
 // - Paths are byte strings with '/' separators, used as given (no normalization beyond what the
 //   underlying file system does).
 //
@@ -33,6 +35,41 @@
 namespace docfeed {
 
 class Env;
+
+// What is at a path, as lstat(2) sees it (kSymlink for a link; see TreeEntry for its target).
+enum class FileType {
+  kMissing,
+  kRegular,
+  kDirectory,
+  kSymlink,
+  kFifo,
+  kCharDevice,
+  kBlockDevice,
+  kSocket,
+  kOther
+};
+
+// "regular file", "directory", "FIFO", ...: how errors and reports name a FileType.
+const char* FileTypeName(FileType type);
+
+// One entry of Env::ListTree.
+struct TreeEntry {
+  std::string path;                      // relative to the listed root, '/'-separated
+  FileType type = FileType::kRegular;    // never kDirectory (directories are descended)
+  FileType target = FileType::kMissing;  // for kSymlink: what it resolves to (kMissing: dangling)
+};
+
+// The default size limit of Env::ReadFile: larger files are refused before anything is
+// allocated for them.
+inline constexpr uint64_t kDefaultMaxReadBytes = uint64_t{1} << 30;
+
+// An advisory lock on a file, held by this object (Env::LockFile). Destroying it releases the
+// lock and leaves the file; Env::UnlockFile also removes the file.
+class FileLock {
+ public:
+  virtual ~FileLock() = default;
+  virtual const std::string& path() const = 0;
+};
 
 // A read-only view of a whole file (empty files give an empty span). Move-only; the bytes stay
 // at the same address while the object lives, also across moves, so views taken from `bytes()`
@@ -102,9 +139,19 @@ class Env {
   static Env* Default();
 
   // --- Reading ---
-  // The whole file. A file that ends before the size it had when the read started is an
-  // IOError ("short read") naming it.
-  virtual Result<std::vector<uint8_t>> ReadFile(const std::string& path) = 0;
+  // Reads, range reads and maps accept regular files only (a symlink to one counts): a
+  // directory, FIFO, device or socket is an InvalidArgument naming the path and its type,
+  // found without blocking (a FIFO is never waited on) and before reading anything.
+  //
+  // The whole file, of at most `max_bytes` bytes: a larger file (or one that grows past the
+  // limit during the read) is ResourceExhausted naming the path, its size and the limit. A
+  // file that ends before the size it had when the read started is an IOError ("short read")
+  // naming it.
+  virtual Result<std::vector<uint8_t>> ReadFile(const std::string& path, uint64_t max_bytes) = 0;
+  // ReadFile with the default limit (kDefaultMaxReadBytes).
+  Result<std::vector<uint8_t>> ReadFile(const std::string& path) {
+    return ReadFile(path, kDefaultMaxReadBytes);
+  }
   // Exactly `out.size()` bytes from `offset` (pread-style). Fewer bytes available (a file shorter
   // than offset + size, or one truncated during the read) is an IOError naming the file, the
   // offset and how many bytes were read.
@@ -119,6 +166,10 @@ class Env {
   // Atomically replaces `to` (a file, or an empty directory when `from` is a directory) with
   // `from`, within one file system.
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
+  // As Rename, but never replaces: AlreadyExists naming `to` when something is there (atomic
+  // check and rename: POSIX renameat2 RENAME_NOREPLACE; where the file system lacks it, a plain
+  // rename(2), which replaces nothing but an empty directory when `from` is a directory).
+  virtual Status RenameNoReplace(const std::string& from, const std::string& to) = 0;
   // Atomically swaps what `a` and `b` name (files or whole directories; both must exist): at
   // every instant each path names one of the two complete trees. Unsupported where the file
   // system cannot do it (POSIX: renameat2 RENAME_EXCHANGE, Linux >= 3.15 on most local file
@@ -134,9 +185,11 @@ class Env {
   // --- Listing and metadata ---
   // Names of the entries of `dir` (no "." or ".."), unsorted.
   virtual Result<std::vector<std::string>> ListDirectory(const std::string& dir) = 0;
-  // Every regular file below `root` (symlinks to regular files count; symlinks to directories
-  // are not followed), as paths relative to `root` with '/' separators, sorted bytewise.
-  virtual Result<std::vector<std::string>> ListFilesRecursive(const std::string& root) = 0;
+  // Every entry below `root` that is not a directory (regular files, symlinks, FIFOs, devices,
+  // sockets), descending into directories but never through a symlink, sorted bytewise by path.
+  virtual Result<std::vector<TreeEntry>> ListTree(const std::string& root) = 0;
+  // What is at `path` (lstat: a symlink is kSymlink); kMissing when nothing is.
+  virtual FileType GetFileType(const std::string& path) = 0;
   // True if something (a file, directory, or a symlink, even a dangling one) is at `path`.
   virtual bool PathExists(const std::string& path) = 0;
   // True if `path` is a directory (following symlinks).
@@ -145,7 +198,20 @@ class Env {
   // The canonical absolute path (symlinks resolved) of an existing path.
   virtual Result<std::string> RealPath(const std::string& path) = 0;
 
+  // --- Locks ---
+  // Creates `path` if needed and takes an exclusive advisory lock on it without waiting (POSIX:
+  // flock), held until the returned object is destroyed or given to UnlockFile, and released
+  // by the system if the process dies. FailedPrecondition naming the path (and the holder's
+  // process id where known) when another holder, in this process or another, has it.
+  virtual Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
+  // Removes the lock's file, then releases the lock.
+  virtual Status UnlockFile(std::unique_ptr<FileLock> lock) = 0;
+
   // --- Conveniences over the virtual methods ---
+  // Every regular file below `root` (symlinks to regular files count; symlinks to directories
+  // are not followed), as paths relative to `root` with '/' separators, sorted bytewise: the
+  // kRegular entries of ListTree and its kSymlink entries whose target is kRegular.
+  Result<std::vector<std::string>> ListFilesRecursive(const std::string& root);
   Result<std::string> ReadTextFile(const std::string& path);
   // Writes `bytes` to `path` (replacing it) and makes it durable (Close()).
   Status WriteFile(const std::string& path, std::span<const uint8_t> bytes);

@@ -91,7 +91,10 @@ struct PackOptions {
   PackPreprocess preprocess;
   int threads = 0;         // encoding threads; 0: one per hardware thread
   bool skip_bad = false;   // reject bad samples into OUT/rejects.jsonl instead of stopping
-  bool overwrite = false;  // replace an existing output directory
+  bool overwrite = false;  // replace an existing docfeed dataset (or empty directory) at output
+  // Pack: read images through symlinks that lead outside `source` (by default such a link is
+  // skipped, and a metadata.jsonl row naming one is a bad sample).
+  bool follow_symlinks = false;
   std::string compression = "none";       // Arrow IPC body compression: none, zstd, lz4_frame
   uint64_t max_file_bytes = 500'000'000;  // start a new data file after this many bytes
   PackLabels labels;
@@ -100,6 +103,13 @@ struct PackOptions {
   Env* env = nullptr;
   // Called from the writing thread after each sample; may be empty.
   std::function<void(const PackProgress&)> on_progress;
+};
+
+// A source entry that was not packed, and why (a FIFO, a dangling symlink, a link outside the
+// source...).
+struct SkippedEntry {
+  std::string path;  // relative to the source folder
+  std::string reason;
 };
 
 struct PackSummary {
@@ -111,6 +121,7 @@ struct PackSummary {
   std::map<std::string, uint64_t> stored_codecs;
   std::vector<std::string> unlisted_images;  // images metadata.jsonl does not name
   uint64_t other_files = 0;                  // non-image files of the source (ignored)
+  std::vector<SkippedEntry> skipped;         // entries of the source listing not read
   std::vector<std::string> data_files;
   double seconds = 0;
   // With PackLabels::tokenizer_dir:

@@ -21,8 +21,17 @@ using docfeed::WritableFile;
 // member of their options.
 inline Env* EnvOrDefault(Env* env) { return env != nullptr ? env : Env::Default(); }
 
+using docfeed::FileLock;
+using docfeed::FileType;
+using docfeed::kDefaultMaxReadBytes;
+using docfeed::TreeEntry;
+
 // The error an Env returns for a short read of `path`.
 Status ShortReadError(const std::string& path, uint64_t offset, uint64_t wanted, uint64_t got);
+// The error an Env returns when a read finds `type` (not a regular file) at `path`.
+Status NotRegularFileError(const std::string& path, FileType type);
+// The error an Env returns when `path` holds more than `max_bytes` bytes (`size_bytes` or more).
+Status FileTooLargeError(const std::string& path, uint64_t size_bytes, uint64_t max_bytes);
 
 }  // namespace docfeed::internal
 

@@ -159,11 +159,12 @@ void FaultInjectionEnv::DropUnsyncedLocked() {
   unsynced_.clear();
 }
 
-Result<std::vector<uint8_t>> FaultInjectionEnv::ReadFile(const std::string& path) {
+Result<std::vector<uint8_t>> FaultInjectionEnv::ReadFile(const std::string& path,
+                                                         uint64_t max_bytes) {
   Status error;
   ReadOutcome outcome = BeforeRead(path, &error);
   if (outcome == ReadOutcome::kFail) return error;
-  DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, base_->ReadFile(path));
+  DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, base_->ReadFile(path, max_bytes));
   if (outcome == ReadOutcome::kShort) bytes.resize(bytes.size() / 2);
   return bytes;
 }
@@ -203,13 +204,13 @@ Result<std::vector<std::string>> FaultInjectionEnv::ListDirectory(const std::str
   return base_->ListDirectory(dir);
 }
 
-Result<std::vector<std::string>> FaultInjectionEnv::ListFilesRecursive(const std::string& root) {
+Result<std::vector<TreeEntry>> FaultInjectionEnv::ListTree(const std::string& root) {
   Status error;
   if (BeforeRead(root, &error) != ReadOutcome::kPass) {
     if (error.ok()) error = IOError("cannot list " + root + ": Input/output error (injected)");
     return error;
   }
-  return base_->ListFilesRecursive(root);
+  return base_->ListTree(root);
 }
 
 Result<uint64_t> FaultInjectionEnv::FileSize(const std::string& path) {
@@ -237,6 +238,16 @@ Result<std::unique_ptr<WritableFile>> FaultInjectionEnv::NewWritableFile(const s
 Status FaultInjectionEnv::Rename(const std::string& from, const std::string& to) {
   DOCFEED_RETURN_IF_ERROR(BeforeWrite("rename " + from + " to", to));
   DOCFEED_RETURN_IF_ERROR(base_->Rename(from, to));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::shared_ptr<Unsynced>& u : unsynced_) {
+    if (IsAtOrBelow(u->path, from)) u->path = to + u->path.substr(from.size());
+  }
+  return Status::Ok();
+}
+
+Status FaultInjectionEnv::RenameNoReplace(const std::string& from, const std::string& to) {
+  DOCFEED_RETURN_IF_ERROR(BeforeWrite("rename " + from + " to", to));
+  DOCFEED_RETURN_IF_ERROR(base_->RenameNoReplace(from, to));
   std::lock_guard<std::mutex> lock(mu_);
   for (const std::shared_ptr<Unsynced>& u : unsynced_) {
     if (IsAtOrBelow(u->path, from)) u->path = to + u->path.substr(from.size());

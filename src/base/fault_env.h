@@ -60,17 +60,27 @@ class FaultInjectionEnv : public Env {
   // The path of the last operation a fault (or the crash) hit; "" if none did.
   std::string fault_path() const;
 
-  Result<std::vector<uint8_t>> ReadFile(const std::string& path) override;
+  using Env::ReadFile;
+  Result<std::vector<uint8_t>> ReadFile(const std::string& path, uint64_t max_bytes) override;
   Status ReadAt(const std::string& path, uint64_t offset, std::span<uint8_t> out) override;
   Result<MappedFile> MapFile(const std::string& path) override;
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
+  Status RenameNoReplace(const std::string& from, const std::string& to) override;
   Status ExchangePaths(const std::string& a, const std::string& b) override;
   Status CreateDirectory(const std::string& path) override;
   Status RemoveFile(const std::string& path) override;
   Status RemoveAll(const std::string& path) override;
   Result<std::vector<std::string>> ListDirectory(const std::string& dir) override;
-  Result<std::vector<std::string>> ListFilesRecursive(const std::string& root) override;
+  Result<std::vector<TreeEntry>> ListTree(const std::string& root) override;
+  FileType GetFileType(const std::string& path) override { return base_->GetFileType(path); }
+  // Locks pass through uncounted: they guard a run, they are not part of its output.
+  Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
+    return base_->LockFile(path);
+  }
+  Status UnlockFile(std::unique_ptr<FileLock> lock) override {
+    return base_->UnlockFile(std::move(lock));
+  }
   bool PathExists(const std::string& path) override { return base_->PathExists(path); }
   bool IsDirectory(const std::string& path) override { return base_->IsDirectory(path); }
   Result<uint64_t> FileSize(const std::string& path) override;

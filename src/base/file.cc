@@ -27,9 +27,56 @@ Status ShortReadError(const std::string& path, uint64_t offset, uint64_t wanted,
                  " (the file is shorter than expected; was it truncated?)");
 }
 
+Status NotRegularFileError(const std::string& path, FileType type) {
+  return InvalidArgumentError("cannot read " + path + ": it is a " + FileTypeName(type) +
+                              ", not a regular file");
+}
+
+Status FileTooLargeError(const std::string& path, uint64_t size_bytes, uint64_t max_bytes) {
+  return ResourceExhaustedError("cannot read " + path + ": it holds " + std::to_string(size_bytes) +
+                                " bytes or more, past the limit of " + std::to_string(max_bytes) +
+                                " bytes");
+}
+
 }  // namespace docfeed::internal
 
 namespace docfeed {
+
+const char* FileTypeName(FileType type) {
+  switch (type) {
+    case FileType::kMissing:
+      return "missing file";
+    case FileType::kRegular:
+      return "regular file";
+    case FileType::kDirectory:
+      return "directory";
+    case FileType::kSymlink:
+      return "symbolic link";
+    case FileType::kFifo:
+      return "FIFO";
+    case FileType::kCharDevice:
+      return "character device";
+    case FileType::kBlockDevice:
+      return "block device";
+    case FileType::kSocket:
+      return "socket";
+    case FileType::kOther:
+      return "special file";
+  }
+  return "special file";
+}
+
+Result<std::vector<std::string>> Env::ListFilesRecursive(const std::string& root) {
+  DOCFEED_ASSIGN_OR_RETURN(std::vector<TreeEntry> entries, ListTree(root));
+  std::vector<std::string> files;
+  for (TreeEntry& e : entries) {
+    if (e.type == FileType::kRegular ||
+        (e.type == FileType::kSymlink && e.target == FileType::kRegular)) {
+      files.push_back(std::move(e.path));
+    }
+  }
+  return files;
+}
 
 Result<std::string> Env::ReadTextFile(const std::string& path) {
   DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadFile(path));

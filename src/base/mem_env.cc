@@ -67,6 +67,20 @@ class MemWritableFile : public WritableFile {
   bool closed_ = false;
 };
 
+class MemFileLock : public FileLock {
+ public:
+  MemFileLock(MemEnv* env, std::string path) : env_(env), path_(std::move(path)) {}
+  ~MemFileLock() override {
+    std::lock_guard<std::mutex> lock(env_->mu_);
+    env_->locked_.erase(path_);
+  }
+  const std::string& path() const override { return path_; }
+
+ private:
+  MemEnv* env_;
+  std::string path_;
+};
+
 bool MemEnv::DirExistsLocked(const std::string& path) const {
   return path == "/" || path == "." || dirs_.count(path) > 0;
 }
@@ -80,13 +94,16 @@ Status MemEnv::CheckParentLocked(const std::string& path, const char* what) cons
   return Status::Ok();
 }
 
-Result<std::vector<uint8_t>> MemEnv::ReadFile(const std::string& p) {
+Result<std::vector<uint8_t>> MemEnv::ReadFile(const std::string& p, uint64_t max_bytes) {
   std::string path = Clean(p);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = files_.find(path);
   if (it == files_.end()) {
-    if (DirExistsLocked(path)) return IOError("cannot read " + path + ": Is a directory");
+    if (DirExistsLocked(path)) return NotRegularFileError(path, FileType::kDirectory);
     return NotFoundError("cannot open " + path + ": No such file or directory");
+  }
+  if (it->second->bytes->size() > max_bytes) {
+    return FileTooLargeError(path, it->second->bytes->size(), max_bytes);
   }
   return *it->second->bytes;
 }
@@ -95,8 +112,10 @@ Status MemEnv::ReadAt(const std::string& p, uint64_t offset, std::span<uint8_t> 
   std::string path = Clean(p);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = files_.find(path);
-  if (it == files_.end())
+  if (it == files_.end()) {
+    if (DirExistsLocked(path)) return NotRegularFileError(path, FileType::kDirectory);
     return NotFoundError("cannot open " + path + ": No such file or directory");
+  }
   const std::vector<uint8_t>& bytes = *it->second->bytes;
   uint64_t got = offset >= bytes.size() ? 0 : std::min<uint64_t>(out.size(), bytes.size() - offset);
   if (got > 0) std::copy_n(bytes.begin() + static_cast<std::ptrdiff_t>(offset), got, out.begin());
@@ -108,8 +127,10 @@ Result<MappedFile> MemEnv::MapFile(const std::string& p) {
   std::string path = Clean(p);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = files_.find(path);
-  if (it == files_.end())
+  if (it == files_.end()) {
+    if (DirExistsLocked(path)) return NotRegularFileError(path, FileType::kDirectory);
     return NotFoundError("cannot open " + path + ": No such file or directory");
+  }
   return MappedFile(path, std::make_unique<SnapshotRegion>(it->second->bytes));
 }
 
@@ -126,6 +147,16 @@ Result<std::unique_ptr<WritableFile>> MemEnv::NewWritableFile(const std::string&
 Status MemEnv::Rename(const std::string& f, const std::string& t) {
   std::lock_guard<std::mutex> lock(mu_);
   return RenameLocked(Clean(f), Clean(t));
+}
+
+Status MemEnv::RenameNoReplace(const std::string& f, const std::string& t) {
+  const std::string from = Clean(f), to = Clean(t);
+  std::lock_guard<std::mutex> lock(mu_);
+  if ((files_.count(from) || dirs_.count(from)) && (files_.count(to) || DirExistsLocked(to))) {
+    return AlreadyExistsError("cannot rename " + from + " to " + to + ": " + to +
+                              " already exists");
+  }
+  return RenameLocked(from, to);
 }
 
 Status MemEnv::ExchangePaths(const std::string& a_in, const std::string& b_in) {
@@ -232,22 +263,55 @@ Result<std::vector<std::string>> MemEnv::ListDirectory(const std::string& p) {
   return names;
 }
 
-Result<std::vector<std::string>> MemEnv::ListFilesRecursive(const std::string& p) {
+Result<std::vector<TreeEntry>> MemEnv::ListTree(const std::string& p) {
   std::string root = Clean(p);
   std::lock_guard<std::mutex> lock(mu_);
   if (!DirExistsLocked(root)) {
     return NotFoundError("cannot open directory " + root + ": No such file or directory");
   }
-  std::vector<std::string> out;
-  for (const auto& [name, node] : files_) {
+  std::vector<TreeEntry> out;
+  for (const auto& [name, node] : files_) {  // a std::map: already sorted by path
     if (root == ".") {
-      if (name[0] != '/') out.push_back(name);
+      if (name[0] != '/') out.push_back({name, FileType::kRegular, FileType::kMissing});
     } else if (IsBelow(name, root)) {
-      out.push_back(name.substr(root == "/" ? 1 : root.size() + 1));
+      out.push_back(
+          {name.substr(root == "/" ? 1 : root.size() + 1), FileType::kRegular, FileType::kMissing});
     }
   }
-  std::sort(out.begin(), out.end());
+  std::sort(out.begin(), out.end(),
+            [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; });
   return out;
+}
+
+FileType MemEnv::GetFileType(const std::string& p) {
+  std::string path = Clean(p);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (files_.count(path)) return FileType::kRegular;
+  return DirExistsLocked(path) ? FileType::kDirectory : FileType::kMissing;
+}
+
+Result<std::unique_ptr<FileLock>> MemEnv::LockFile(const std::string& p) {
+  std::string path = Clean(p);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (locked_.count(path)) {
+    return FailedPreconditionError(path + " is locked: another docfeed run is writing the same " +
+                                   "output; wait for it to finish or choose another output");
+  }
+  DOCFEED_RETURN_IF_ERROR(CheckParentLocked(path, "cannot create lock file"));
+  if (DirExistsLocked(path)) return IOError("cannot create lock file " + path + ": Is a directory");
+  if (!files_.count(path)) files_[path] = std::make_shared<Node>();
+  locked_.insert(path);
+  return std::unique_ptr<FileLock>(std::make_unique<MemFileLock>(this, path));
+}
+
+Status MemEnv::UnlockFile(std::unique_ptr<FileLock> lock) {
+  if (lock == nullptr) return Status::Ok();
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    files_.erase(lock->path());
+  }
+  lock.reset();
+  return Status::Ok();
 }
 
 bool MemEnv::PathExists(const std::string& p) {

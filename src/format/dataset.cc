@@ -1,5 +1,6 @@
 #include "format/dataset.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "base/hash.h"
@@ -248,6 +249,60 @@ Result<std::vector<Value>> Dataset::ReadLabels(uint64_t id) const {
                            ": labels do not match their checksum");
   }
   return values;
+}
+
+namespace {
+
+Status NotReplaceable(const std::string& path, const std::string& what) {
+  return FailedPreconditionError("refusing to replace " + path + ": " + what +
+                                 "; --overwrite replaces only a docfeed dataset or an empty " +
+                                 "directory (remove it yourself or choose another output)");
+}
+
+// OK when `dir` holds a manifest that decodes; the error says why not (naming `entry`, one of
+// the directory's entries, when there is no manifest).
+Status CheckIsDataset(Env* env, const std::string& dir, const std::string& entry) {
+  const std::string manifest_path = JoinPath(dir, kManifestFileName);
+  if (env->GetFileType(manifest_path) != FileType::kRegular) {
+    return NotReplaceable(dir, std::string("it is not a docfeed dataset (no ") + kManifestFileName +
+                                   (entry.empty() ? "" : "; it holds " + entry) + ")");
+  }
+  Result<std::string> text = env->ReadTextFile(manifest_path);
+  Result<Manifest> manifest =
+      text.ok() ? DecodeManifest(*text, manifest_path) : Result<Manifest>(text.status());
+  if (!manifest.ok()) {
+    return NotReplaceable(
+        dir, "its manifest does not read as docfeed's (" + manifest.status().ToString() + ")");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckReplaceableOutput(const std::string& path, bool allow_dict, Env* env) {
+  env = EnvOrDefault(env);
+  const FileType type = env->GetFileType(path);
+  if (type == FileType::kMissing) return Status::Ok();
+  if (type != FileType::kDirectory) {
+    return NotReplaceable(path, std::string("it is a ") + FileTypeName(type));
+  }
+  DOCFEED_ASSIGN_OR_RETURN(std::vector<std::string> names, env->ListDirectory(path));
+  if (names.empty()) return Status::Ok();
+  std::sort(names.begin(), names.end());
+  Status dataset = CheckIsDataset(env, path, names.front());
+  if (dataset.ok() || !allow_dict ||
+      env->GetFileType(JoinPath(path, "dataset_dict.json")) != FileType::kRegular) {
+    return dataset;
+  }
+  for (const std::string& name : names) {
+    if (name == "dataset_dict.json") continue;
+    const std::string child = JoinPath(path, name);
+    if (env->GetFileType(child) != FileType::kDirectory) {
+      return NotReplaceable(path, "it holds " + name + ", which is not a split of a dataset dict");
+    }
+    DOCFEED_RETURN_IF_ERROR(CheckIsDataset(env, child, ""));
+  }
+  return Status::Ok();
 }
 
 }  // namespace docfeed::internal

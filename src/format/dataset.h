@@ -108,6 +108,14 @@ arrow::Schema DatasetSchema(const std::vector<ColumnSpec>& columns, bool keep_or
 // The `features` object of dataset_info.json for these columns, as JSON text.
 std::string FeaturesJson(const std::vector<ColumnSpec>& columns, bool keep_original = false);
 
+// What `pack --overwrite` and `migrate --overwrite` may replace at `path`: an empty directory,
+// a docfeed dataset (its manifest decodes) or, with `allow_dict`, a dataset dictionary
+// (dataset_dict.json beside directories that are each a docfeed dataset: migrate's output of a
+// DatasetDict). OK for those; otherwise FailedPrecondition naming `path` and what is there (a
+// file, a directory that is not a docfeed dataset and one of its entries), so that a mistyped
+// -o cannot delete unrelated data.
+Status CheckReplaceableOutput(const std::string& path, bool allow_dict, Env* env = nullptr);
+
 }  // namespace docfeed::internal
 
 #endif  // DOCFEED_FORMAT_DATASET_H_

@@ -157,7 +157,11 @@ class ArrowShardWriter final : public ShardWriter {
     std::vector<uint8_t> index = EncodeIndex(records_);
     DOCFEED_RETURN_IF_ERROR(WriteOther(kIndexFileName, index, &manifest));
     DOCFEED_RETURN_IF_ERROR(WriteOther("dataset_info.json", Text(DatasetInfoJson()), &manifest));
-    DOCFEED_RETURN_IF_ERROR(WriteOther("state.json", Text(StateJson(Hash64(index))), &manifest));
+    // state.json is listed here but written last, after the manifest: it is what makes
+    // datasets.load_from_disk accept the directory, so a run killed before the manifest leaves
+    // nothing any reader opens.
+    const std::string state = StateJson(Hash64(index));
+    manifest.other_files.push_back({"state.json", state.size(), Hash64(Text(state)), 0, {}});
     for (const std::string& name : options_.extra_files) {
       DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, env_->ReadFile(Path(name)));
       manifest.other_files.push_back({name, bytes.size(), Hash64(bytes), 0, {}});
@@ -168,6 +172,7 @@ class ArrowShardWriter final : public ShardWriter {
       manifest.other_files.push_back({kRejectsFileName, bytes.size(), Hash64(bytes), 0, {}});
     }
     DOCFEED_RETURN_IF_ERROR(env_->WriteTextFile(Path(kManifestFileName), EncodeManifest(manifest)));
+    DOCFEED_RETURN_IF_ERROR(env_->WriteTextFile(Path("state.json"), state));
     return manifest;
   }
 

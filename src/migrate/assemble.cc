@@ -122,11 +122,14 @@ Result<uint64_t> AssembleSplit(const std::vector<std::string>& piece_dirs,
   DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> info,
                            env->ReadFile(JoinPath(pieces.front().dir, "dataset_info.json")));
   DOCFEED_RETURN_IF_ERROR(write_other("dataset_info.json", info));
-  DOCFEED_RETURN_IF_ERROR(
-      write_other("state.json", Bytes(DatasetStateJson(m.data_files, Hash64(index)))));
+  // state.json is listed in its place but written after the manifest: it is what makes
+  // datasets.load_from_disk accept the directory (as in the shard writer).
+  const std::string state = DatasetStateJson(m.data_files, Hash64(index));
+  m.other_files.push_back({"state.json", state.size(), Hash64(Bytes(state)), 0, {}});
   DOCFEED_RETURN_IF_ERROR(write_other(kMigrationFile, Bytes(migration_json)));
   DOCFEED_RETURN_IF_ERROR(
       env->WriteTextFile(JoinPath(out_dir, kManifestFileName), EncodeManifest(m)));
+  DOCFEED_RETURN_IF_ERROR(env->WriteTextFile(JoinPath(out_dir, "state.json"), state));
   // The data files were verified piece by piece and only renamed since; re-hashing them would
   // map the whole output. Opening checks the new manifest, index and every file's schema.
   Result<std::unique_ptr<Dataset>> opened = Dataset::Open(out_dir, env);

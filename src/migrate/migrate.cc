@@ -10,7 +10,9 @@
 #include <thread>
 
 #include "base/file.h"
+#include "base/output_dir.h"
 #include "format/arrow/reader.h"
+#include "format/dataset.h"
 #include "migrate/assemble.h"
 #include "migrate/piece.h"
 #include "migrate/source.h"
@@ -22,7 +24,6 @@ using Clock = std::chrono::steady_clock;
 using Json = nlohmann::ordered_json;
 
 constexpr char kJournalFile[] = "journal.json";
-constexpr char kLockFile[] = "lock";
 
 // One input file and the piece it becomes.
 struct Job {
@@ -151,18 +152,12 @@ void Note(const MigrateOptions& options, const std::string& text) {
 }
 
 // Creates or reuses OUT.partial: reused only when its journal equals this run's (same source
-// files and sizes, same options), so finished pieces are valid for this run.
+// files and sizes, same options), so finished pieces are valid for this run. REQUIRES: OUT's
+// lock is held, so no live run is writing OUT.partial.
 Status PrepareWorkDirectory(const std::string& work, const std::string& journal,
                             const MigrateOptions& options) {
   Env* env = EnvOrDefault(options.env);
-  const std::string lock = JoinPath(work, kLockFile);
   if (env->IsDirectory(work)) {
-    Result<std::string> pid_text = env->ReadTextFile(lock);
-    const int pid = pid_text.ok() ? std::atoi(pid_text->c_str()) : 0;
-    if (pid > 0 && pid != CurrentProcessId() && ProcessExists(pid)) {
-      return AlreadyExistsError("another docfeed (pid " + std::to_string(pid) + ") is writing " +
-                                work);
-    }
     Result<std::string> old = env->ReadTextFile(JoinPath(work, kJournalFile));
     if (old.ok() && *old == journal) {
       Note(options, "resuming the interrupted migration in " + work);
@@ -176,8 +171,7 @@ Status PrepareWorkDirectory(const std::string& work, const std::string& journal,
     DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(JoinPath(work, "pieces")));
     DOCFEED_RETURN_IF_ERROR(env->WriteTextFile(JoinPath(work, kJournalFile), journal));
   }
-  DOCFEED_RETURN_IF_ERROR(env->RemoveAll(JoinPath(work, "final")));  // an interrupted assembly
-  return env->WriteTextFile(lock, std::to_string(CurrentProcessId()) + "\n");
+  return env->RemoveAll(JoinPath(work, "final"));  // an interrupted assembly
 }
 
 // Shared state of the worker threads.
@@ -312,19 +306,6 @@ std::string MigrationJson(const SplitSource& split, const SourceLayout& layout,
   return text + (boxes.empty() ? "]\n}\n" : "\n ]\n}\n");
 }
 
-// With an existing OUT (--overwrite), swaps it with `final_dir` in one step where the file system
-// can (OUT is the old or the new output at every instant); the old one then lies in the work
-// directory, which the caller removes.
-Status PlaceOutput(Env* env, const std::string& final_dir, const std::string& output) {
-  if (!env->PathExists(output)) return env->Rename(final_dir, output);
-  Status swapped = env->ExchangePaths(final_dir, output);
-  if (swapped.code() != StatusCode::kUnsupported) return swapped;
-  const std::string old = output + ".old-" + std::to_string(CurrentProcessId());
-  DOCFEED_RETURN_IF_ERROR(env->Rename(output, old));
-  DOCFEED_RETURN_IF_ERROR(env->Rename(final_dir, output));
-  return env->RemoveAll(old);
-}
-
 Status AssembleAll(const Plan& plan, const std::string& work, const NormalizeCandidate& norm,
                    const MigrateOptions& options, MigrateSummary* summary) {
   Env* env = EnvOrDefault(options.env);
@@ -371,22 +352,20 @@ Status AssembleAll(const Plan& plan, const std::string& work, const NormalizeCan
   return Status::Ok();
 }
 
-}  // namespace
-
-std::string WorkDirectory(const std::string& output) { return output + ".partial"; }
-
-namespace {
-
-Result<MigrateSummary> RunMigration(const MigrateOptions& options_in) {
-  const Clock::time_point start = Clock::now();
-  MigrateOptions options = options_in;
-  while (options.output.size() > 1 && options.output.back() == '/') options.output.pop_back();
-  if (options.output.empty()) return InvalidArgumentError("no output directory given (-o OUT)");
-  Env* env = EnvOrDefault(options.env);
+// OK when OUT may be written: nothing there, or --overwrite and a docfeed output there.
+Status CheckOutput(Env* env, const MigrateOptions& options) {
   if (env->PathExists(options.output) && !options.overwrite) {
     return AlreadyExistsError(options.output + " already exists; pass --overwrite to replace it");
   }
+  if (!options.overwrite) return Status::Ok();
   DOCFEED_RETURN_IF_ERROR(CheckOverwriteKeepsSource(options.source, options.output, env));
+  return CheckReplaceableOutput(options.output, /*allow_dict=*/true, env);
+}
+
+Result<MigrateSummary> MigrateLocked(const MigrateOptions& options) {
+  const Clock::time_point start = Clock::now();
+  Env* env = EnvOrDefault(options.env);
+  DOCFEED_RETURN_IF_ERROR(CheckOutput(env, options));  // again: made before the lock was taken
   DOCFEED_ASSIGN_OR_RETURN(Plan plan, ScanSource(options));
   DOCFEED_ASSIGN_OR_RETURN(NormalizeCandidate norm, ChooseNormalization(plan, options));
   DOCFEED_ASSIGN_OR_RETURN(GridInverter inverter, GridInverter::Create(norm));
@@ -411,7 +390,9 @@ Result<MigrateSummary> RunMigration(const MigrateOptions& options_in) {
       runner.Run(configs, std::min<int>(threads, static_cast<int>(plan.jobs.size()))));
   for (Job& job : plan.jobs) job.piece_dir = BaseName(job.piece_dir);
   DOCFEED_RETURN_IF_ERROR(AssembleAll(plan, work, norm, options, &summary));
-  DOCFEED_RETURN_IF_ERROR(PlaceOutput(env, JoinPath(work, "final"), options.output));
+  DOCFEED_RETURN_IF_ERROR(PlaceOutput(
+      env, JoinPath(work, "final"), options.output, options.overwrite,
+      [env](const std::string& path) { return CheckReplaceableOutput(path, true, env); }));
   // OUT is complete from here on: failing to clean up must not report the migration as failed.
   if (Status cleaned = env->RemoveAll(work); !cleaned.ok()) {
     Note(options, "could not remove " + work + " (the next migration to " + options.output +
@@ -423,6 +404,25 @@ Result<MigrateSummary> RunMigration(const MigrateOptions& options_in) {
   summary.array3d = plan.layouts.front().array3d;
   summary.input_bytes = plan.source.total_bytes;
   summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return summary;
+}
+
+}  // namespace
+
+std::string WorkDirectory(const std::string& output) { return output + ".partial"; }
+
+namespace {
+
+Result<MigrateSummary> RunMigration(const MigrateOptions& options_in) {
+  MigrateOptions options = options_in;
+  while (options.output.size() > 1 && options.output.back() == '/') options.output.pop_back();
+  if (options.output.empty()) return InvalidArgumentError("no output directory given (-o OUT)");
+  Env* env = EnvOrDefault(options.env);
+  DOCFEED_RETURN_IF_ERROR(CheckOutput(env, options));
+  // One writer of OUT (and of OUT.partial) at a time, across pack, migrate and synth.
+  DOCFEED_ASSIGN_OR_RETURN(OutputLock lock, OutputLock::Acquire(env, options.output));
+  Result<MigrateSummary> summary = MigrateLocked(options);
+  lock.Release().IgnoreError();  // a lock file left behind is only taken by the next run
   return summary;
 }
 

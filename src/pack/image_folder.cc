@@ -16,6 +16,10 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// metadata.jsonl is read whole; past this it is refused naming the limit (a regular file this
+// large is a mistake, and the limit keeps a runaway file from exhausting memory).
+constexpr uint64_t kMaxMetadataBytes = uint64_t{16} << 30;
+
 // What a JSON value can become; kUnknown for null and empty lists, which fit any type.
 enum class Kind { kUnknown, kString, kInt, kFloat, kBool, kIntList, kFloatList, kStringList };
 
@@ -196,12 +200,29 @@ struct ParsedRow {
   int64_t line;
   std::string file_name;
   Json row;
+  Status problem;  // not OK: the row cannot be a sample (row is null)
 };
 
+// The problem that keeps one row from being a sample (the row's fault, not the schema's), or OK.
+Status RowProblem(const std::string& where, std::string_view line, const Json& row) {
+  if (row.is_discarded()) return MalformedRow(where, line);
+  if (!row.is_object()) return InvalidArgumentError(where + ": a row must be a JSON object");
+  auto fn = row.find("file_name");
+  if (fn == row.end() || !fn->is_string()) {
+    return InvalidArgumentError(where + ": no string field \"file_name\"");
+  }
+  if (fn->get_ref<const std::string&>().find('\0') != std::string::npos) {
+    return InvalidArgumentError(where + ": file_name holds a NUL byte (\\u0000), which no file " +
+                                "name can hold");
+  }
+  return Status::Ok();
+}
+
 // Parses metadata.jsonl-style rows into rows and infers column kinds (first-seen column order).
-// `where(line)` names a row in errors.
+// `where(line)` names a row in errors. A row that cannot be a sample is an error, or with
+// `keep_bad_rows` a ParsedRow with its problem.
 Status ParseMetadata(const std::function<std::string(int64_t)>& where_of, std::string_view text,
-                     std::vector<ParsedRow>* rows,
+                     bool keep_bad_rows, std::vector<ParsedRow>* rows,
                      std::vector<std::pair<std::string, Kind>>* kinds) {
   std::map<std::string, size_t> column_at;
   int64_t line_no = 0;
@@ -215,12 +236,12 @@ Status ParseMetadata(const std::function<std::string(int64_t)>& where_of, std::s
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     std::string where = where_of(line_no);
     Json row = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (row.is_discarded()) return MalformedRow(where, line);
-    if (!row.is_object()) return InvalidArgumentError(where + ": a row must be a JSON object");
-    auto fn = row.find("file_name");
-    if (fn == row.end() || !fn->is_string()) {
-      return InvalidArgumentError(where + ": no string field \"file_name\"");
+    if (Status problem = RowProblem(where, line, row); !problem.ok()) {
+      if (!keep_bad_rows) return problem;
+      rows->push_back({line_no, "", Json(), std::move(problem)});
+      continue;
     }
+    auto fn = row.find("file_name");
     for (auto it = row.begin(); it != row.end(); ++it) {
       if (it.key() == "file_name") continue;
       if (it.key() == "image") {
@@ -238,7 +259,7 @@ Status ParseMetadata(const std::function<std::string(int64_t)>& where_of, std::s
       }
       seen = *merged;
     }
-    rows->push_back({line_no, NormalizeRelative(fn->get<std::string>()), std::move(row)});
+    rows->push_back({line_no, NormalizeRelative(fn->get<std::string>()), std::move(row), {}});
   }
   return Status::Ok();
 }
@@ -253,26 +274,109 @@ std::vector<Value> RowValues(const ParsedRow& r, const std::vector<ColumnSpec>& 
   return values;
 }
 
-Status ResolveMetadataRows(Env* env, const std::string& root, const std::vector<ParsedRow>& rows,
-                           ImageFolder* folder) {
-  const std::string meta_path = JoinPath(root, kMetadataFileName);
-  for (const ParsedRow& r : rows) {
-    std::string where = meta_path + ":" + std::to_string(r.line);
-    if (!IsSafeRelativePath(r.file_name)) {
-      return InvalidArgumentError(where + ": file_name \"" + r.file_name +
-                                  "\" must be a relative path inside the dataset folder");
+// True if canonical `path` is `root` or below it (both canonical).
+bool IsInside(const std::string& path, const std::string& root) {
+  if (root == "/") return !path.empty() && path[0] == '/';
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          path[root.size()] == '/');
+}
+
+// Where a listed or named file really is, refused when it is not a regular file or (unless
+// `follow`) when a symlink takes it outside the root. `name` is relative to the root.
+class Confinement {
+ public:
+  Confinement(Env* env, std::string root, std::string real_root, bool follow)
+      : env_(env), root_(std::move(root)), real_root_(std::move(real_root)), follow_(follow) {}
+
+  // OK when `name` may be read; otherwise why not (without naming the row).
+  Status Check(const std::string& name) const {
+    const std::string full = JoinPath(root_, name);
+    if (env_->GetFileType(full) == FileType::kMissing) {
+      return NotFoundError("no such file " + full);
     }
-    std::string full = JoinPath(root, r.file_name);
-    if (!env->PathExists(full) || env->IsDirectory(full)) {
-      return NotFoundError(where + ": file_name \"" + r.file_name + "\": no such file " + full);
+    Result<std::string> real = env_->RealPath(full);
+    if (!real.ok()) return NotFoundError(full + " is a dangling symlink");
+    if (!follow_ && !IsInside(*real, real_root_)) {
+      return InvalidArgumentError(full + " resolves to " + *real + ", outside the source folder " +
+                                  "(a symlink; pass --follow-symlinks to read it)");
+    }
+    const FileType type = env_->GetFileType(*real);
+    if (type != FileType::kRegular) {
+      return InvalidArgumentError(full + " is a " + FileTypeName(type) + ", not a regular file");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Env* env_;
+  std::string root_;
+  std::string real_root_;
+  bool follow_;
+};
+
+Status ResolveMetadataRows(const Confinement& confine, const std::string& meta_path,
+                           std::vector<ParsedRow>& rows, ImageFolder* folder) {
+  std::map<std::string, int64_t> line_of;  // file_name -> first row naming it
+  for (ParsedRow& r : rows) {
+    const std::string where = meta_path + ":" + std::to_string(r.line);
+    if (r.problem.ok() && !IsSafeRelativePath(r.file_name)) {
+      r.problem = InvalidArgumentError(where + ": file_name \"" + r.file_name +
+                                       "\" must be a relative path inside the dataset folder");
+    }
+    if (r.problem.ok()) {
+      auto [first, inserted] = line_of.emplace(r.file_name, r.line);
+      if (!inserted) {
+        r.problem = InvalidArgumentError(where + ": file_name \"" + r.file_name +
+                                         "\" is also named by line " +
+                                         std::to_string(first->second) + " (one row per image)");
+      }
+    }
+    if (Status checked = r.problem.ok() ? confine.Check(r.file_name) : Status::Ok();
+        !checked.ok()) {
+      r.problem = checked.WithContext(where + ": file_name \"" + r.file_name + "\"");
     }
     SourceSample s;
     s.relative_path = r.file_name;
     s.line = r.line;
-    s.values = RowValues(r, folder->columns);
+    if (r.problem.ok()) s.values = RowValues(r, folder->columns);
+    s.problem = r.problem;
     folder->samples.push_back(std::move(s));
   }
   return Status::Ok();
+}
+
+// Sorts the listing into candidate files (regular files, and symlinks to regular files that
+// `confine` accepts) and skipped entries with their reason.
+std::vector<std::string> SortListing(const Confinement& confine, std::vector<TreeEntry> entries,
+                                     std::vector<SkippedEntry>* skipped) {
+  std::vector<std::string> files;
+  for (TreeEntry& e : entries) {
+    if (e.type == FileType::kRegular) {
+      files.push_back(std::move(e.path));
+      continue;
+    }
+    std::string reason;
+    if (e.type != FileType::kSymlink) {
+      reason = std::string("a ") + FileTypeName(e.type) + ", not a regular file";
+    } else if (e.target == FileType::kMissing) {
+      reason = "a dangling symlink";
+    } else if (e.target == FileType::kDirectory) {
+      reason = "a symlink to a directory (not followed)";
+    } else if (Status s = confine.Check(e.path); !s.ok()) {
+      reason = std::string(s.message());
+    } else {
+      files.push_back(std::move(e.path));
+      continue;
+    }
+    skipped->push_back({std::move(e.path), std::move(reason)});
+  }
+  return files;
+}
+
+// The text of metadata.jsonl without a leading UTF-8 byte order mark.
+std::string_view WithoutBom(std::string_view text) {
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  return text.substr(0, kBom.size()) == kBom ? text.substr(kBom.size()) : text;
 }
 
 }  // namespace
@@ -282,11 +386,12 @@ Result<ImageFolder> ParseSampleRows(std::string_view jsonl) {
   listing.has_metadata = true;
   std::vector<ParsedRow> rows;
   std::vector<std::pair<std::string, Kind>> kinds;
-  DOCFEED_RETURN_IF_ERROR(ParseMetadata(
-      [](int64_t line) { return "row " + std::to_string(line - 1); }, jsonl, &rows, &kinds));
+  DOCFEED_RETURN_IF_ERROR(
+      ParseMetadata([](int64_t line) { return "row " + std::to_string(line - 1); }, jsonl,
+                    /*keep_bad_rows=*/false, &rows, &kinds));
   for (const auto& [name, kind] : kinds) listing.columns.push_back({name, ToColumnType(kind)});
   for (const ParsedRow& r : rows) {
-    listing.samples.push_back({r.file_name, 0, RowValues(r, listing.columns)});
+    listing.samples.push_back({r.file_name, 0, RowValues(r, listing.columns), {}});
   }
   return listing;
 }
@@ -302,31 +407,41 @@ bool HasImageExtension(const std::string& path) {
   return kExtensions.count(ext) > 0;
 }
 
-Result<ImageFolder> ScanImageFolder(const std::string& root, Env* env) {
+Result<ImageFolder> ScanImageFolder(const std::string& root, Env* env, bool follow_symlinks) {
   env = EnvOrDefault(env);
   if (!env->IsDirectory(root)) return NotFoundError("source folder " + root + " does not exist");
   ImageFolder folder;
   folder.root = root;
-  DOCFEED_ASSIGN_OR_RETURN(std::vector<std::string> files, env->ListFilesRecursive(root));
+  DOCFEED_ASSIGN_OR_RETURN(std::string real_root, env->RealPath(root));
+  const Confinement confine(env, root, real_root, follow_symlinks);
+  DOCFEED_ASSIGN_OR_RETURN(std::vector<TreeEntry> entries, env->ListTree(root));
+  std::vector<SkippedEntry> skipped;
+  std::vector<std::string> files = SortListing(confine, std::move(entries), &skipped);
   std::string meta_path = JoinPath(root, kMetadataFileName);
   folder.has_metadata = env->PathExists(meta_path);
   if (folder.has_metadata) {
-    DOCFEED_ASSIGN_OR_RETURN(std::string text, env->ReadTextFile(meta_path));
+    DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                             env->ReadFile(meta_path, kMaxMetadataBytes));
+    const std::string text(bytes.begin(), bytes.end());
     std::vector<ParsedRow> rows;
     std::vector<std::pair<std::string, Kind>> kinds;
-    DOCFEED_RETURN_IF_ERROR(ParseMetadata(
-        [&](int64_t line) { return meta_path + ":" + std::to_string(line); }, text, &rows, &kinds));
+    DOCFEED_RETURN_IF_ERROR(
+        ParseMetadata([&](int64_t line) { return meta_path + ":" + std::to_string(line); },
+                      WithoutBom(text), /*keep_bad_rows=*/true, &rows, &kinds));
     for (const auto& [name, kind] : kinds) folder.columns.push_back({name, ToColumnType(kind)});
-    DOCFEED_RETURN_IF_ERROR(ResolveMetadataRows(env, root, rows, &folder));
+    DOCFEED_RETURN_IF_ERROR(ResolveMetadataRows(confine, meta_path, rows, &folder));
   }
   std::set<std::string> listed;
   for (const SourceSample& s : folder.samples) listed.insert(s.relative_path);
+  for (SkippedEntry& e : skipped) {
+    if (listed.count(e.path) == 0) folder.skipped.push_back(std::move(e));
+  }
   for (const std::string& f : files) {
     if (f == kMetadataFileName) continue;
     if (!HasImageExtension(f)) {
       ++folder.other_files;
     } else if (!folder.has_metadata) {
-      folder.samples.push_back({f, 0, {}});
+      folder.samples.push_back({f, 0, {}, {}});
     } else if (listed.count(f) == 0) {
       folder.unlisted_images.push_back(f);
     }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/env.h"
+#include "docfeed/pack.h"
 #include "docfeed/status.h"
 #include "format/value.h"
 
@@ -20,10 +21,16 @@ namespace docfeed::internal {
 
 inline constexpr char kMetadataFileName[] = "metadata.jsonl";
 
+using docfeed::SkippedEntry;
+
 struct SourceSample {
   std::string relative_path;  // image path relative to the root, '/'-separated
   int64_t line = 0;           // 1-based line in metadata.jsonl; 0 without metadata
   std::vector<Value> values;  // one per ImageFolder::columns
+  // Not OK for a metadata.jsonl row that cannot be a sample (malformed JSON, a file_name that
+  // is missing, a duplicate, outside the root...): the error, naming the file and line. The
+  // packer stops on it, or with skip_bad rejects the row; the image is never read.
+  Status problem;
 };
 
 struct ImageFolder {
@@ -35,19 +42,27 @@ struct ImageFolder {
   std::vector<std::string> unlisted_images;
   // Files that are neither images nor metadata (not packed; reported as a count).
   uint64_t other_files = 0;
+  // Entries of the listing that are not read, with why: FIFOs, devices, sockets, dangling
+  // symlinks, symlinks to directories, and (unless follow_symlinks) symlinks leading outside
+  // the root. Entries a metadata.jsonl row names are reported through its row instead.
+  std::vector<SkippedEntry> skipped;
 };
 
-// Scans `root`. Errors name the file and, for metadata.jsonl, the line and column:
-// malformed JSON, a row without a string `file_name`, a `file_name` that escapes the root or
-// names a missing file, nested objects, and columns whose values have incompatible types.
-// Lists and reads through `env` (Env::Default() when null).
-Result<ImageFolder> ScanImageFolder(const std::string& root, Env* env = nullptr);
+// Scans `root`. Errors name the file and, for metadata.jsonl, the line and column: nested
+// objects, and columns whose values have incompatible types. A row that cannot be a sample is
+// listed with its SourceSample::problem: malformed JSON, no string `file_name`, a `file_name`
+// with a NUL byte, one that escapes the root (`..`, absolute, or through a symlink that resolves
+// outside it unless `follow_symlinks`), names a missing or non-regular file, or repeats an
+// earlier row's. A UTF-8 byte order mark at the start of metadata.jsonl is skipped, as
+// `datasets`' imagefolder does. Lists and reads through `env` (Env::Default() when null).
+Result<ImageFolder> ScanImageFolder(const std::string& root, Env* env = nullptr,
+                                    bool follow_symlinks = false);
 
 // The listing of samples that are not files under a root (the Python binding's in-memory rows):
 // one JSON object per line, each with a string "file_name" (the name stored with the image) and
 // the other columns, parsed and typed exactly as metadata.jsonl rows are (same errors, rows
-// named "row N", 0-based, counting every line). No file is looked at; root is empty and
-// SourceSample::line is 0.
+// named "row N", 0-based, counting every line; a row that metadata.jsonl would list with a
+// problem is an error here). No file is looked at; root is empty and SourceSample::line is 0.
 Result<ImageFolder> ParseSampleRows(std::string_view jsonl);
 
 // True if the file name has an image extension (.jpg .jpeg .png .webp .gif .bmp .tif .tiff,

@@ -45,6 +45,7 @@ internal::PackOptions ToInternal(const PackOptions& o) {
   p.threads = o.threads;
   p.skip_bad = o.skip_bad;
   p.overwrite = o.overwrite;
+  p.follow_symlinks = o.follow_symlinks;
   p.compression = o.compression;
   p.max_file_bytes = o.max_file_bytes;
   p.labels.tokenizer_dir = o.labels.tokenizer_dir;

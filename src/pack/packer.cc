@@ -9,6 +9,9 @@
 
 #include "base/file.h"
 #include "base/ordered_parallel.h"
+#include "base/output_dir.h"
+#include "codec/codec.h"
+#include "format/dataset.h"
 #include "format/shard_writer.h"
 #include "format/verify.h"
 #include "pack/image_folder.h"
@@ -32,8 +35,10 @@ class ImageFolderSource final : public SampleSource {
  public:
   ImageFolderSource(ImageFolder folder, Env* env) : folder_(std::move(folder)), env_(env) {}
   const ImageFolder& listing() const override { return folder_; }
+  // At most the decoders' byte limit: a larger image would be refused unread anyway.
   Result<std::vector<uint8_t>> ReadImage(size_t i) override {
-    return env_->ReadFile(JoinPath(folder_.root, folder_.samples[i].relative_path));
+    return env_->ReadFile(JoinPath(folder_.root, folder_.samples[i].relative_path),
+                          DecodeLimits().max_input_bytes);
   }
   std::string Where(size_t i) const override {
     const SourceSample& s = folder_.samples[i];
@@ -51,6 +56,10 @@ class ImageFolderSource final : public SampleSource {
 Slot EncodeOne(SampleSource& source, size_t i, const EncodeOptions& opts, const Labeler* labeler) {
   const SourceSample& sample = source.listing().samples[i];
   Slot slot;
+  if (!sample.problem.ok()) {  // a metadata row that names no readable image
+    slot.encoded = sample.problem;
+    return slot;
+  }
   if (labeler != nullptr) {
     Result<std::vector<Value>> values = labeler->Make(i, sample);
     if (!values.ok()) {
@@ -81,7 +90,7 @@ Status Reject(Env* env, const std::string& dir, const SourceSample& s, const Sta
                              SequentialFile::Create(JoinPath(dir, kRejectsFileName), env));
   }
   nlohmann::ordered_json row;
-  row["file_name"] = s.relative_path;
+  if (!s.relative_path.empty()) row["file_name"] = s.relative_path;  // empty: malformed row
   if (s.line > 0) row["metadata_line"] = s.line;
   row["error"] = why.ToString();
   ++log->count;
@@ -100,7 +109,9 @@ Status WriteOne(const SampleSource& source, size_t i, Slot& slot, const PackOpti
   const SourceSample& src = source.listing().samples[i];
   state.summary.source_bytes += slot.source_bytes;
   if (!slot.encoded.ok()) {
-    Status why = slot.encoded.status().WithContext(source.Where(i));
+    // A listing problem already names metadata.jsonl and the line.
+    Status why =
+        src.problem.ok() ? slot.encoded.status().WithContext(source.Where(i)) : src.problem;
     if (!options.skip_bad) return why;
     return Reject(EnvOrDefault(options.env), dir, src, why, &state.rejects);
   }
@@ -113,6 +124,18 @@ Status WriteOne(const SampleSource& source, size_t i, Slot& slot, const PackOpti
   state.summary.stored_image_bytes += img.bytes.size();
   ++state.summary.stored_codecs[std::string(StoredCodecName(img.codec))];
   return Status::Ok();
+}
+
+// The error of a pack whose every sample was rejected. The rejects move out of the work
+// directory (which the failed run removes) to OUT.rejects-PID.jsonl, where the message points.
+Status AllRejected(Env* env, const SampleSource& source, const std::string& dir,
+                   const std::string& output) {
+  const std::string kept = TempSibling(output, "rejects") + ".jsonl";
+  Status moved = env->RenameNoReplace(JoinPath(dir, kRejectsFileName), kept);
+  return InvalidArgumentError("every sample of " + source.Name() + " was rejected; " +
+                              (moved.ok()
+                                   ? "see " + kept + " for why"
+                                   : "the list of why could not be kept: " + moved.ToString()));
 }
 
 Status WriteAll(SampleSource& source, const PackOptions& options, const std::string& dir,
@@ -155,11 +178,8 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
         }
         return Status::Ok();
       }));
-  if (state.summary.samples == 0) {
-    return InvalidArgumentError("every sample of " + source.Name() + " was rejected; see " +
-                                JoinPath(dir, kRejectsFileName));
-  }
   if (state.rejects.file) DOCFEED_RETURN_IF_ERROR(state.rejects.file->Close());
+  if (state.summary.samples == 0) return AllRejected(env, source, dir, options.output);
   if (labeler) {
     DOCFEED_RETURN_IF_ERROR(labeler->SaveTokenizer(dir).status());
     state.summary.labels_truncated = labeler->truncated();
@@ -183,46 +203,12 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
   return Status::Ok();
 }
 
-std::string TempSibling(const std::string& output, const char* tag) {
-  return output + "." + tag + "-" + std::to_string(CurrentProcessId());
-}
-
-// Removes `OUT.partial-PID` directories left by packs that were killed (PID no longer alive),
-// so interrupted runs do not accumulate; a live concurrent pack's directory is left alone.
-void RemoveStaleTemporaries(Env* env, const std::string& output) {
-  std::string parent = ParentPath(output);
-  std::string prefix = BaseName(output) + ".partial-";
-  Result<std::vector<std::string>> names = env->ListDirectory(parent);
-  if (!names.ok()) return;
-  for (const std::string& name : *names) {
-    if (name.rfind(prefix, 0) != 0) continue;
-    int pid = std::atoi(name.c_str() + prefix.size());
-    if (!ProcessExists(pid)) env->RemoveAll(JoinPath(parent, name)).IgnoreError();
-  }
-}
-
-// With an existing OUT (--overwrite), swaps it with `tmp` in one step where the file system can,
-// so OUT is the old or the new dataset at every instant; the old one, now at `tmp`, is then
-// deleted (best effort: a leftover is an OUT.partial-PID that a later pack removes).
-Status PlaceOutput(Env* env, const std::string& tmp, const PackOptions& options) {
-  if (!env->PathExists(options.output)) return env->Rename(tmp, options.output);
-  Status swapped = env->ExchangePaths(tmp, options.output);
-  if (swapped.ok()) {
-    env->RemoveAll(tmp).IgnoreError();
-    return Status::Ok();
-  }
-  if (swapped.code() != StatusCode::kUnsupported) return swapped;
-  std::string old = TempSibling(options.output, "old");
-  DOCFEED_RETURN_IF_ERROR(env->Rename(options.output, old));
-  DOCFEED_RETURN_IF_ERROR(env->Rename(tmp, options.output));
-  return env->RemoveAll(old);
-}
-
 }  // namespace
 
-Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root, Env* env) {
+Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root, Env* env,
+                                                            bool follow_symlinks) {
   env = EnvOrDefault(env);
-  DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(root, env));
+  DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(root, env, follow_symlinks));
   return std::unique_ptr<SampleSource>(std::make_unique<ImageFolderSource>(std::move(folder), env));
 }
 
@@ -245,6 +231,27 @@ Result<std::string> CheckOutput(const PackOptions& options) {
   return output;
 }
 
+// Writes, verifies and places the pack while holding OUT's lock.
+Status WriteAndPlace(SampleSource& source, const PackOptions& options, WriteState& state) {
+  Env* env = EnvOrDefault(options.env);
+  const std::string& output = options.output;
+  if (env->PathExists(output) && !options.overwrite) {  // made before the lock was taken
+    return AlreadyExistsError(output + " already exists; pass --overwrite to replace it");
+  }
+  const std::string tmp = TempSibling(output, "partial");
+  DOCFEED_RETURN_IF_ERROR(env->RemoveAll(tmp));
+  DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(tmp));
+  Status status = WriteAll(source, options, tmp, state);
+  if (status.ok()) status = VerifyDataset(tmp, env).WithContext("verifying the packed output");
+  if (status.ok()) {
+    status = PlaceOutput(env, tmp, output, options.overwrite, [env](const std::string& path) {
+      return CheckReplaceableOutput(path, /*allow_dict=*/false, env);
+    });
+  }
+  if (!status.ok()) env->RemoveAll(tmp).IgnoreError();
+  return status;
+}
+
 // Writes `source` into OUT.partial-PID, verifies it and places it at `output`.
 Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options,
                                 const std::string& output, WriteState& state) {
@@ -252,27 +259,28 @@ Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options
   if (source.listing().samples.empty()) {
     return InvalidArgumentError(source.Name() + " holds no samples");
   }
+  if (options.overwrite) {  // refused before any work; checked again when it is replaced
+    DOCFEED_RETURN_IF_ERROR(CheckReplaceableOutput(output, /*allow_dict=*/false, env));
+  }
+  if (!options.skip_bad) {  // the first row that cannot be a sample, before writing anything
+    for (const SourceSample& s : source.listing().samples) DOCFEED_RETURN_IF_ERROR(s.problem);
+  }
   std::shared_ptr<const Preset> preset = options.encode.preset;
   if (options.encode.preprocess.preprocessed() && preset == nullptr) {
     DOCFEED_ASSIGN_OR_RETURN(preset, PresetForStored(options.encode.preprocess));
   }
-  RemoveStaleTemporaries(env, output);
-  std::string tmp = TempSibling(output, "partial");
-  DOCFEED_RETURN_IF_ERROR(env->RemoveAll(tmp));
-  DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(tmp));
   PackOptions placed = options;
   placed.output = output;
   placed.encode.preset = std::move(preset);
-  Status status = WriteAll(source, placed, tmp, state);
-  if (status.ok()) status = VerifyDataset(tmp, env).WithContext("verifying the packed output");
-  if (status.ok()) status = PlaceOutput(env, tmp, placed);
-  if (!status.ok()) {
-    env->RemoveAll(tmp).IgnoreError();
-    return status;
-  }
+  DOCFEED_ASSIGN_OR_RETURN(OutputLock lock, OutputLock::Acquire(env, output));
+  Status status = WriteAndPlace(source, placed, state);
+  // A lock file that cannot be removed is only taken again by the next run.
+  lock.Release().IgnoreError();
+  DOCFEED_RETURN_IF_ERROR(status);
   state.summary.rejected = state.rejects.count;
   state.summary.unlisted_images = source.listing().unlisted_images;
   state.summary.other_files = source.listing().other_files;
+  state.summary.skipped = source.listing().skipped;
   state.summary.seconds = std::chrono::duration<double>(Clock::now() - state.start).count();
   return state.summary;
 }
@@ -285,8 +293,9 @@ Result<PackSummary> Pack(const PackOptions& options) {
       CheckOverwriteKeepsSource(options.source, output, EnvOrDefault(options.env)));
   WriteState state;
   state.start = Clock::now();
-  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<SampleSource> source,
-                           OpenImageFolderSource(options.source, options.env));
+  DOCFEED_ASSIGN_OR_RETURN(
+      std::unique_ptr<SampleSource> source,
+      OpenImageFolderSource(options.source, options.env, options.follow_symlinks));
   return PackChecked(*source, options, output, state);
 }
 

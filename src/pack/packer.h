@@ -32,10 +32,11 @@ using docfeed::PackSummary;
 struct PackOptions {
   std::string source;  // Pack: the image folder; PackFrom: unused
   std::string output;
-  EncodeOptions encode;    // encode.preprocess / encode.keep_original: pack --preprocess
-  int threads = 0;         // 0: one per hardware thread
-  bool skip_bad = false;   // reject bad samples into rejects.jsonl instead of stopping
-  bool overwrite = false;  // replace an existing output directory
+  EncodeOptions encode;          // encode.preprocess / encode.keep_original: pack --preprocess
+  int threads = 0;               // 0: one per hardware thread
+  bool skip_bad = false;         // reject bad samples into rejects.jsonl instead of stopping
+  bool overwrite = false;        // replace an existing docfeed dataset (or empty directory)
+  bool follow_symlinks = false;  // Pack: read through symlinks leading outside options.source
   std::string compression = "none";
   uint64_t max_file_bytes = 500'000'000;
   LabelOptions labels;  // with a tokenizer_dir: `labels` and `target_sequence` columns
@@ -65,12 +66,17 @@ class SampleSource {
   virtual std::string Name() const = 0;
 };
 
-// The image folder at `root` as a SampleSource (ScanImageFolder, then ReadFile per sample).
+// The image folder at `root` as a SampleSource (ScanImageFolder, then ReadFile per sample, of
+// at most the decoders' byte limit).
 Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root,
-                                                            Env* env = nullptr);
+                                                            Env* env = nullptr,
+                                                            bool follow_symlinks = false);
 
 // Packs the image folder options.source. Errors name the file (and metadata.jsonl line) of the
-// first bad sample unless skip_bad. AlreadyExists if the output exists and !overwrite.
+// first bad sample unless skip_bad. AlreadyExists if the output exists and !overwrite (also
+// when it appears during the run: nothing there is touched); FailedPrecondition when another
+// run holds OUT.lock or when overwrite would replace something that is not a docfeed dataset
+// or an empty directory.
 Result<PackSummary> Pack(const PackOptions& options);
 
 // Packs `source` (options.source is ignored); the same encoder, writer, verification and

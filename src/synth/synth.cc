@@ -10,6 +10,7 @@
 
 #include "base/file.h"
 #include "base/ordered_parallel.h"
+#include "base/output_dir.h"
 
 namespace docfeed::internal {
 namespace {
@@ -58,39 +59,6 @@ Status CheckReplaceable(Env* env, const std::string& output, bool overwrite) {
   return Status::Ok();
 }
 
-std::string TempSibling(const std::string& output, const char* tag) {
-  return output + "." + tag + "-" + std::to_string(CurrentProcessId());
-}
-
-// Removes `OUT.partial-PID` directories of killed runs (PID gone); live runs' are left alone.
-void RemoveStaleTemporaries(Env* env, const std::string& output) {
-  const std::string parent = ParentPath(output);
-  const std::string prefix = BaseName(output) + ".partial-";
-  Result<std::vector<std::string>> names = env->ListDirectory(parent);
-  if (!names.ok()) return;
-  for (const std::string& name : *names) {
-    if (name.rfind(prefix, 0) != 0) continue;
-    const int pid = std::atoi(name.c_str() + prefix.size());
-    if (pid > 0 && !ProcessExists(pid)) env->RemoveAll(JoinPath(parent, name)).IgnoreError();
-  }
-}
-
-// As the packer's: an existing OUT is swapped with `tmp` in one step where the file system can,
-// then the old output (now at `tmp`) is deleted, best effort.
-Status PlaceOutput(Env* env, const std::string& tmp, const std::string& output) {
-  if (!env->PathExists(output)) return env->Rename(tmp, output);
-  Status swapped = env->ExchangePaths(tmp, output);
-  if (swapped.ok()) {
-    env->RemoveAll(tmp).IgnoreError();
-    return Status::Ok();
-  }
-  if (swapped.code() != StatusCode::kUnsupported) return swapped;
-  const std::string old = TempSibling(output, "old");
-  DOCFEED_RETURN_IF_ERROR(env->Rename(output, old));
-  DOCFEED_RETURN_IF_ERROR(env->Rename(tmp, output));
-  return env->RemoveAll(old);
-}
-
 std::string MetadataLine(const SynthDocument& doc) {
   nlohmann::ordered_json row;
   row["file_name"] = doc.file_name;
@@ -134,6 +102,25 @@ Status WriteAll(const SynthOptions& o, const std::string& tmp, int threads,
   return metadata.Close().WithContext(metadata_path);
 }
 
+// Renders into OUT.partial-PID and places it at `output`. REQUIRES: `output`'s lock is held.
+// An empty directory at OUT is replaced without --overwrite, as CheckReplaceable allows.
+Status WriteAndPlace(const SynthOptions& options, const std::string& output, SynthSummary& summary,
+                     std::shared_ptr<const FontSet> fonts) {
+  Env* env = EnvOrDefault(options.env);
+  DOCFEED_RETURN_IF_ERROR(CheckReplaceable(env, output, options.overwrite));
+  const std::string tmp = TempSibling(output, "partial");
+  DOCFEED_RETURN_IF_ERROR(env->RemoveAll(tmp));
+  DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(tmp));
+  Status status = WriteAll(options, tmp, summary.threads, std::move(fonts), summary);
+  if (status.ok()) {
+    status = PlaceOutput(env, tmp, output, /*overwrite=*/true, [&](const std::string& path) {
+      return CheckReplaceable(env, path, options.overwrite);
+    });
+  }
+  if (!status.ok()) env->RemoveAll(tmp).IgnoreError();
+  return status;
+}
+
 Result<SynthSummary> RunSynthesis(const SynthOptions& options) {
   DOCFEED_RETURN_IF_ERROR(CheckOptions(options));
   std::string output = options.output;
@@ -146,16 +133,10 @@ Result<SynthSummary> RunSynthesis(const SynthOptions& options) {
                         ? options.threads
                         : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const auto start = Clock::now();
-  RemoveStaleTemporaries(env, output);
-  const std::string tmp = TempSibling(output, "partial");
-  DOCFEED_RETURN_IF_ERROR(env->RemoveAll(tmp));
-  DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(tmp));
-  Status status = WriteAll(options, tmp, summary.threads, fonts, summary);
-  if (status.ok()) status = PlaceOutput(env, tmp, output);
-  if (!status.ok()) {
-    env->RemoveAll(tmp).IgnoreError();
-    return status;
-  }
+  DOCFEED_ASSIGN_OR_RETURN(OutputLock lock, OutputLock::Acquire(env, output));
+  Status status = WriteAndPlace(options, output, summary, std::move(fonts));
+  lock.Release().IgnoreError();  // a lock file left behind is only taken by the next run
+  DOCFEED_RETURN_IF_ERROR(status);
   summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return summary;
 }

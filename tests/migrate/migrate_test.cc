@@ -292,5 +292,68 @@ TEST(Migrate, TruncatedFileIsRefusedBeforeAnyOutput) {
   EXPECT_FALSE(PathExists(WorkDirectory(o.output)));
 }
 
+// Issue #14, items 6, 8 and 10: one writer per OUT (OUT.lock, shared with pack and synth), a
+// placement that never removes what the run did not make, --overwrite of docfeed output only.
+
+TEST(MigrateOutput, ASecondMigrationWhileOneRunsFailsAtOnceAndTheFirstFinishes) {
+  TempDir tmp;
+  WriteSource(tmp.Join("src"), 2, 4);
+  MigrateOptions o;
+  o.source = tmp.Join("src");
+  o.output = tmp.Join("out");
+  o.threads = 1;
+  Status second = Status::Ok();
+  bool started = false;
+  MigrateOptions first = o;
+  first.on_progress = [&](const MigrateProgress& p) {
+    if (p.rows_done == 0 || started) return;
+    started = true;  // the first is inside OUT.partial: a second run must not enter it
+    second = Migrate(o).status();
+  };
+  Result<MigrateSummary> done = Migrate(first);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  ASSERT_TRUE(started);
+  EXPECT_EQ(second.code(), StatusCode::kFailedPrecondition) << second.ToString();
+  EXPECT_NE(second.message().find("out.lock"), std::string::npos) << second.ToString();
+  EXPECT_TRUE(VerifyDataset(o.output).ok());
+  EXPECT_FALSE(PathExists(o.output + ".lock"));
+}
+
+TEST(MigrateOutput, WhatAppearsAtOutDuringTheRunIsKept) {
+  TempDir tmp;
+  WriteSource(tmp.Join("src"), 2, 4);
+  MigrateOptions o;
+  o.source = tmp.Join("src");
+  o.output = tmp.Join("out");
+  o.threads = 1;
+  o.on_progress = [&](const MigrateProgress& p) {
+    if (p.rows_done != 1) return;
+    ASSERT_TRUE(CreateDirectory(o.output).ok());  // a user's directory, made mid-run
+    ASSERT_TRUE(WriteTextFile(JoinPath(o.output, "notes.txt"), "mine").ok());
+  };
+  const Status s = Migrate(o).status();
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists) << s.ToString();
+  EXPECT_EQ(ReadTextFile(JoinPath(o.output, "notes.txt")).value(), "mine");
+}
+
+TEST(MigrateOutput, OverwriteReplacesOnlyADocfeedDataset) {
+  TempDir tmp;
+  WriteSource(tmp.Join("src"), 1, 2);
+  MigrateOptions o;
+  o.source = tmp.Join("src");
+  o.output = tmp.Join("out");
+  o.overwrite = true;
+  ASSERT_TRUE(CreateDirectory(o.output).ok());
+  ASSERT_TRUE(WriteTextFile(JoinPath(o.output, "notes.txt"), "mine").ok());
+  Status s = Migrate(o).status();
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("notes.txt"), std::string::npos) << s.ToString();
+  EXPECT_EQ(ReadTextFile(JoinPath(o.output, "notes.txt")).value(), "mine");
+  ASSERT_TRUE(RemoveAll(o.output).ok());
+  ASSERT_TRUE(Migrate(o).ok());  // nothing there, then a docfeed dataset there: replaced
+  ASSERT_TRUE(Migrate(o).ok());
+  EXPECT_TRUE(VerifyDataset(o.output).ok());
+}
+
 }  // namespace
 }  // namespace docfeed::internal::migrate

@@ -61,9 +61,18 @@ TEST_P(ImageFolderBadMetadata, NamesFileLineAndProblem) {
                   JoinPath(root, "metadata.jsonl"),
                   std::string(R"({"file_name": "a.png", "x": 1})") + "\n" + GetParam().jsonl + "\n")
                   .ok());
+  // A schema error fails the scan; a row that cannot be a sample is listed with its problem
+  // (the packer stops on it, or rejects it with --skip-bad).
   Result<ImageFolder> folder = ScanImageFolder(root);
-  ASSERT_FALSE(folder.ok());
-  std::string message(folder.status().message());
+  Status error = folder.status();
+  if (folder.ok()) {
+    ASSERT_EQ(folder->samples.size(), 2u);
+    EXPECT_TRUE(folder->samples[0].problem.ok());
+    error = folder->samples[1].problem;
+    EXPECT_EQ(folder->samples[1].line, 2);
+  }
+  ASSERT_FALSE(error.ok());
+  std::string message(error.message());
   EXPECT_NE(message.find("metadata.jsonl:2"), std::string::npos) << message;
   EXPECT_NE(message.find(GetParam().expected), std::string::npos) << message;
 }
@@ -74,6 +83,10 @@ INSTANTIATE_TEST_SUITE_P(
                       BadMetadataCase{R"({"x": 2})", "file_name"},
                       BadMetadataCase{R"({"file_name": "missing.png", "x": 2})", "no such file"},
                       BadMetadataCase{R"({"file_name": "../a.png", "x": 2})", "relative path"},
+                      BadMetadataCase{R"({"file_name": "./a.png", "x": 2})",
+                                      "also named by line 1"},
+                      BadMetadataCase{R"({"file_name": "c.jpg\u0000.txt", "x": 2})", "NUL byte"},
+                      BadMetadataCase{R"({"file_name": "sub", "x": 2})", "directory"},
                       BadMetadataCase{R"({"file_name": "a.png", "x": "two"})", "column \"x\""},
                       BadMetadataCase{R"({"file_name": "a.png", "x": {"k": 1}})", "object"},
                       BadMetadataCase{R"([1, 2])", "JSON object"},

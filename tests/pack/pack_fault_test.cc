@@ -115,6 +115,15 @@ TEST_F(PackFaultTest, ACrashAtEveryWriteLeavesNothingOrTheCompleteDatasetAndTheN
       Status v = VerifyDataset(options_.output);
       EXPECT_TRUE(v.ok()) << where << ": " << v.ToString();
     }
+    // A leftover work directory is never one datasets.load_from_disk opens: state.json, which
+    // it needs, is written after the manifest (issue #14).
+    const std::vector<std::string> names = ListDirectory(dir_.path()).value();
+    for (const std::string& name : names) {
+      const std::string left = dir_.Join(name);
+      if (name.find(".partial-") != std::string::npos && !HasManifest(left)) {
+        EXPECT_FALSE(PathExists(JoinPath(left, "state.json"))) << where << ": " << name;
+      }
+    }
     // The restarted run (same process id, so it reuses and clears the crashed run's
     // OUT.partial-PID) succeeds and leaves exactly a verified dataset.
     env_.Reset();

@@ -119,10 +119,17 @@ TEST_F(PackTest, RefusesToOverwriteAndLeavesOutputAlone) {
   ASSERT_FALSE(summary.ok());
   EXPECT_EQ(summary.status().code(), StatusCode::kAlreadyExists);
   EXPECT_EQ(*ReadTextFile(JoinPath(out_, "keep.txt")), "mine");
+  // --overwrite replaces only a docfeed dataset or an empty directory (issue #14, item 8).
   PackOptions o = Options(src_, out_);
   o.overwrite = true;
+  summary = Pack(o);
+  EXPECT_EQ(summary.status().code(), StatusCode::kFailedPrecondition)
+      << summary.status().ToString();
+  EXPECT_EQ(*ReadTextFile(JoinPath(out_, "keep.txt")), "mine");
+  ASSERT_TRUE(Env::Default()->RemoveFile(JoinPath(out_, "keep.txt")).ok());
   ASSERT_TRUE(Pack(o).ok());
-  EXPECT_FALSE(PathExists(JoinPath(out_, "keep.txt")));
+  ASSERT_TRUE(Pack(o).ok());
+  EXPECT_TRUE(VerifyDataset(out_).ok());
 }
 
 TEST_F(PackTest, OverwriteNeverDeletesTheSource) {

@@ -17,6 +17,10 @@ constexpr char kPackHelp[] =
     "SRC is an image folder in the layout of Hugging Face datasets' imagefolder: images at any\n"
     "depth and an optional metadata.jsonl whose rows name an image by file_name and carry any\n"
     "other columns. Samples keep metadata.jsonl order (sorted paths without one).\n"
+    "Only regular files inside SRC are read: FIFOs, devices, dangling symlinks, symlinks to\n"
+    "directories and symlinks leading outside SRC are skipped and listed in the summary.\n"
+    "One run writes OUT at a time (OUT.lock); what appears at OUT meanwhile is never replaced\n"
+    "without --overwrite.\n"
     "A datasets save_to_disk directory with a float pixel_values column is migrated instead\n"
     "(docfeed pack SAVED_DATASET --help lists those options).\n"
     "\n"
@@ -25,8 +29,11 @@ constexpr char kPackHelp[] =
     "  --codec C              keep (default: store the file's bytes), png, webp (lossless), jpeg\n"
     "  --quality Q            JPEG quality for --codec jpeg (1-100, default 90)\n"
     "  --threads N            encoding threads (default: all cores)\n"
-    "  --skip-bad             write bad samples to OUT/rejects.jsonl instead of stopping\n"
-    "  --overwrite            replace OUT if it exists\n"
+    "  --skip-bad             write bad samples (unreadable images, bad metadata.jsonl rows)\n"
+    "                         to OUT/rejects.jsonl instead of stopping\n"
+    "  --overwrite            replace OUT if it is a docfeed dataset or an empty directory\n"
+    "  --follow-symlinks      read through symlinks that lead outside SRC (by default such a\n"
+    "                         link is skipped, and a metadata.jsonl row naming one is bad)\n"
     "  --compression C        Arrow IPC buffer compression: none (default), zstd, lz4_frame\n"
     "  --max-file-mb N        start a new data file after N MB (default 500)\n"
     "\n"
@@ -117,6 +124,7 @@ Result<PackOptions> ToOptions(const ParsedArgs& parsed) {
   o.labels.strict = parsed.Has("--strict");
   o.skip_bad = parsed.Has("--skip-bad");
   o.overwrite = parsed.Has("--overwrite");
+  o.follow_symlinks = parsed.Has("--follow-symlinks");
   return o;
 }
 
@@ -158,6 +166,9 @@ void PrintSummary(const PackOptions& o, const PackSummary& s) {
     std::printf("  note       %llu non-image file(s) in the source were ignored\n",
                 static_cast<unsigned long long>(s.other_files));
   }
+  for (const SkippedEntry& e : s.skipped) {
+    std::printf("  skipped    %s: %s\n", e.path.c_str(), e.reason.c_str());
+  }
 }
 
 }  // namespace
@@ -167,8 +178,8 @@ int RunPack(const Args& args) {
   if (IsSavedDatasetSource(args)) return RunPackSavedDataset(args);
   auto start =
       StartCommand("pack", args,
-                   {"--skip-bad", "--overwrite", "--strict", "--no-pad-labels", "--align-long-axis",
-                    "--keep-original"},
+                   {"--skip-bad", "--overwrite", "--follow-symlinks", "--strict", "--no-pad-labels",
+                    "--align-long-axis", "--keep-original"},
                    {"-o", "--output", "--codec", "--quality", "--threads", "--compression",
                     "--max-file-mb", "--tokenizer", "--target-field", "--task-token",
                     "--prompt-end-token", "--recipe", "--max-length", "--preprocess", "--size"},

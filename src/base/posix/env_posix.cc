@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -71,10 +72,36 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
 };
+
+FileType TypeOfMode(mode_t mode) {
+  if (S_ISREG(mode)) return FileType::kRegular;
+  if (S_ISDIR(mode)) return FileType::kDirectory;
+  if (S_ISLNK(mode)) return FileType::kSymlink;
+  if (S_ISFIFO(mode)) return FileType::kFifo;
+  if (S_ISCHR(mode)) return FileType::kCharDevice;
+  if (S_ISBLK(mode)) return FileType::kBlockDevice;
+  if (S_ISSOCK(mode)) return FileType::kSocket;
+  return FileType::kOther;
+}
+
+// Opens `path` for reading if it is a regular file (following symlinks). O_NONBLOCK makes the
+// open of a FIFO return at once instead of waiting for a writer, so fstat can refuse it; it
+// changes nothing for regular files. O_NOCTTY keeps a terminal from becoming ours.
+Result<int> OpenRegular(const std::string& path, struct stat* st) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (fd.get() < 0) return ErrnoError("cannot open", path, errno);
+  if (::fstat(fd.get(), st) != 0) return ErrnoError("cannot stat", path, errno);
+  if (!S_ISREG(st->st_mode)) return NotRegularFileError(path, TypeOfMode(st->st_mode));
+  // Back to blocking reads (regular files never block, but keep the descriptor plain).
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags >= 0) ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+  return fd.release();
+}
 
 class MmapRegion : public MappedFile::Region {
  public:
@@ -164,8 +191,7 @@ Result<std::vector<std::string>> ReadDirectoryNames(const std::string& dir) {
   return names;
 }
 
-Status ListInto(const std::string& root, const std::string& relative,
-                std::vector<std::string>* out) {
+Status ListInto(const std::string& root, const std::string& relative, std::vector<TreeEntry>* out) {
   std::string dir_path = relative.empty() ? root : JoinPath(root, relative);
   DOCFEED_ASSIGN_OR_RETURN(std::vector<std::string> names, ReadDirectoryNames(dir_path));
   for (const std::string& name : names) {
@@ -175,34 +201,89 @@ Status ListInto(const std::string& root, const std::string& relative,
     if (::lstat(full.c_str(), &st) != 0) return ErrnoError("cannot stat", full, errno);
     if (S_ISDIR(st.st_mode)) {
       DOCFEED_RETURN_IF_ERROR(ListInto(root, child, out));
-    } else if (S_ISREG(st.st_mode) ||
-               (S_ISLNK(st.st_mode) && ::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode))) {
-      out->push_back(std::move(child));
+      continue;
     }
+    TreeEntry entry{std::move(child), TypeOfMode(st.st_mode), FileType::kMissing};
+    if (entry.type == FileType::kSymlink && ::stat(full.c_str(), &st) == 0) {
+      entry.target = TypeOfMode(st.st_mode);
+    }
+    out->push_back(std::move(entry));
   }
   return Status::Ok();
 }
 
+class PosixFileLock : public FileLock {
+ public:
+  PosixFileLock(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  ~PosixFileLock() override {
+    if (fd_ >= 0) ::close(fd_);  // closing the only descriptor releases the flock
+  }
+  const std::string& path() const override { return path_; }
+  int fd() const { return fd_; }
+
+ private:
+  std::string path_;
+  int fd_;
+};
+
+// The process id a lock holder wrote into its lock file ("" when unreadable).
+std::string HolderOf(int fd) {
+  char text[32] = {};
+  const ssize_t n = ::pread(fd, text, sizeof(text) - 1, 0);
+  if (n <= 0) return "";
+  std::string pid(text, static_cast<size_t>(n));
+  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+  return pid;
+}
+
+// One attempt at LockFile: the locked descriptor, -1 when the file was replaced or removed
+// between open and flock (the caller retries), or the error.
+Result<int> TryLock(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (fd.get() < 0) return ErrnoError("cannot create lock file", path, errno);
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err != EWOULDBLOCK) return ErrnoError("cannot lock", path, err);
+    const std::string holder = HolderOf(fd.get());
+    return FailedPreconditionError(
+        path + " is locked: another docfeed run" +
+        (holder.empty() ? std::string() : " (pid " + holder + ")") +
+        " is writing the same output; wait for it to finish or choose another output");
+  }
+  // An UnlockFile between our open and flock removed the file we hold: start again, so that
+  // every holder locks the file that is at `path`.
+  struct stat held {
+  }, now{};
+  if (::fstat(fd.get(), &held) != 0) return ErrnoError("cannot stat", path, errno);
+  if (::stat(path.c_str(), &now) != 0 || now.st_ino != held.st_ino || now.st_dev != held.st_dev) {
+    return -1;
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd.get(), 0) == 0) {
+    WriteAll(fd.get(), reinterpret_cast<const uint8_t*>(pid.data()), pid.size(), path)
+        .IgnoreError();  // the pid only improves the message another run prints
+  }
+  return fd.release();
+}
+
 class PosixEnv : public Env {
  public:
-  Result<std::vector<uint8_t>> ReadFile(const std::string& path) override {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) return ErrnoError("cannot open", path, errno);
+  Result<std::vector<uint8_t>> ReadFile(const std::string& path, uint64_t max_bytes) override {
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return ErrnoError("cannot stat", path, errno);
-    std::vector<uint8_t> out;
-    uint64_t expected = 0;
-    if (S_ISREG(st.st_mode) && st.st_size > 0) {
-      expected = static_cast<uint64_t>(st.st_size);
-      out.resize(expected);
-      DOCFEED_ASSIGN_OR_RETURN(size_t got, PreadFull(fd.get(), out.data(), out.size(), 0, path));
-      if (got < expected) return ShortReadError(path, 0, expected, got);
-    }
-    // Whatever follows (a file that grew, or one whose size stat does not report).
+    DOCFEED_ASSIGN_OR_RETURN(int raw_fd, OpenRegular(path, &st));
+    Fd fd(raw_fd);
+    const auto expected = static_cast<uint64_t>(st.st_size);
+    if (expected > max_bytes) return FileTooLargeError(path, expected, max_bytes);
+    std::vector<uint8_t> out(expected);
+    DOCFEED_ASSIGN_OR_RETURN(size_t got, PreadFull(fd.get(), out.data(), out.size(), 0, path));
+    if (got < expected) return ShortReadError(path, 0, expected, got);
+    // Whatever follows (a file that grew, or one whose size stat does not report, as in /proc),
+    // up to the limit.
     uint8_t chunk[1 << 16];
     while (true) {
       DOCFEED_ASSIGN_OR_RETURN(size_t n,
                                PreadFull(fd.get(), chunk, sizeof(chunk), out.size(), path));
+      if (out.size() + n > max_bytes) return FileTooLargeError(path, out.size() + n, max_bytes);
       out.insert(out.end(), chunk, chunk + n);
       if (n < sizeof(chunk)) break;
     }
@@ -210,18 +291,18 @@ class PosixEnv : public Env {
   }
 
   Status ReadAt(const std::string& path, uint64_t offset, std::span<uint8_t> out) override {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) return ErrnoError("cannot open", path, errno);
+    struct stat st {};
+    DOCFEED_ASSIGN_OR_RETURN(int raw_fd, OpenRegular(path, &st));
+    Fd fd(raw_fd);
     DOCFEED_ASSIGN_OR_RETURN(size_t got, PreadFull(fd.get(), out.data(), out.size(), offset, path));
     if (got < out.size()) return ShortReadError(path, offset, out.size(), got);
     return Status::Ok();
   }
 
   Result<MappedFile> MapFile(const std::string& path) override {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) return ErrnoError("cannot open", path, errno);
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return ErrnoError("cannot stat", path, errno);
+    DOCFEED_ASSIGN_OR_RETURN(int raw_fd, OpenRegular(path, &st));
+    Fd fd(raw_fd);
     const auto size = static_cast<size_t>(st.st_size);
     const uint8_t* data = nullptr;
     if (size > 0) {
@@ -243,6 +324,29 @@ class PosixEnv : public Env {
       return ErrnoError("cannot rename " + from + " to", to, errno);
     }
     return Status::Ok();
+  }
+
+  Status RenameNoReplace(const std::string& from, const std::string& to) override {
+    if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) {
+      return Status::Ok();
+    }
+    int err = errno;
+    if (err == EINVAL || err == ENOSYS || err == ENOTSUP) {
+      // No RENAME_NOREPLACE here. Check, then rename: for a directory, rename(2) itself refuses
+      // every target but an empty directory, so nothing with contents is ever replaced.
+      if (PathExists(to)) {
+        err = EEXIST;
+      } else if (::rename(from.c_str(), to.c_str()) == 0) {
+        return Status::Ok();
+      } else {
+        err = errno;
+      }
+    }
+    if (err == EEXIST || err == ENOTEMPTY) {
+      return AlreadyExistsError("cannot rename " + from + " to " + to + ": " + to +
+                                " already exists");
+    }
+    return ErrnoError("cannot rename " + from + " to", to, err);
   }
 
   Status ExchangePaths(const std::string& a, const std::string& b) override {
@@ -288,11 +392,37 @@ class PosixEnv : public Env {
     return ReadDirectoryNames(dir);
   }
 
-  Result<std::vector<std::string>> ListFilesRecursive(const std::string& root) override {
-    std::vector<std::string> out;
+  Result<std::vector<TreeEntry>> ListTree(const std::string& root) override {
+    std::vector<TreeEntry> out;
     DOCFEED_RETURN_IF_ERROR(ListInto(root, "", &out));
-    std::sort(out.begin(), out.end());
+    std::sort(out.begin(), out.end(),
+              [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; });
     return out;
+  }
+
+  FileType GetFileType(const std::string& path) override {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 ? TypeOfMode(st.st_mode) : FileType::kMissing;
+  }
+
+  Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      DOCFEED_ASSIGN_OR_RETURN(int fd, TryLock(path));
+      if (fd >= 0) return std::unique_ptr<FileLock>(std::make_unique<PosixFileLock>(path, fd));
+    }
+    return IOError("cannot lock " + path + ": it keeps being replaced");
+  }
+
+  Status UnlockFile(std::unique_ptr<FileLock> lock) override {
+    if (lock == nullptr) return Status::Ok();
+    // Removed while still held: a run that opened the old file then finds it replaced (TryLock)
+    // and retries, so two runs never hold "the" lock at once.
+    Status removed = Status::Ok();
+    if (::unlink(lock->path().c_str()) != 0 && errno != ENOENT) {
+      removed = ErrnoError("cannot remove lock file", lock->path(), errno);
+    }
+    lock.reset();
+    return removed;
   }
 
   bool PathExists(const std::string& path) override {
