@@ -119,9 +119,9 @@ test-python: build venv python-install
 	  --ignore-glob='*/test_doctor.py'
 	$(TRAIN_VENV)/bin/python -m pytest -q $(PY_FRONT_TESTS)
 
-# Each fuzz target briefly (libFuzzer + ASan/UBSan); `fuzz/run_fuzz.sh 600` for long runs.
+# Each fuzz target briefly (libFuzzer + ASan/UBSan); `tests/fuzz/run_fuzz.sh 600` for long runs.
 test-fuzz: deps
-	fuzz/run_fuzz.sh 10
+	tests/fuzz/run_fuzz.sh 10
 
 test: test-cpp test-python test-asan test-python-asan test-tsan test-thread-safety test-fuzz
 

@@ -3,7 +3,7 @@
 
 * Public headers include only the C++ standard library and each other: no third-party or
   internal type can leak into them.
-* Code outside src/ that is not a white-box test (tests/, fuzz/ read the internals they test)
+* Code outside src/ that is not a white-box test (tests/, including tests/fuzz/, read the internals they test)
   includes no src/ header, except the files listed in STILL_INTERNAL, which are being moved to the
   public API. The list only shrinks: a file on it that no longer needs src/ is an error too.
 

@@ -3,7 +3,7 @@
 // each batch with ReadBatchAt. Any crash, sanitizer report or abort is a bug: corrupt input must
 // only ever produce a Status.
 //
-// Build and run: fuzz/run_arrow_fuzz.sh [seconds]
+// Build and run: tests/fuzz/run_arrow_fuzz.sh [seconds]
 #include <cstddef>
 #include <cstdint>
 #include <span>

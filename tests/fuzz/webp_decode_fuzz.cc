@@ -1,5 +1,5 @@
-// libFuzzer target: docfeed's image decoder on PNG-seeded input (see codec_fuzz_common.h).
-// Build and run: fuzz/run_codec_fuzz.sh.
+// libFuzzer target: docfeed's image decoder on WEBP-seeded input (see codec_fuzz_common.h).
+// Build and run: tests/fuzz/run_codec_fuzz.sh.
 #include <cstddef>
 #include <cstdint>
 

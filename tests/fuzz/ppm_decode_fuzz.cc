@@ -1,5 +1,5 @@
 // libFuzzer target: the PGM/PPM parser (ViewPpm, and DecodeImage through the shared checks of
-// codec_fuzz_common.h) on PPM-seeded input. Build and run: fuzz/run_codec_fuzz.sh.
+// codec_fuzz_common.h) on PPM-seeded input. Build and run: tests/fuzz/run_codec_fuzz.sh.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the codec fuzzers with clang's libFuzzer + ASan/UBSan and runs each for a short time.
 #
-#   fuzz/run_codec_fuzz.sh [seconds-per-target]   (default 20; env CXX overrides clang++-14)
+#   tests/fuzz/run_codec_fuzz.sh [seconds-per-target]   (default 20; env CXX overrides clang++-14)
 #
 # Seeds come from tests/data/images (by magic, so a renamed file still seeds the right target).
 # Crashes are written to build/fuzz/<target>/ as crash-* files; the script exits non-zero if a
@@ -9,7 +9,7 @@
 # is coverage-instrumented; memory errors inside the libraries still surface as crashes.
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 seconds="${1:-20}"
 cxx="${CXX:-clang++-14}"
 out="${root}/build/fuzz"
@@ -31,9 +31,9 @@ status=0
 for target in jpeg png webp ppm; do
   bin="${out}/${target}_decode_fuzz"
   # Rebuild only when a source is newer than the binary (a second `make test` does no extra work).
-  if [[ ! -x "${bin}" || -n "$(find "${root}/fuzz" "${root}/src/codec" "${root}/src/base" "${root}/include" -newer "${bin}" -name '*.[ch]*' | head -1)" ]]; then
+  if [[ ! -x "${bin}" || -n "$(find "${root}/tests/fuzz" "${root}/src/codec" "${root}/src/base" "${root}/include" -newer "${bin}" -name '*.[ch]*' | head -1)" ]]; then
     echo "== building ${target}_decode_fuzz"
-    "${cxx}" "${flags[@]}" "${root}/fuzz/${target}_decode_fuzz.cc" "${sources[@]}" "${libs[@]}" -o "${bin}"
+    "${cxx}" "${flags[@]}" "${root}/tests/fuzz/${target}_decode_fuzz.cc" "${sources[@]}" "${libs[@]}" -o "${bin}"
   fi
   corpus="${out}/${target}/corpus"
   case "${target}" in

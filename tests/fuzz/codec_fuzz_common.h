@@ -1,8 +1,8 @@
 // Shared body of the codec fuzzers (jpeg/png/webp_decode_fuzz.cc): probe and decode arbitrary
 // bytes and check the invariants callers rely on. Any crash, sanitizer report or failed check
 // is a bug. Limits are lowered so the fuzzer spends its time on parsing, not on huge buffers.
-#ifndef DOCFEED_FUZZ_CODEC_FUZZ_COMMON_H_
-#define DOCFEED_FUZZ_CODEC_FUZZ_COMMON_H_
+#ifndef DOCFEED_TESTS_FUZZ_CODEC_FUZZ_COMMON_H_
+#define DOCFEED_TESTS_FUZZ_CODEC_FUZZ_COMMON_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -40,4 +40,4 @@ inline void FuzzDecodeOnce(const uint8_t* data, size_t size) {
 
 }  // namespace docfeed::internal
 
-#endif  // DOCFEED_FUZZ_CODEC_FUZZ_COMMON_H_
+#endif  // DOCFEED_TESTS_FUZZ_CODEC_FUZZ_COMMON_H_
