@@ -3,7 +3,8 @@
 #
 #   tests/fuzz/run_codec_fuzz.sh [seconds-per-target]   (default 20; env CXX overrides clang++-14)
 #
-# Seeds come from tests/data/images (by magic, so a renamed file still seeds the right target).
+# Seeds come from tests/data/images (by magic, so a renamed file still seeds the right target)
+# and tests/fuzz/corpus/<target>/ (kept by the long campaign).
 # Crashes are written to build/fuzz/<target>/ as crash-* files; the script exits non-zero if a
 # target fails. libjpeg-turbo, libspng and libwebp are the system builds, so only docfeed's code
 # is coverage-instrumented; memory errors inside the libraries still surface as crashes.
@@ -45,6 +46,8 @@ for target in jpeg png webp ppm; do
       printf 'P6\n2 1\n255\n\x01\x02\x03\x04\x05\x06' > "${corpus}/rgb.ppm"
       printf 'P5 # gray\n3 1\n255\n\x10\x20\x30' > "${corpus}/gray.pgm" ;;
   esac
+  # The corpus the long campaign kept (tests/fuzz/run_fuzz_long.sh).
+  cp -f "${root}/tests/fuzz/corpus/${target}"/* "${corpus}/" 2>/dev/null || true
   echo "== running ${target}_decode_fuzz for ${seconds}s ($(ls "${corpus}" | wc -l) seeds)"
   if ! (cd "${out}/${target}" && "${bin}" -max_total_time="${seconds}" -rss_limit_mb=2048 \
           -max_len=262144 -timeout=10 -print_final_stats=1 corpus 2>&1 | tail -n 15); then

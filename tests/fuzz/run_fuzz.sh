@@ -6,4 +6,5 @@ cd "$(dirname "$0")/../.."
 seconds="${1:-10}"
 tests/fuzz/run_codec_fuzz.sh "$seconds"
 tests/fuzz/run_arrow_fuzz.sh "$seconds" 2>&1 | tail -n 5
+tests/fuzz/run_format_fuzz.sh "$seconds"
 echo "fuzz: every target ran ${seconds}s without a crash"
