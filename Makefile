@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 JOBS ?= $(shell nproc)
 
-.PHONY: help deps venv python-install build build-asan test test-cpp test-asan test-python-asan test-tsan test-thread-safety test-python test-fuzz demo format clean
+.PHONY: help deps venv python-install build build-asan test test-cpp test-asan test-python-asan test-tsan test-thread-safety test-python test-fuzz fuzz-long demo format clean
 .PHONY: bench-compare
 
 help:
@@ -120,9 +120,17 @@ test-python: build venv python-install
 	  --ignore-glob='*/test_doctor.py'
 	$(TRAIN_VENV)/bin/python -m pytest -q $(PY_FRONT_TESTS)
 
-# Each fuzz target briefly (libFuzzer + ASan/UBSan); `fuzz/run_fuzz.sh 600` for long runs.
+# Each fuzz target briefly (libFuzzer + ASan/UBSan); `tests/fuzz/run_fuzz.sh 600` for long runs.
 test-fuzz: deps
-	fuzz/run_fuzz.sh 10
+	tests/fuzz/run_fuzz.sh 10
+
+# The long campaign (not part of `make test`): each target alone for up to FUZZ_SECONDS or
+# FUZZ_RUNS executions, then its corpus minimized into tests/fuzz/corpus/<target>/; the figures
+# go in docs/benchmarks.md ("Fuzzing campaign").
+FUZZ_SECONDS ?= 300
+FUZZ_RUNS ?= 10000000
+fuzz-long: deps
+	tests/fuzz/run_fuzz_long.sh $(FUZZ_SECONDS) $(FUZZ_RUNS)
 
 test: test-cpp test-python test-asan test-python-asan test-tsan test-thread-safety test-fuzz
 

@@ -112,6 +112,22 @@ class MappedFile {
   std::span<const uint8_t> bytes_;
 };
 
+// A file opened for positioned reads (pread-style): the reader's way to take byte ranges of a
+// file that may change under it. Unlike a MappedFile, a read never touches memory that the file
+// system can take away: a file truncated or rewritten while it is open gives a short-read IOError
+// (or different bytes, which the caller's checksums catch), never a signal. Move-only through
+// the unique_ptr the Env returns; thread-safe for concurrent reads.
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  // Exactly `out.size()` bytes from `offset`; fewer available (the file is shorter now than the
+  // range) is the Env's short-read IOError naming the file, the offset and how many were read.
+  virtual Status ReadAt(uint64_t offset, std::span<uint8_t> out) const = 0;
+  // The file's size when it was opened (it may have changed since).
+  virtual uint64_t size_bytes() const = 0;
+  virtual const std::string& path() const = 0;
+};
+
 // A file written sequentially. Append() may buffer; Sync() makes everything appended so far
 // durable (POSIX: write + fsync); Close() is Sync() then release, and is idempotent. Destroying
 // an open file without Close() discards what is still buffered (the file keeps what reached
@@ -156,8 +172,15 @@ class Env {
   // than offset + size, or one truncated during the read) is an IOError naming the file, the
   // offset and how many bytes were read.
   virtual Status ReadAt(const std::string& path, uint64_t offset, std::span<uint8_t> out) = 0;
-  // A read-only view of the whole file (POSIX: a private mmap).
+  // A read-only view of the whole file (POSIX: a private mmap). Touching a mapped page of a
+  // file that was truncated under the mapping raises SIGBUS on POSIX: map only files that
+  // nothing else rewrites while mapped, and read long-lived shared files through
+  // NewRandomAccessFile instead.
   virtual Result<MappedFile> MapFile(const std::string& path) = 0;
+  // Opens `path` for positioned reads. POSIX keeps the file open (a file renamed over `path`
+  // afterwards is not seen; one rewritten in place is). The default implementation, for Envs
+  // without open files, reads through ReadAt(path, ...) each time, and its size is FileSize()'s.
+  virtual Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path);
 
   // --- Writing ---
   // Creates `path` (truncating an existing file) for sequential writing; the parent directory

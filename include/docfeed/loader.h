@@ -121,7 +121,7 @@ enum class BadSamplePolicy { kError, kSkip };
 
 struct LoaderOptions {
   std::string path;  // a docfeed dataset directory
-  // Opens and maps the dataset's files (Env::Default() when null); must outlive the Loader.
+  // Opens and reads the dataset's files (Env::Default() when null); must outlive the Loader.
   Env* env = nullptr;
   // The model preset and its parameters (docfeed/preprocess.h): for Donut the output
   // height/width, align_long_axis, rescale/normalize settings and the padding (random or

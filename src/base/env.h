@@ -15,6 +15,7 @@ namespace docfeed::internal {
 
 using docfeed::Env;
 using docfeed::MappedFile;
+using docfeed::RandomAccessFile;
 using docfeed::WritableFile;
 
 // `env` if not null, else Env::Default(): what components do with the `Env* env = nullptr`

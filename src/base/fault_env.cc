@@ -31,6 +31,34 @@ class PrefixRegion : public MappedFile::Region {
 
 }  // namespace
 
+// A file of the wrapped Env whose reads are counted and can fail. Opened with a short-read
+// fault it looks cut to half its size (as MapFile does); a short-read fault on one of its reads
+// cuts that read in the middle, as if the file were truncated while it ran.
+class FaultRandomAccessFile : public RandomAccessFile {
+ public:
+  FaultRandomAccessFile(FaultInjectionEnv* env, std::unique_ptr<RandomAccessFile> base,
+                        uint64_t size)
+      : env_(env), base_(std::move(base)), size_(size) {}
+  Status ReadAt(uint64_t offset, std::span<uint8_t> out) const override {
+    Status error;
+    const auto outcome = env_->BeforeRead(path(), &error);
+    if (outcome == FaultInjectionEnv::ReadOutcome::kFail) return error;
+    uint64_t got = out.size();
+    if (outcome == FaultInjectionEnv::ReadOutcome::kShort) got = out.size() / 2;
+    if (offset + got > size_) got = offset >= size_ ? 0 : size_ - offset;
+    if (got > 0) DOCFEED_RETURN_IF_ERROR(base_->ReadAt(offset, out.first(got)));
+    if (got < out.size()) return ShortReadError(path(), offset, out.size(), got);
+    return Status::Ok();
+  }
+  uint64_t size_bytes() const override { return size_; }
+  const std::string& path() const override { return base_->path(); }
+
+ private:
+  FaultInjectionEnv* const env_;
+  const std::unique_ptr<RandomAccessFile> base_;
+  const uint64_t size_;
+};
+
 class FaultWritableFile : public WritableFile {
  public:
   FaultWritableFile(FaultInjectionEnv* env, std::unique_ptr<WritableFile> base,
@@ -193,6 +221,18 @@ Result<MappedFile> FaultInjectionEnv::MapFile(const std::string& path) {
   if (outcome != ReadOutcome::kShort) return file;
   const size_t half = file.bytes().size() / 2;
   return MappedFile(path, std::make_unique<PrefixRegion>(std::move(file), half));
+}
+
+Result<std::unique_ptr<RandomAccessFile>> FaultInjectionEnv::NewRandomAccessFile(
+    const std::string& path) {
+  Status error;
+  ReadOutcome outcome = BeforeRead(path, &error);
+  if (outcome == ReadOutcome::kFail) return error;
+  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                           base_->NewRandomAccessFile(path));
+  const uint64_t size = file->size_bytes();
+  return std::unique_ptr<RandomAccessFile>(std::make_unique<FaultRandomAccessFile>(
+      this, std::move(file), outcome == ReadOutcome::kShort ? size / 2 : size));
 }
 
 Result<std::vector<std::string>> FaultInjectionEnv::ListDirectory(const std::string& dir) {

@@ -2,7 +2,8 @@
 // FaultInjectionTestEnv). Not used by the CLI.
 //
 // Operations are numbered from 0 in the order they reach this Env, in two sequences:
-// - reads: ReadFile, ReadAt, MapFile, ListDirectory, ListFilesRecursive, FileSize;
+// - reads: ReadFile, ReadAt, MapFile, NewRandomAccessFile and each RandomAccessFile::ReadAt,
+//   ListDirectory, ListFilesRecursive, FileSize;
 // - writes (every mutating operation): NewWritableFile, WritableFile::Append / Sync / Close,
 //   Rename, CreateDirectory, RemoveFile, RemoveAll.
 // PathExists, IsDirectory and RealPath pass through uncounted. Run a job once with no fault to
@@ -12,7 +13,9 @@
 // - ReadFault::kIOError: read j fails with IOError naming the path.
 // - ReadFault::kShortRead: read j sees the file cut to half its length, as if it had been
 //   truncated under the reader: ReadFile returns the first half, MapFile maps it, ReadAt gives
-//   the Env's short-read error when the range passes the cut. Listings and FileSize fail with
+//   the Env's short-read error when the range passes the cut, NewRandomAccessFile opens a file
+//   that ends at the cut; a RandomAccessFile::ReadAt at j reads half its range and gives the
+//   short-read error (truncated during that read). Listings and FileSize fail with
 //   IOError instead.
 // - WriteFault::kIOError / kNoSpace: write i fails with IOError, or with ResourceExhausted
 //   "No space left on device", and does not reach the wrapped Env; later writes go through.
@@ -64,6 +67,7 @@ class FaultInjectionEnv : public Env {
   Result<std::vector<uint8_t>> ReadFile(const std::string& path, uint64_t max_bytes) override;
   Status ReadAt(const std::string& path, uint64_t offset, std::span<uint8_t> out) override;
   Result<MappedFile> MapFile(const std::string& path) override;
+  Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path) override;
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
   Status RenameNoReplace(const std::string& from, const std::string& to) override;
@@ -94,6 +98,7 @@ class FaultInjectionEnv : public Env {
 
  private:
   friend class FaultWritableFile;
+  friend class FaultRandomAccessFile;
   enum class ReadOutcome { kPass, kFail, kShort };
   ReadOutcome BeforeRead(const std::string& path, Status* error);
   // OK to go ahead with write `what` (naming `path`), or the injected failure.

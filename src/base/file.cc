@@ -2,6 +2,7 @@
 // conveniences, and path helpers. No OS calls (those are in posix/).
 #include "base/file.h"
 
+#include <memory>
 #include <utility>
 
 #include "base/env.h"
@@ -41,6 +42,31 @@ Status FileTooLargeError(const std::string& path, uint64_t size_bytes, uint64_t 
 }  // namespace docfeed::internal
 
 namespace docfeed {
+namespace {
+
+// Env::NewRandomAccessFile's default: every read goes through the Env by path.
+class EnvRandomAccessFile : public RandomAccessFile {
+ public:
+  EnvRandomAccessFile(Env* env, std::string path, uint64_t size)
+      : env_(env), path_(std::move(path)), size_(size) {}
+  Status ReadAt(uint64_t offset, std::span<uint8_t> out) const override {
+    return env_->ReadAt(path_, offset, out);
+  }
+  uint64_t size_bytes() const override { return size_; }
+  const std::string& path() const override { return path_; }
+
+ private:
+  Env* const env_;
+  const std::string path_;
+  const uint64_t size_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RandomAccessFile>> Env::NewRandomAccessFile(const std::string& path) {
+  DOCFEED_ASSIGN_OR_RETURN(uint64_t size, FileSize(path));
+  return std::unique_ptr<RandomAccessFile>(std::make_unique<EnvRandomAccessFile>(this, path, size));
+}
 
 const char* FileTypeName(FileType type) {
   switch (type) {

@@ -1,6 +1,7 @@
 #include "format/dataset.h"
 
 #include <algorithm>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "base/hash.h"
@@ -95,9 +96,11 @@ Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir, Env* env)
   }
   DOCFEED_ASSIGN_OR_RETURN(std::string text, env->ReadTextFile(manifest_path));
   DOCFEED_ASSIGN_OR_RETURN(ds->manifest_, DecodeManifest(text, manifest_path));
+  // Read, not mapped: the index is hashed whole below anyway, and a copy cannot be taken away
+  // by a truncation under the reader.
   std::string index_path = JoinPath(dir, kIndexFileName);
-  DOCFEED_ASSIGN_OR_RETURN(ds->index_file_, env->MapFile(index_path));
-  DOCFEED_ASSIGN_OR_RETURN(ds->index_, IndexView::Open(ds->index_file_.bytes(), index_path));
+  DOCFEED_ASSIGN_OR_RETURN(ds->index_bytes_, env->ReadFile(index_path));
+  DOCFEED_ASSIGN_OR_RETURN(ds->index_, IndexView::Open(ds->index_bytes_, index_path));
   if (ds->index_.size() != ds->manifest_.num_samples) {
     return CorruptionError(index_path + ": holds " + std::to_string(ds->index_.size()) +
                            " samples, the manifest says " +
@@ -109,146 +112,224 @@ Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir, Env* env)
                            "\"");
   }
   ds->schema_ = DatasetSchema(ds->manifest_.columns, !ds->manifest_.original_column.empty());
+  uint64_t next_sample = 0;
   for (const FileEntry& f : ds->manifest_.data_files) {
-    std::string path = JoinPath(dir, f.name);
-    DOCFEED_ASSIGN_OR_RETURN(MappedFile file, env->MapFile(path));
-    if (file.bytes().size() != f.size_bytes) {
-      return CorruptionError(path + ": " + std::to_string(file.bytes().size()) +
-                             " bytes, the manifest says " + std::to_string(f.size_bytes));
-    }
-    DOCFEED_ASSIGN_OR_RETURN(arrow::StreamReader reader,
-                             arrow::StreamReader::Open(file.bytes(), path));
-    DOCFEED_RETURN_IF_ERROR(CheckSchema(reader.schema(), ds->schema_, path));
-    // The reader views the mapping, which stays put when the MappedFile moves.
-    ds->data_files_.push_back(std::move(file));
-    ds->readers_.push_back(std::move(reader));
+    DOCFEED_RETURN_IF_ERROR(ds->OpenDataFile(env, f, &next_sample));
+  }
+  if (next_sample != ds->manifest_.num_samples) {
+    return CorruptionError(manifest_path + ": the data files' record batches hold " +
+                           std::to_string(next_sample) + " samples, num_samples says " +
+                           std::to_string(ds->manifest_.num_samples));
   }
   return ds;
 }
 
-Status Dataset::CheckRecord(uint64_t id, const IndexRecord& r) const {
+// The manifest's regions of `entry` must partition the file (schema first, then batches, then
+// the end-of-stream marker) with sample ids running on from *next_sample; the reads rely on it.
+Status Dataset::OpenDataFile(Env* env, const FileEntry& entry, uint64_t* next_sample) {
+  const std::string path = JoinPath(dir_, entry.name);
+  auto bad = [&](const std::string& what) {
+    return CorruptionError(JoinPath(dir_, kManifestFileName) + ": data file " + entry.name + ": " +
+                           what);
+  };
+  DataFile data;
+  DOCFEED_ASSIGN_OR_RETURN(data.file, env->NewRandomAccessFile(path));
+  if (data.file->size_bytes() != entry.size_bytes) {
+    return CorruptionError(path + ": " + std::to_string(data.file->size_bytes()) +
+                           " bytes, the manifest says " + std::to_string(entry.size_bytes));
+  }
+  if (entry.regions.empty() || entry.regions.front().kind != Region::Kind::kSchema) {
+    return bad("regions do not start with the schema message");
+  }
+  uint64_t at = 0;
+  uint64_t rows = 0;
+  for (const Region& r : entry.regions) {
+    if (r.offset != at || r.length > entry.size_bytes - at) {
+      return bad("region at offset " + std::to_string(r.offset) + " does not follow on at " +
+                 std::to_string(at) + " inside the file");
+    }
+    at += r.length;
+    if (r.kind != Region::Kind::kBatch) continue;
+    if (r.first_sample != *next_sample + rows || r.num_rows == 0) {
+      return bad("record batch at offset " + std::to_string(r.offset) + " starts at sample " +
+                 std::to_string(r.first_sample) + ", expected " +
+                 std::to_string(*next_sample + rows));
+    }
+    data.batches.push_back({r.offset, r.length, r.first_sample, r.num_rows});
+    rows += r.num_rows;
+  }
+  if (at != entry.size_bytes || rows != entry.num_rows) {
+    return bad("regions cover " + std::to_string(at) + " bytes and " + std::to_string(rows) +
+               " rows, the file has " + std::to_string(entry.size_bytes) + " and " +
+               std::to_string(entry.num_rows));
+  }
+  *next_sample += rows;
+  data.schema_bytes.resize(entry.regions.front().length);
+  DOCFEED_RETURN_IF_ERROR(data.file->ReadAt(0, data.schema_bytes));
+  DOCFEED_ASSIGN_OR_RETURN(arrow::StreamReader reader,
+                           arrow::StreamReader::Open(data.schema_bytes, path));
+  DOCFEED_RETURN_IF_ERROR(CheckSchema(reader.schema(), schema_, path));
+  // The reader views schema_bytes, whose heap block stays put when the vector moves.
+  data_files_.push_back(std::move(data));
+  readers_.push_back(std::move(reader));
+  return Status::Ok();
+}
+
+Result<const Dataset::BatchSpan*> Dataset::CheckRecord(uint64_t id, const IndexRecord& r) const {
   auto bad = [&](const std::string& what) {
     return CorruptionError(JoinPath(dir_, kIndexFileName) + ": sample " + std::to_string(id) +
                            ": " + what);
   };
   if (r.file_index >= data_files_.size())
     return bad("names data file " + std::to_string(r.file_index));
-  uint64_t size = data_files_[r.file_index].bytes().size();
-  if (r.batch_offset >= size) return bad("record batch offset past the end of the file");
+  const std::vector<BatchSpan>& batches = data_files_[r.file_index].batches;
+  const std::string& file = manifest_.data_files[r.file_index].name;
+  auto it = std::lower_bound(batches.begin(), batches.end(), r.batch_offset,
+                             [](const BatchSpan& b, uint64_t offset) { return b.offset < offset; });
+  if (it == batches.end() || it->offset != r.batch_offset ||
+      r.batch_index != static_cast<uint64_t>(it - batches.begin())) {
+    return bad("record batch " + std::to_string(r.batch_index) + " at offset " +
+               std::to_string(r.batch_offset) + " is not a record batch of " + file);
+  }
+  if (r.row >= it->num_rows || it->first_sample + r.row != id) {
+    return bad("row " + std::to_string(r.row) + " of the batch at offset " +
+               std::to_string(r.batch_offset) + " of " + file + " is not this sample (the batch " +
+               "holds samples " + std::to_string(it->first_sample) + "-" +
+               std::to_string(it->first_sample + it->num_rows - 1) + ")");
+  }
   if (manifest_.compression == "none" &&
-      (r.image_offset > size || r.image_length > size - r.image_offset)) {
-    return bad("image byte range past the end of the file");
+      (r.image_offset < it->offset || r.image_offset - it->offset > it->length ||
+       r.image_length > it->length - (r.image_offset - it->offset))) {
+    return bad("image byte range " + std::to_string(r.image_offset) + "+" +
+               std::to_string(r.image_length) + " lies outside its record batch in " + file);
+  }
+  return &*it;
+}
+
+Status Dataset::SampleError(uint64_t id, const Status& cause) const {
+  return cause.WithContext(dir_ + ": sample " + std::to_string(id));
+}
+
+Status Dataset::ReadBatch(uint32_t file_index, const BatchSpan& batch, ReadScratch* scratch) const {
+  scratch->bytes.resize(batch.length);
+  DOCFEED_RETURN_IF_ERROR(data_files_[file_index].file->ReadAt(batch.offset, scratch->bytes));
+  return readers_[file_index].ReadBatchFrom(scratch->bytes, batch.offset, &scratch->batch);
+}
+
+// The image column is struct<bytes: binary, path: string> (CheckSchema): its arrays come first
+// in the flattened tree (struct, bytes, path) and its first buffers are the struct's validity,
+// then the bytes' validity, offsets and values.
+Status Dataset::CheckImageLocation(uint64_t id, const IndexRecord& r, const BatchSpan& span,
+                                   ReadScratch* scratch) const {
+  const RandomAccessFile& file = *data_files_[r.file_index].file;
+  auto corrupt = [&](const std::string& what) {
+    return CorruptionError(file.path() + ": sample " + std::to_string(id) + ": " + what);
+  };
+  uint8_t first[8];
+  if (span.length < sizeof(first)) return corrupt("record batch message too short");
+  DOCFEED_RETURN_IF_ERROR(file.ReadAt(span.offset, first));
+  Result<uint64_t> head_bytes = arrow::StreamReader::MetadataEnd(first);
+  if (!head_bytes.ok()) return corrupt(std::string(head_bytes.status().message()));
+  if (*head_bytes > span.length) return corrupt("record batch metadata runs past the batch");
+  scratch->bytes.resize(*head_bytes);
+  DOCFEED_RETURN_IF_ERROR(file.ReadAt(span.offset, scratch->bytes));
+  Result<arrow::BatchLayout> layout =
+      readers_[r.file_index].ReadLayout(scratch->bytes, span.offset, span.length - *head_bytes);
+  if (!layout.ok()) return corrupt(std::string(layout.status().message()));
+  const std::vector<arrow::BatchLayout::Range>& buffers = layout->buffers;
+  if (buffers.size() < 4 || layout->array_lengths.size() < 2 ||
+      static_cast<int64_t>(r.row) >= layout->array_lengths[1] ||
+      (uint64_t{r.row} + 2) * 4 > buffers[2].length) {
+    return corrupt("row " + std::to_string(r.row) + " is not in the batch's image column");
+  }
+  uint8_t pair[8];
+  DOCFEED_RETURN_IF_ERROR(file.ReadAt(buffers[2].offset + uint64_t{r.row} * 4, pair));
+  int32_t begin = 0;
+  int32_t end = 0;
+  std::memcpy(&begin, pair, 4);  // little-endian host, see format/value.cc
+  std::memcpy(&end, pair + 4, 4);
+  if (begin < 0 || end < begin || static_cast<uint64_t>(end) > buffers[3].length) {
+    return corrupt("the image column's offsets are out of range");
+  }
+  const uint64_t at = buffers[3].offset + static_cast<uint64_t>(begin);
+  const auto length = static_cast<uint64_t>(end - begin);
+  if (at != r.image_offset || length != r.image_length) {
+    return corrupt("index image range " + std::to_string(r.image_offset) + "+" +
+                   std::to_string(r.image_length) + " is not the row's image (at " +
+                   std::to_string(at) + "+" + std::to_string(length) + ")");
   }
   return Status::Ok();
 }
 
 Result<std::vector<uint8_t>> Dataset::ReadImage(uint64_t id) const {
-  if (id >= size()) return InvalidArgumentError("sample " + std::to_string(id) + " out of range");
-  IndexRecord r = index_.Get(id);
-  DOCFEED_RETURN_IF_ERROR(CheckRecord(id, r));
-  const MappedFile& file = data_files_[r.file_index];
-  std::span<const uint8_t> bytes;
-  arrow::RecordBatch batch;
-  if (manifest_.compression == "none") {
-    bytes = file.bytes().subspan(r.image_offset, r.image_length);
-  } else {
-    DOCFEED_ASSIGN_OR_RETURN(batch, readers_[r.file_index].ReadBatchAt(r.batch_offset));
-    if (r.row >= static_cast<uint64_t>(batch.num_rows)) {
-      return CorruptionError(file.path() + ": sample " + std::to_string(id) + ": row past batch");
-    }
-    DOCFEED_ASSIGN_OR_RETURN(bytes, RowImage(batch, r.row));
-  }
-  if (bytes.size() != r.image_length || Hash64(bytes) != r.image_hash) {
-    return CorruptionError(file.path() + ": sample " + std::to_string(id) +
-                           ": image bytes do not match their checksum");
-  }
-  return std::vector<uint8_t>(bytes.begin(), bytes.end());
+  ReadScratch scratch;
+  DOCFEED_ASSIGN_OR_RETURN(SampleBytes sample, ReadSample(id, false, &scratch));
+  return std::vector<uint8_t>(sample.image.begin(), sample.image.end());
+}
+
+Result<std::vector<Value>> Dataset::ReadLabels(uint64_t id) const {
+  ReadScratch scratch;
+  DOCFEED_ASSIGN_OR_RETURN(SampleBytes sample, ReadSample(id, true, &scratch));
+  return std::move(sample.labels);
 }
 
 Result<SampleBytes> Dataset::ReadSample(uint64_t id, bool with_labels, ReadScratch* scratch) const {
   if (id >= size()) return InvalidArgumentError("sample " + std::to_string(id) + " out of range");
   const IndexRecord r = index_.Get(id);
-  DOCFEED_RETURN_IF_ERROR(CheckRecord(id, r));
-  const MappedFile& file = data_files_[r.file_index];
-  const bool compressed = manifest_.compression != "none";
+  DOCFEED_ASSIGN_OR_RETURN(const BatchSpan* span, CheckRecord(id, r));
+  const std::string& path = data_files_[r.file_index].file->path();
+  auto corrupt = [&](const std::string& what) {
+    return CorruptionError(path + ": sample " + std::to_string(id) + ": " + what);
+  };
+  ReadScratch local;
+  ReadScratch& s = scratch != nullptr ? *scratch : local;
   SampleBytes out;
-  arrow::RecordBatch local;
-  arrow::RecordBatch& batch = scratch != nullptr ? scratch->batch : local;
+  const bool compressed = manifest_.compression != "none";
   if (compressed || with_labels) {
-    DOCFEED_RETURN_IF_ERROR(readers_[r.file_index].ReadBatchAt(r.batch_offset, &batch));
-    if (r.row >= static_cast<uint64_t>(batch.num_rows)) {
-      return CorruptionError(file.path() + ": sample " + std::to_string(id) + ": row past batch");
-    }
-  }
-  if (compressed) {
-    DOCFEED_ASSIGN_OR_RETURN(out.image, RowImage(batch, r.row));
-    // Without a scratch, keep the decompressed buffer the image lives in (moving a vector keeps
-    // its heap block); with one, the image stays in the scratch's buffer.
-    for (std::vector<uint8_t>& buffer : local.owned_buffers) {
-      const uint8_t* begin = buffer.data();
-      if (!out.image.empty() && out.image.data() >= begin &&
-          out.image.data() + out.image.size() <= begin + buffer.size()) {
-        out.owned = std::move(buffer);
-        break;
+    const Status read = ReadBatch(r.file_index, *span, &s);
+    if (!read.ok()) return SampleError(id, read);
+    if (r.row >= static_cast<uint64_t>(s.batch.num_rows)) return corrupt("row past batch");
+    DOCFEED_ASSIGN_OR_RETURN(out.image, RowImage(s.batch, r.row));
+    // An uncompressed row's image lies in the message just read: it must be where the index
+    // says, or the index points this sample at another row's bytes.
+    if (!s.batch.compressed) {
+      const uint64_t at = span->offset + static_cast<uint64_t>(out.image.data() - s.bytes.data());
+      if (at != r.image_offset || out.image.size() != r.image_length) {
+        return corrupt("index image range " + std::to_string(r.image_offset) + "+" +
+                       std::to_string(r.image_length) + " is not the row's image (at " +
+                       std::to_string(at) + "+" + std::to_string(out.image.size()) + ")");
       }
     }
   } else {
-    out.image = file.bytes().subspan(r.image_offset, r.image_length);
+    if (const Status at = CheckImageLocation(id, r, *span, &s); !at.ok()) {
+      return at.code() == StatusCode::kCorruption ? at : SampleError(id, at);
+    }
+    s.bytes.resize(r.image_length);
+    const Status read = data_files_[r.file_index].file->ReadAt(r.image_offset, s.bytes);
+    if (!read.ok()) return SampleError(id, read);
+    out.image = s.bytes;
   }
   if (out.image.size() != r.image_length || Hash64(out.image) != r.image_hash) {
-    return CorruptionError(file.path() + ": sample " + std::to_string(id) +
-                           ": image bytes do not match their checksum");
+    return corrupt("image bytes do not match their checksum");
+  }
+  // The signature costs nothing and catches an index whose codec byte was changed.
+  if (Status codec = CheckStoredCodec(r.codec, out.image); !codec.ok()) {
+    return corrupt(std::string(codec.message()));
   }
   if (with_labels) {
     Result<std::vector<Value>> values =
-        RowValues(batch, r.row, manifest_.columns, TrailingColumns());
-    if (!values.ok()) return values.status().WithContext(file.path());
+        RowValues(s.batch, r.row, manifest_.columns, TrailingColumns());
+    if (!values.ok()) return values.status().WithContext(path);
     if (HashLabels(manifest_.columns, *values) != r.label_hash) {
-      return CorruptionError(file.path() + ": sample " + std::to_string(id) +
-                             ": labels do not match their checksum");
+      return corrupt("labels do not match their checksum");
     }
     out.labels = std::move(values).value();
   }
+  if (scratch == nullptr) {
+    out.owned.assign(out.image.begin(), out.image.end());
+    out.image = out.owned;
+  }
   return out;
-}
-
-void Dataset::DropPages(uint64_t id) const {
-  if (id >= size()) return;
-  const IndexRecord r = index_.Get(id);
-  if (r.file_index >= data_files_.size()) return;
-  const MappedFile& file = data_files_[r.file_index];
-  if (manifest_.compression == "none") {
-    file.DropPages(r.image_offset, r.image_length);
-    return;
-  }
-  // The batch ends where the next sample's batch starts in the same file, else at the file's end.
-  uint64_t end = file.bytes().size();
-  if (id + 1 < size()) {
-    const IndexRecord next = index_.Get(id + 1);
-    if (next.file_index == r.file_index && next.batch_offset > r.batch_offset) {
-      end = next.batch_offset;
-    }
-  }
-  if (end > r.batch_offset) file.DropPages(r.batch_offset, end - r.batch_offset);
-}
-
-Result<std::vector<Value>> Dataset::ReadLabels(uint64_t id) const {
-  if (id >= size()) return InvalidArgumentError("sample " + std::to_string(id) + " out of range");
-  IndexRecord r = index_.Get(id);
-  DOCFEED_RETURN_IF_ERROR(CheckRecord(id, r));
-  const MappedFile& file = data_files_[r.file_index];
-  DOCFEED_ASSIGN_OR_RETURN(arrow::RecordBatch batch,
-                           readers_[r.file_index].ReadBatchAt(r.batch_offset));
-  if (r.row >= static_cast<uint64_t>(batch.num_rows)) {
-    return CorruptionError(file.path() + ": sample " + std::to_string(id) + ": row past batch");
-  }
-  Result<std::vector<Value>> values = RowValues(batch, r.row, manifest_.columns, TrailingColumns());
-  if (!values.ok()) return values.status().WithContext(file.path());
-  if (HashLabels(manifest_.columns, *values) != r.label_hash) {
-    return CorruptionError(file.path() + ": sample " + std::to_string(id) +
-                           ": labels do not match their checksum");
-  }
-  return values;
 }
 
 namespace {

@@ -1,9 +1,15 @@
 // Read access to a packed docfeed dataset: the manifest, the Arrow schema, and any sample by id
-// in O(1) through the index (no scan of the Arrow files). Files are memory-mapped.
+// in O(1) through the index (no scan of the Arrow files).
 //
-// Open() checks the manifest's own checksum, the index checksum and every data file's schema;
-// it does not re-hash the data (that is `verify`). Every index entry is bounds-checked against
-// the mapped file before it is used, so a damaged dataset gives an error, never a bad read.
+// Open() checks the manifest's own checksum, the index checksum, every data file's size, region
+// list and schema; it does not re-hash the data (that is `verify`). The index is read into memory;
+// the data files stay open and every sample is read with positioned reads (Env's
+// RandomAccessFile) into the caller's buffers, never through a mapping: a data file truncated or
+// rewritten in place while the Dataset is open gives an error naming the file and sample, never
+// a signal (SIGBUS). Every index entry is checked against the manifest's record batch list (the
+// batch it names starts there and holds that sample id at that row, the image range lies in the
+// batch) before it is used, and the bytes read are re-hashed, so a damaged or changing dataset
+// gives an error, never a bad read or another sample's pixels.
 // Thread-safe for concurrent reads after Open().
 #ifndef DOCFEED_FORMAT_DATASET_H_
 #define DOCFEED_FORMAT_DATASET_H_
@@ -14,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "base/file.h"
 #include "docfeed/status.h"
 #include "format/arrow/reader.h"
@@ -24,22 +31,22 @@
 
 namespace docfeed::internal {
 
-// One sample as ReadSample returns it. Movable; moving keeps `image` valid (it points into the
-// dataset's mapping, which lives as long as the Dataset, or into `owned`, whose heap buffer a
-// std::vector move keeps in place). Do not copy it: a copy's `image` would still point into the
-// original's `owned`.
+// One sample as ReadSample returns it. Movable; moving keeps `image` valid (it points into
+// `owned`, whose heap buffer a std::vector move keeps in place, or into the caller's ReadScratch).
+// Do not copy it: a copy's `image` would still point into the original's `owned`.
 struct SampleBytes {
   std::span<const uint8_t> image;  // the stored image bytes (for preprocessed datasets: a PPM)
-  // Backing store when the record batch body was compressed: `image` points into it (or into the
-  // mapping when the writer stored that buffer uncompressed because compression did not help).
+  // Backing store when ReadSample had no scratch: `image` points into it.
   std::vector<uint8_t> owned;
   std::vector<Value> labels;  // manifest column order; empty unless requested
 };
 
-// A reading thread's reusable memory for Dataset::ReadSample: the record batch whose decompressed
-// buffers the next read decompresses into (no allocation, no zero fill once they are large
-// enough). One per thread; never shared.
+// A reading thread's reusable memory for Dataset::ReadSample: the bytes read from the data file
+// (an image, or a whole record batch message) and the record batch whose decompressed buffers
+// the next read decompresses into (no allocation, no zero fill once they are large enough). One
+// per thread; never shared.
 struct ReadScratch {
+  std::vector<uint8_t> bytes;
   arrow::RecordBatch batch;
 };
 
@@ -59,46 +66,67 @@ class Dataset {
   // REQUIRES: id < size().
   IndexRecord record(uint64_t id) const { return index_.Get(id); }
 
-  // The stored image bytes of sample `id`. For uncompressed bodies this is a view into the
-  // mapped file located by the index alone; for compressed ones it is a copy taken from the
-  // decompressed record batch. Errors name the file and sample.
+  // The stored image bytes of sample `id` (ReadSample without labels, copied out). Errors name
+  // the file and sample.
   Result<std::vector<uint8_t>> ReadImage(uint64_t id) const;
   // The non-image column values of sample `id`, in manifest column order.
   Result<std::vector<Value>> ReadLabels(uint64_t id) const;
 
   // The loader's read: the stored image bytes and (when `with_labels`) the labels of sample
-  // `id`, decoding the record batch at most once and copying nothing but the labels. Uncompressed
-  // bodies: the image is a view into the mapping, and the batch is read only for labels.
-  // Compressed bodies: the batch is decompressed once (1-row batches for preprocessed datasets,
-  // so that is one sample) and the image's decompressed buffer is moved into `owned`.
-  // Checks the image and label checksums as ReadImage/ReadLabels do; errors name the file and
-  // sample. Thread-safe.
-  // With a `scratch` (the caller thread's own), compressed bodies are decompressed into its
-  // buffers instead of fresh ones, and `image` points there (`owned` stays empty): the result is
-  // valid until the next ReadSample with the same scratch.
+  // `id`, reading and decoding the record batch at most once. Uncompressed bodies without labels:
+  // one positioned read of the image's byte range. Otherwise the batch's whole message is read
+  // (its range from the manifest) and parsed (compressed bodies: decompressed once; 1-row batches
+  // for preprocessed datasets, so that is one sample); with an uncompressed body the row's image
+  // must lie exactly at the index's byte range.
+  // Errors, each naming the file and sample: Corruption for an index entry that disagrees with
+  // the batch list or the row, or bytes that do not match their checksums; IOError for a read
+  // that fails or comes up short (the file was truncated since Open). Thread-safe.
+  // With a `scratch` (the caller thread's own), the bytes are read (and decompressed) into its
+  // buffers, and `image` points there (`owned` stays empty): the result is valid until the next
+  // ReadSample with the same scratch. Without one, `owned` holds the image.
   Result<SampleBytes> ReadSample(uint64_t id, bool with_labels,
                                  ReadScratch* scratch = nullptr) const;
 
-  // Drops the mapped pages that hold sample `id`'s stored bytes (its image for uncompressed
-  // bodies, its record batch otherwise) from this process's resident set; the page cache keeps
-  // them and a later read faults them back in. Call after the sample's bytes were used, so that
-  // reading a dataset larger than RAM keeps the resident set flat. Safe while other threads read
-  // the same pages. Advisory: cannot fail; out-of-range ids are ignored.
-  void DropPages(uint64_t id) const;
+  // Nothing is mapped, so reading a dataset larger than RAM keeps the resident set at the
+  // callers' buffers (the page cache holds the file pages, outside the process).
 
  private:
+  // A record batch of a data file, from the manifest's region list.
+  struct BatchSpan {
+    uint64_t offset = 0;  // of its message (the 0xFFFFFFFF marker)
+    uint64_t length = 0;  // message and body
+    uint64_t first_sample = 0;
+    uint64_t num_rows = 0;
+  };
+  struct DataFile {
+    std::unique_ptr<RandomAccessFile> file;
+    std::vector<uint8_t> schema_bytes;  // the schema message, which `reader` views
+    std::vector<BatchSpan> batches;     // in file order
+  };
+
   Dataset() = default;
-  Status CheckRecord(uint64_t id, const IndexRecord& r) const;
+  Status OpenDataFile(Env* env, const FileEntry& entry, uint64_t* next_sample);
+  // The batch that record `r` of sample `id` names, once the record agrees with the batch list.
+  Result<const BatchSpan*> CheckRecord(uint64_t id, const IndexRecord& r) const;
+  // Reads the whole message of `batch` of data file `file_index` into scratch->bytes and parses
+  // it into scratch->batch.
+  Status ReadBatch(uint32_t file_index, const BatchSpan& batch, ReadScratch* scratch) const;
+  // For an uncompressed body read without its batch: the Arrow row `r` names holds its image at
+  // exactly the index's byte range (reads the batch's metadata and the row's two value offsets,
+  // not the body). Corruption otherwise, naming the file and sample.
+  Status CheckImageLocation(uint64_t id, const IndexRecord& r, const BatchSpan& span,
+                            ReadScratch* scratch) const;
+  Status SampleError(uint64_t id, const Status& cause) const;
   // Columns after the label columns (the `original` image column), which RowValues skips.
   size_t TrailingColumns() const { return manifest_.original_column.empty() ? 0 : 1; }
 
   std::string dir_;
   Manifest manifest_;
   arrow::Schema schema_;
-  MappedFile index_file_;
+  std::vector<uint8_t> index_bytes_;  // the whole docfeed.index, which index_ views
   IndexView index_;
-  std::vector<MappedFile> data_files_;
-  std::vector<arrow::StreamReader> readers_;  // one per data file, over data_files_
+  std::vector<DataFile> data_files_;
+  std::vector<arrow::StreamReader> readers_;  // one per data file, over its schema_bytes
 };
 
 // The Arrow schema docfeed writes for these columns (image struct first), with the

@@ -4,6 +4,7 @@
 
 #include "base/check.h"
 #include "base/hash.h"
+#include "codec/codec.h"
 
 namespace docfeed::internal {
 namespace {
@@ -40,6 +41,32 @@ void EncodeRecord(const IndexRecord& r, std::vector<uint8_t>& out) {
 }
 
 }  // namespace
+
+Status CheckStoredCodec(uint8_t codec, std::span<const uint8_t> image) {
+  StoredCodec actual;
+  switch (SniffCodec(image)) {
+    case ImageCodec::kJpeg:
+      actual = StoredCodec::kJpeg;
+      break;
+    case ImageCodec::kPng:
+      actual = StoredCodec::kPng;
+      break;
+    case ImageCodec::kWebp:
+      actual = StoredCodec::kWebp;
+      break;
+    case ImageCodec::kPpm:
+      actual = StoredCodec::kPpm;
+      break;
+    default:
+      return CorruptionError("the stored bytes are " +
+                             std::string(ImageCodecName(SniffCodec(image))) +
+                             ", not a format docfeed stores");
+  }
+  if (static_cast<uint8_t>(actual) == codec) return Status::Ok();
+  return CorruptionError("index codec " + std::to_string(codec) + " (" +
+                         std::string(StoredCodecName(static_cast<StoredCodec>(codec))) +
+                         ") but the stored bytes are " + std::string(StoredCodecName(actual)));
+}
 
 std::string_view StoredCodecName(StoredCodec codec) {
   switch (codec) {

@@ -28,6 +28,10 @@ enum class StoredCodec : uint8_t { kJpeg = 1, kPng = 2, kWebp = 3, kPpm = 4 };
 // "jpeg", "png", "webp", "ppm" ("unknown" for other values).
 std::string_view StoredCodecName(StoredCodec codec);
 
+// OK when the signature (magic bytes) of `image` is that of IndexRecord::codec `codec`;
+// otherwise Corruption saying both (the index's codec byte is not the stored bytes' format).
+Status CheckStoredCodec(uint8_t codec, std::span<const uint8_t> image);
+
 // One sample's entry; all integers little-endian on disk, in this field order.
 struct IndexRecord {
   uint32_t file_index = 0;   // data file, in manifest order

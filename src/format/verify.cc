@@ -1,5 +1,6 @@
 #include "format/verify.h"
 
+#include <map>
 #include <string>
 
 #include "base/file.h"
@@ -45,27 +46,27 @@ class Verifier {
     }
     manifest_ = std::move(manifest).value();
     for (const FileEntry& f : manifest_.other_files) CheckWholeFile(f, nullptr);
-    std::vector<MappedFile> data(manifest_.data_files.size());
-    for (size_t i = 0; i < data.size(); ++i) CheckWholeFile(manifest_.data_files[i], &data[i]);
+    // Every file is read into memory, one at a time, not mapped: a file truncated while verify
+    // runs is then a short read, not SIGBUS.
     std::string index_path = JoinPath(dir_, kIndexFileName);
-    Result<MappedFile> index_file = env_->MapFile(index_path);
-    if (!index_file.ok()) {
-      Problem(index_file.status().ToString());
-      return report_;
+    Result<std::vector<uint8_t>> index_bytes = env_->ReadFile(index_path);
+    Result<IndexView> index = index_bytes.ok() ? IndexView::Open(*index_bytes, index_path)
+                                               : Result<IndexView>(index_bytes.status());
+    if (index.ok() && index->size() != manifest_.num_samples) {
+      index = CorruptionError(index_path + ": " + std::to_string(index->size()) +
+                              " samples, manifest says " + std::to_string(manifest_.num_samples));
     }
-    Result<IndexView> index = IndexView::Open(index_file->bytes(), index_path);
+    if (index.ok()) seen_.assign(index->size(), 0);
+    for (size_t i = 0; i < manifest_.data_files.size(); ++i) {
+      std::vector<uint8_t> bytes;
+      const bool whole = CheckWholeFile(manifest_.data_files[i], &bytes);
+      if (whole && index.ok() && !bytes.empty() && !Full()) {
+        CheckDataFile(i, bytes, JoinPath(dir_, manifest_.data_files[i].name), *index);
+      }
+    }
     if (!index.ok()) {
       Problem(index.status().ToString());
       return report_;
-    }
-    if (index->size() != manifest_.num_samples) {
-      Problem(index_path + ": " + std::to_string(index->size()) + " samples, manifest says " +
-              std::to_string(manifest_.num_samples));
-      return report_;
-    }
-    seen_.assign(index->size(), 0);
-    for (size_t i = 0; i < data.size() && !Full(); ++i) {
-      if (!data[i].bytes().empty()) CheckDataFile(i, data[i], *index);
     }
     for (uint64_t id = 0; id < seen_.size() && !Full(); ++id) {
       if (seen_[id] != 1) {
@@ -73,6 +74,7 @@ class Verifier {
                 " times in the data files (expected once)");
       }
     }
+    CheckTotals();
     return report_;
   }
 
@@ -87,20 +89,20 @@ class Verifier {
   bool Full() const { return report_.truncated; }
 
   // Size and whole-file checksum; for an Arrow file that fails, names the damaged regions.
-  // Leaves *mapped empty when the file cannot be structurally checked.
-  void CheckWholeFile(const FileEntry& f, MappedFile* mapped) {
+  // Returns whether the file could be read at its full size; then *kept (if given) holds it.
+  bool CheckWholeFile(const FileEntry& f, std::vector<uint8_t>* kept) {
     std::string path = JoinPath(dir_, f.name);
-    Result<MappedFile> file = env_->MapFile(path);
+    Result<std::vector<uint8_t>> file = env_->ReadFile(path);
     if (!file.ok()) {
       Problem(file.status().ToString());
-      return;
+      return false;
     }
-    std::span<const uint8_t> bytes = file->bytes();
+    std::span<const uint8_t> bytes = *file;
     report_.bytes_checked += bytes.size();
     if (bytes.size() != f.size_bytes) {
       Problem(path + ": " + std::to_string(bytes.size()) + " bytes, the manifest says " +
               std::to_string(f.size_bytes) + " (truncated or extended)");
-      return;
+      return false;
     }
     if (Hash64(bytes) != f.xxh3) {
       if (f.regions.empty()) Problem(path + ": checksum mismatch (file modified)");
@@ -113,11 +115,13 @@ class Verifier {
         if (r.kind == Region::Kind::kBatch) ++batch;
       }
     }
-    if (mapped != nullptr) *mapped = std::move(file).value();
+    if (kept != nullptr) *kept = std::move(file).value();
+    return true;
   }
 
-  void CheckDataFile(size_t file_index, const MappedFile& file, const IndexView& index) {
-    Result<arrow::StreamReader> reader = arrow::StreamReader::Open(file.bytes(), file.path());
+  void CheckDataFile(size_t file_index, std::span<const uint8_t> bytes, const std::string& path,
+                     const IndexView& index) {
+    Result<arrow::StreamReader> reader = arrow::StreamReader::Open(bytes, path);
     if (!reader.ok()) {
       Problem(reader.status().ToString());
       return;
@@ -137,11 +141,11 @@ class Verifier {
       }
       if (!*more) break;
       const Region* region = b < batch_regions.size() ? batch_regions[b] : nullptr;
-      CheckBatch(file.bytes().data(), file_index, b, region, batch, index);
+      CheckBatch(bytes.data(), file_index, b, region, batch, index);
       rows += static_cast<uint64_t>(batch.num_rows);
     }
     if (rows != entry.num_rows) {
-      Problem(file.path() + ": " + std::to_string(rows) + " rows, the manifest says " +
+      Problem(path + ": " + std::to_string(rows) + " rows, the manifest says " +
               std::to_string(entry.num_rows));
     }
   }
@@ -193,6 +197,8 @@ class Verifier {
                                ")");
       }
     }
+    DOCFEED_RETURN_IF_ERROR(CheckStoredCodec(r.codec, image));
+    DOCFEED_RETURN_IF_ERROR(CheckPreprocessed(r));
     Result<ImageInfo> info = ProbeImage(image);
     if (!info.ok()) return info.status();
     if (static_cast<uint32_t>(info->width) != r.width ||
@@ -200,6 +206,8 @@ class Verifier {
       return CorruptionError("index geometry " + std::to_string(r.width) + "x" +
                              std::to_string(r.height) + " differs from the image's");
     }
+    ++codec_counts_[std::string(StoredCodecName(static_cast<StoredCodec>(r.codec)))];
+    image_bytes_ += r.image_length;
     DOCFEED_ASSIGN_OR_RETURN(
         std::vector<Value> values,
         RowValues(batch, row, manifest_.columns, manifest_.original_column.empty() ? 0 : 1));
@@ -209,12 +217,60 @@ class Verifier {
     return Status::Ok();
   }
 
+  // A preprocessed dataset (docs/format.md, section 10) stores PPM/PGM pages no larger than
+  // the size the manifest says they were resized to, without a pending EXIF orientation.
+  Status CheckPreprocessed(const IndexRecord& r) const {
+    const PreprocessInfo& p = manifest_.preprocess;
+    if (!p.preprocessed()) return Status::Ok();
+    if (r.codec != static_cast<uint8_t>(StoredCodec::kPpm)) {
+      return CorruptionError("the manifest says the images were preprocessed, but this one is " +
+                             std::string(StoredCodecName(static_cast<StoredCodec>(r.codec))) +
+                             ", not the PPM/PGM that preprocessing stores");
+    }
+    if (r.width > static_cast<uint32_t>(p.width) || r.height > static_cast<uint32_t>(p.height) ||
+        (r.flags & 0xF) != 1 || (r.channels != 1 && r.channels != 3)) {
+      return CorruptionError("stored page " + std::to_string(r.width) + "x" +
+                             std::to_string(r.height) + ", " + std::to_string(r.channels) +
+                             " channels, orientation " + std::to_string(r.flags & 0xF) +
+                             " is not a page preprocessed to at most " + std::to_string(p.width) +
+                             "x" + std::to_string(p.height) + " (1 or 3 channels, orientation 1)");
+    }
+    return Status::Ok();
+  }
+
+  // The manifest's totals against what the samples hold.
+  void CheckTotals() {
+    const std::string manifest_path = JoinPath(dir_, kManifestFileName);
+    if (manifest_.preprocess.preprocessed() && manifest_.codec != "ppm") {
+      Problem(manifest_path + ": field codec is \"" + manifest_.codec +
+              "\", but a preprocessed dataset stores ppm");
+    }
+    if (report_.samples_checked != manifest_.num_samples || !report_.problems.empty()) return;
+    std::map<std::string, uint64_t> claimed;
+    for (const auto& [codec, n] : manifest_.stored_codecs) {
+      if (n != 0) claimed[codec] = n;
+    }
+    if (claimed != codec_counts_) {
+      std::string counted;
+      for (const auto& [codec, n] : codec_counts_) counted += " " + codec + "=" + std::to_string(n);
+      Problem(manifest_path + ": field stored_codecs does not match the samples (they hold" +
+              counted + ")");
+    }
+    if (manifest_.stored_image_bytes != image_bytes_) {
+      Problem(manifest_path + ": field stored_image_bytes is " +
+              std::to_string(manifest_.stored_image_bytes) + ", the samples hold " +
+              std::to_string(image_bytes_));
+    }
+  }
+
   std::string dir_;
   size_t max_;
   Env* env_;
   VerifyReport report_;
   Manifest manifest_;
   std::vector<uint32_t> seen_;
+  std::map<std::string, uint64_t> codec_counts_;  // samples per StoredCodecName
+  uint64_t image_bytes_ = 0;                      // sum of the samples' image_length
 };
 
 }  // namespace

@@ -20,8 +20,24 @@ using Json = nlohmann::ordered_json;
 // large is a mistake, and the limit keeps a runaway file from exhausting memory).
 constexpr uint64_t kMaxMetadataBytes = uint64_t{16} << 30;
 
-// What a JSON value can become; kUnknown for null and empty lists, which fit any type.
-enum class Kind { kUnknown, kString, kInt, kFloat, kBool, kIntList, kFloatList, kStringList };
+// What a JSON value can become; kUnknown for null, which fits any type, and kEmptyList for an
+// empty list, which fits any list type (not a scalar one).
+enum class Kind {
+  kUnknown,
+  kString,
+  kInt,
+  kFloat,
+  kBool,
+  kIntList,
+  kFloatList,
+  kStringList,
+  kEmptyList
+};
+
+bool IsList(Kind k) {
+  return k == Kind::kIntList || k == Kind::kFloatList || k == Kind::kStringList ||
+         k == Kind::kEmptyList;
+}
 
 const char* KindName(Kind k) {
   switch (k) {
@@ -41,6 +57,8 @@ const char* KindName(Kind k) {
       return "list of numbers";
     case Kind::kStringList:
       return "list of strings";
+    case Kind::kEmptyList:
+      return "empty list";
   }
   return "?";
 }
@@ -78,7 +96,7 @@ Result<Kind> ValueKind(const Json& v) {
     case Kind::kString:
       return Kind::kStringList;
     default:
-      return Kind::kUnknown;  // empty list: decided by other rows
+      return Kind::kEmptyList;  // its element type is decided by other rows
   }
 }
 
@@ -86,6 +104,8 @@ Result<Kind> ValueKind(const Json& v) {
 std::optional<Kind> Merge(Kind a, Kind b) {
   if (a == Kind::kUnknown) return b;
   if (b == Kind::kUnknown || a == b) return a;
+  if (a == Kind::kEmptyList && IsList(b)) return b;
+  if (b == Kind::kEmptyList && IsList(a)) return a;
   if ((a == Kind::kInt && b == Kind::kFloat) || (a == Kind::kFloat && b == Kind::kInt)) {
     return Kind::kFloat;
   }
@@ -111,8 +131,10 @@ ColumnType ToColumnType(Kind k) {
     case Kind::kStringList:
       return ColumnType::kStringList;
     case Kind::kIntList:
-    case Kind::kUnknown:  // all null / empty: a string column (or int list for lists) is harmless
-      return k == Kind::kIntList ? ColumnType::kInt64List : ColumnType::kString;
+    case Kind::kEmptyList:  // only empty lists (and nulls): an int list column is harmless
+      return ColumnType::kInt64List;
+    case Kind::kUnknown:  // all null: a string column is harmless
+      return ColumnType::kString;
   }
   return ColumnType::kString;
 }

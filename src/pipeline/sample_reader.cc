@@ -77,18 +77,27 @@ Result<ImageView> SampleReader::Prepared(uint64_t id, const SampleBytes& sample,
   const IndexRecord record = dataset_->record(id);
   if (preprocessed_) {
     const Clock::time_point start = Clock::now();
-    ImageView view;
-    if (record.codec == static_cast<uint8_t>(StoredCodec::kPpm)) {
-      Result<ImageView> v = ViewPpm(sample.image);
-      if (!v.ok()) return v.status().WithContext(SampleName(id));
-      view = *v;
-    } else {  // a preprocessed page in another container (docfeed writes PPM/PGM)
-      Result<Image> d = DecodeImage(sample.image);
-      if (!d.ok()) return d.status().WithContext(SampleName(id));
-      scratch.prepared = std::move(*d);
-      view = ViewOf(scratch.prepared);
+    // Preprocessing stores PGM/PPM pages (docs/format.md, section 10); a page in another format
+    // in a dataset that claims preprocessing is an original that was never resized.
+    if (record.codec != static_cast<uint8_t>(StoredCodec::kPpm)) {
+      return CorruptionError(SampleName(id) +
+                             ": the manifest says the pages were preprocessed, but this one is " +
+                             std::string(StoredCodecName(static_cast<StoredCodec>(record.codec))) +
+                             ", not the PPM/PGM that preprocessing stores");
     }
+    Result<ImageView> v = ViewPpm(sample.image);
+    if (!v.ok()) return v.status().WithContext(SampleName(id));
+    const ImageView view = *v;
     stats_->decode.Add(NanosSince(start));
+    // A page larger than the size the manifest says it was resized to was never preprocessed
+    // (a false claim would be padded, or cropped, without the resize).
+    const PreprocessInfo& stored = dataset_->manifest().preprocess;
+    if (view.width > stored.width || view.height > stored.height) {
+      return CorruptionError(SampleName(id) + ": stored page is " + std::to_string(view.width) +
+                             "x" + std::to_string(view.height) + ", larger than the " +
+                             std::to_string(stored.width) + "x" + std::to_string(stored.height) +
+                             " the manifest says it was preprocessed to");
+    }
     return view;
   }
   PrepareRequest request;
@@ -118,9 +127,6 @@ Status SampleReader::Load(uint64_t id, uint64_t epoch, const SlotView& slot,
                                              options_.layout, slot.pixels);
   if (!placed.ok()) return placed.status().WithContext(SampleName(id));
   stats_->pad_normalize.Add(NanosSince(start));
-  // The stored bytes are consumed: keep the mapping out of the resident set, so memory stays at
-  // the batch buffers whatever the dataset size.
-  dataset_->DropPages(id);
 
   *slot.sample_id = static_cast<int64_t>(id);
   slot.pad_offset[0] = placed->top;

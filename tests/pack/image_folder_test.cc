@@ -110,5 +110,25 @@ TEST(ImageFolder, IntsAndFloatsWidenToFloat) {
   EXPECT_EQ(folder->unlisted_images.size(), 2u);  // sub/b.png, d.webp
 }
 
+// Found by tests/fuzz/metadata_jsonl_fuzz.cc: a column holding only empty lists was typed as a
+// string column, and reading `[]` as a string threw out of the parser (the process aborted).
+TEST(ImageFolder, EmptyListsAreAListColumnAndNeverAString) {
+  Result<ImageFolder> only_empty = ParseSampleRows(
+      "{\"file_name\": \"a.png\", \"f\": []}\n{\"file_name\": \"b.png\", \"f\": null}\n");
+  ASSERT_TRUE(only_empty.ok()) << only_empty.status().ToString();
+  EXPECT_EQ(only_empty->columns[0].type, ColumnType::kInt64List);
+  EXPECT_EQ(std::get<std::vector<int64_t>>(only_empty->samples[0].values[0]),
+            std::vector<int64_t>{});
+  Result<ImageFolder> then_floats = ParseSampleRows(
+      "{\"file_name\": \"a.png\", \"f\": []}\n{\"file_name\": \"b.png\", \"f\": [1.5]}\n");
+  ASSERT_TRUE(then_floats.ok()) << then_floats.status().ToString();
+  EXPECT_EQ(then_floats->columns[0].type, ColumnType::kFloat64List);
+  Result<ImageFolder> with_string = ParseSampleRows(
+      "{\"file_name\": \"a.png\", \"f\": []}\n{\"file_name\": \"b.png\", \"f\": \"x\"}\n");
+  ASSERT_FALSE(with_string.ok());
+  EXPECT_NE(with_string.status().ToString().find("\"f\""), std::string::npos)
+      << with_string.status().ToString();
+}
+
 }  // namespace
 }  // namespace docfeed::internal

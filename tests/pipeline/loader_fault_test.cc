@@ -78,12 +78,21 @@ TEST(LoaderFaultTest, EveryReadFaultIsAnErrorNamingTheFile) {
   const testing::IoCounts io = testing::CountIo(env, [&] { return LoadEpoch(o).status(); });
   EXPECT_EQ(io.writes, 0u);
   ASSERT_GE(io.reads, 3u);  // manifest, index, data file
+  // Samples are read with positioned reads, each one counted; the last few may be the epoch
+  // look-ahead's (reads of the next epoch, timing-dependent), whose failure this epoch never
+  // sees: such a run must still give exactly the expected batches.
+  size_t failed = 0;
   testing::SweepReadFaults(env, io.reads, [&](RF, uint64_t, const std::string& where) {
     const auto got = LoadEpoch(o);
-    ASSERT_FALSE(got.ok()) << where;
+    if (got.ok()) {
+      EXPECT_EQ(*got, *expected) << where;
+      return;
+    }
+    ++failed;
     EXPECT_TRUE(Mentions(got.status(), BaseName(env.fault_path())))
         << where << " of " << env.fault_path() << ": " << got.status().ToString();
   });
+  EXPECT_GE(failed, 2u * 3u);  // at least the manifest, index and data file opens, both faults
   env.Reset();
   const auto again = LoadEpoch(o);
   ASSERT_TRUE(again.ok());

@@ -2,6 +2,7 @@
 output, and `verify` naming where a dataset is damaged."""
 import json
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
@@ -73,6 +74,29 @@ def test_usage_errors_exit_2(tmp_path):
     assert run_docfeed("pack", SAMPLE_DOCS, "-o", tmp_path / "o", "--codec", "gif", check=False).returncode == 2
     assert run_docfeed("frobnicate", check=False).returncode == 2
     assert run_docfeed("--help").returncode == 0
+
+
+def test_data_errors_exit_1_naming_the_file_without_usage(tmp_path):
+    """A missing or corrupt dataset or input is a data error: the error naming the file, exit 1,
+    and no usage text (that is for usage errors, exit 2)."""
+    missing = tmp_path / "missing"
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "docfeed.json").write_text("{not json")
+    (tmp_path / "page.png").write_bytes(b"not a png")
+    cases = [
+        ("bench", missing), ("bench", broken), ("bench", broken, "--threads", "1"),
+        ("inspect", missing), ("inspect", broken), ("verify", missing), ("verify", broken),
+        ("pack", missing, "-o", tmp_path / "o1"),
+        ("preprocess", tmp_path / "page.png", "--preset", "donut", "-o", tmp_path / "p.npy"),
+        ("preprocess", missing, "--preset", "donut", "-o", tmp_path / "p.npy"),
+    ]
+    for args in cases:
+        proc = run_docfeed(*args, check=False)
+        named = str(args[1])
+        assert proc.returncode == 1, (args, proc.returncode, proc.stderr)
+        assert "usage:" not in proc.stderr and "usage:" not in proc.stdout, (args, proc.stderr)
+        assert named in proc.stderr or pathlib.Path(named).name in proc.stderr, (args, proc.stderr)
 
 
 def test_killed_pack_leaves_nothing_that_looks_valid(tmp_path):

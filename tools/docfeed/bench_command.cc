@@ -52,6 +52,7 @@ struct BenchConfig {
   uint64_t max_batches = 0;
   int baseline_samples = 0;
   bool json = false;
+  bool size_from_dataset = false;  // no --size: the packed size, else the recipe's
 };
 
 Result<DType> ParseDType(const std::string& s) {
@@ -97,22 +98,26 @@ Result<BenchConfig> ToConfig(const ParsedArgs& p) {
   o.preset.pad = pad == "center" ? PadMode::kCenter : PadMode::kRandom;
   o.remainder = Remainder::kPartial;
   c.json = p.Has("--json");
-  // The size: given, else the packed one, else the recipe's.
-  std::string size = p.Get("--size", "");
-  if (size.empty()) {
-    DOCFEED_ASSIGN_OR_RETURN(const DatasetInfo info, ReadDatasetInfo(o.path));
-    if (!info.preset.empty()) {
-      o.preset.donut.height = info.height;
-      o.preset.donut.width = info.width;
-      o.preset.donut.align_long_axis = info.align_long_axis;
-      return c;
-    }
-    size = "1553x1200";
-  }
-  DOCFEED_ASSIGN_OR_RETURN(auto hw, ParseSize(size));
+  // The size: given, else (SizeFromDataset, once the arguments are known to be right) the
+  // packed one, else the recipe's.
+  const std::string size = p.Get("--size", "");
+  c.size_from_dataset = size.empty();
+  DOCFEED_ASSIGN_OR_RETURN(auto hw, ParseSize(size.empty() ? "1553x1200" : size));
   o.preset.donut.height = hw.first;
   o.preset.donut.width = hw.second;
   return c;
+}
+
+// Reads the dataset: its errors are data errors (exit 1), not usage errors.
+Status SizeFromDataset(BenchConfig* c) {
+  LoaderOptions& o = c->loader;
+  DOCFEED_ASSIGN_OR_RETURN(const DatasetInfo info, ReadDatasetInfo(o.path));
+  if (!info.preset.empty()) {
+    o.preset.donut.height = info.height;
+    o.preset.donut.width = info.width;
+    o.preset.donut.align_long_axis = info.align_long_axis;
+  }
+  return Status::Ok();
 }
 
 double Seconds(Clock::time_point start) {
@@ -320,6 +325,12 @@ int RunBench(const Args& args) {
   if (!config.ok()) {
     std::fprintf(stderr, "docfeed bench: %s\n\n%s", config.status().ToString().c_str(), kBenchHelp);
     return 2;
+  }
+  if (config->size_from_dataset) {
+    if (Status s = SizeFromDataset(&*config); !s.ok()) {
+      std::fprintf(stderr, "docfeed bench: %s\n", s.ToString().c_str());
+      return 1;
+    }
   }
   double baseline_s = 0;
   if (config->baseline_samples > 0) {

@@ -72,7 +72,7 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
+  int Release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -100,7 +100,7 @@ Result<int> OpenRegular(const std::string& path, struct stat* st) {
   // Back to blocking reads (regular files never block, but keep the descriptor plain).
   const int flags = ::fcntl(fd.get(), F_GETFL);
   if (flags >= 0) ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
-  return fd.release();
+  return fd.Release();
 }
 
 class MmapRegion : public MappedFile::Region {
@@ -263,8 +263,29 @@ Result<int> TryLock(const std::string& path) {
     WriteAll(fd.get(), reinterpret_cast<const uint8_t*>(pid.data()), pid.size(), path)
         .IgnoreError();  // the pid only improves the message another run prints
   }
-  return fd.release();
+  return fd.Release();
 }
+
+// Keeps the file open, so every read is a pread of the file as it is now: a file truncated
+// under the reader gives a short read (an error), where a mapping would raise SIGBUS.
+class PosixRandomAccessFile : public RandomAccessFile {
+ public:
+  PosixRandomAccessFile(std::string path, int fd, uint64_t size)
+      : path_(std::move(path)), fd_(fd), size_(size) {}
+  Status ReadAt(uint64_t offset, std::span<uint8_t> out) const override {
+    DOCFEED_ASSIGN_OR_RETURN(size_t got,
+                             PreadFull(fd_.get(), out.data(), out.size(), offset, path_));
+    if (got < out.size()) return ShortReadError(path_, offset, out.size(), got);
+    return Status::Ok();
+  }
+  uint64_t size_bytes() const override { return size_; }
+  const std::string& path() const override { return path_; }
+
+ private:
+  const std::string path_;
+  const Fd fd_;
+  const uint64_t size_;
+};
 
 class PosixEnv : public Env {
  public:
@@ -297,6 +318,18 @@ class PosixEnv : public Env {
     DOCFEED_ASSIGN_OR_RETURN(size_t got, PreadFull(fd.get(), out.data(), out.size(), offset, path));
     if (got < out.size()) return ShortReadError(path, offset, out.size(), got);
     return Status::Ok();
+  }
+
+  Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path) override {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) return ErrnoError("cannot open", path, errno);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return ErrnoError("cannot stat", path, errno);
+    if (!S_ISREG(st.st_mode)) {
+      return InvalidArgumentError("cannot read " + path + ": not a regular file");
+    }
+    return std::unique_ptr<RandomAccessFile>(std::make_unique<PosixRandomAccessFile>(
+        path, fd.Release(), static_cast<uint64_t>(st.st_size)));
   }
 
   Result<MappedFile> MapFile(const std::string& path) override {

@@ -208,19 +208,20 @@ std::string StreamReader::Where(uint64_t offset, int64_t batch_index) const {
   return where + "message at offset " + std::to_string(offset);
 }
 
-Status StreamReader::ReadBatchMessage(uint64_t offset, int64_t batch_index, RecordBatch* batch,
+Status StreamReader::ReadBatchMessage(std::span<const uint8_t> bytes, uint64_t base,
+                                      uint64_t offset, int64_t batch_index, RecordBatch* batch,
                                       uint64_t* next_offset, bool* end_of_stream) const {
   *end_of_stream = false;
-  DOCFEED_ASSIGN_OR_RETURN(Frame frame, ReadFrame(bytes_, offset));
+  DOCFEED_ASSIGN_OR_RETURN(Frame frame, ReadFrame(bytes, offset));
   if (frame.end_of_stream) {
     *end_of_stream = true;
     return Status::Ok();
   }
   DOCFEED_ASSIGN_OR_RETURN(DecodedMessage message, DecodeMessage(frame.metadata));
-  if (static_cast<uint64_t>(message.body_length) > bytes_.size() - frame.body_offset) {
+  if (static_cast<uint64_t>(message.body_length) > bytes.size() - frame.body_offset) {
     return CorruptionError("body of " + std::to_string(message.body_length) +
-                           " bytes runs past the end of the " + std::to_string(bytes_.size()) +
-                           "-byte stream");
+                           " bytes runs past the end of the " + std::to_string(bytes.size()) +
+                           (base == 0 ? "-byte stream" : "-byte message"));
   }
   switch (message.type) {
     case MessageType::kRecordBatch:
@@ -235,14 +236,14 @@ Status StreamReader::ReadBatchMessage(uint64_t offset, int64_t batch_index, Reco
                               " (tensors) in a record batch stream");
   }
   DOCFEED_ASSIGN_OR_RETURN(RecordBatchMeta meta, DecodeRecordBatch(message.header));
-  const auto body = bytes_.subspan(frame.body_offset, static_cast<size_t>(message.body_length));
+  const auto body = bytes.subspan(frame.body_offset, static_cast<size_t>(message.body_length));
   batch->schema = schema_;
   batch->batch_index = batch_index;
-  batch->message_offset = offset;
-  batch->body_offset = frame.body_offset;
+  batch->message_offset = base + offset;
+  batch->body_offset = base + frame.body_offset;
   batch->body_length = static_cast<uint64_t>(message.body_length);
   DOCFEED_RETURN_IF_ERROR(LoadRecordBatch(meta, body, batch));
-  *next_offset = frame.body_offset + static_cast<uint64_t>(message.body_length);
+  *next_offset = base + frame.body_offset + static_cast<uint64_t>(message.body_length);
   return Status::Ok();
 }
 
@@ -251,7 +252,7 @@ Result<bool> StreamReader::Next(RecordBatch* batch) {
   uint64_t next_offset = 0;
   bool end_of_stream = false;
   const Status status =
-      ReadBatchMessage(cursor_, next_batch_index_, batch, &next_offset, &end_of_stream);
+      ReadBatchMessage(bytes_, 0, cursor_, next_batch_index_, batch, &next_offset, &end_of_stream);
   if (!status.ok()) {
     done_ = true;  // a corrupt stream has no reliable next message boundary
     return status.WithContext(Where(cursor_, next_batch_index_));
@@ -272,9 +273,68 @@ Result<RecordBatch> StreamReader::ReadBatchAt(uint64_t message_offset) const {
 }
 
 Status StreamReader::ReadBatchAt(uint64_t message_offset, RecordBatch* batch) const {
+  return ReadBatchIn(bytes_, 0, message_offset, batch);
+}
+
+Status StreamReader::ReadBatchFrom(std::span<const uint8_t> message_bytes, uint64_t message_offset,
+                                   RecordBatch* batch) const {
+  return ReadBatchIn(message_bytes, message_offset, 0, batch);
+}
+
+Result<uint64_t> StreamReader::MetadataEnd(std::span<const uint8_t> first_bytes) {
+  if (first_bytes.size() < 8) return CorruptionError("truncated message length prefix");
+  uint32_t prefix = flatbuf::LoadLE<uint32_t>(first_bytes, 0);
+  uint64_t framing = 4;
+  if (prefix == kContinuation) {
+    prefix = flatbuf::LoadLE<uint32_t>(first_bytes, 4);
+    framing = 8;
+  }
+  const auto metadata_size = static_cast<int32_t>(prefix);
+  if (metadata_size <= 0) {
+    return CorruptionError("no record batch message here (metadata length " +
+                           std::to_string(metadata_size) + ")");
+  }
+  return framing + static_cast<uint64_t>(metadata_size);
+}
+
+Result<BatchLayout> StreamReader::ReadLayout(std::span<const uint8_t> head, uint64_t message_offset,
+                                             uint64_t body_limit) const {
+  const std::string where = Where(message_offset, -1);
+  Result<Frame> frame = ReadFrame(head, 0);
+  if (!frame.ok()) return frame.status().WithContext(where);
+  if (frame->end_of_stream) return CorruptionError(where + ": no record batch there");
+  Result<DecodedMessage> message = DecodeMessage(frame->metadata);
+  if (!message.ok()) return message.status().WithContext(where);
+  if (message->type != MessageType::kRecordBatch) {
+    return CorruptionError(where + ": not a record batch message");
+  }
+  Result<RecordBatchMeta> meta = DecodeRecordBatch(message->header);
+  if (!meta.ok()) return meta.status().WithContext(where);
+  if (meta->codec) return UnsupportedError(where + ": compressed body");
+  const auto body_length = static_cast<uint64_t>(message->body_length);
+  if (body_length > body_limit) return CorruptionError(where + ": body runs past its bytes");
+  BatchLayout layout;
+  layout.num_rows = meta->length;
+  for (const FieldNode& node : meta->nodes) layout.array_lengths.push_back(node.length);
+  const uint64_t body = message_offset + frame->body_offset;
+  for (const BufferSpec& b : meta->buffers) {
+    const auto offset = static_cast<uint64_t>(b.offset);
+    const auto length = static_cast<uint64_t>(b.length);
+    if (b.offset < 0 || b.length < 0 || offset > body_length || length > body_length - offset) {
+      return CorruptionError(where + ": buffer outside the body");
+    }
+    layout.buffers.push_back({body + offset, length});
+  }
+  return layout;
+}
+
+Status StreamReader::ReadBatchIn(std::span<const uint8_t> bytes, uint64_t base, uint64_t offset,
+                                 RecordBatch* batch) const {
+  const uint64_t message_offset = base + offset;
   uint64_t next_offset = 0;
   bool end_of_stream = false;
-  const Status status = ReadBatchMessage(message_offset, -1, batch, &next_offset, &end_of_stream);
+  const Status status =
+      ReadBatchMessage(bytes, base, offset, -1, batch, &next_offset, &end_of_stream);
   if (!status.ok()) {
     batch->columns.clear();
     return status.WithContext(Where(message_offset, -1));

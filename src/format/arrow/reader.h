@@ -99,6 +99,18 @@ struct RecordBatch {
   std::vector<std::vector<uint8_t>> owned_buffers;
 };
 
+// Where the body buffers of one uncompressed record batch lie, from its message's metadata alone
+// (StreamReader::ReadLayout): enough to find one value without reading the body.
+struct BatchLayout {
+  struct Range {
+    uint64_t offset = 0;  // in the stream
+    uint64_t length = 0;
+  };
+  int64_t num_rows = 0;
+  std::vector<int64_t> array_lengths;  // per array of the flattened field tree (FieldNodes)
+  std::vector<Range> buffers;          // per body buffer, each inside the body
+};
+
 // Reads an Arrow IPC stream. Does not own the bytes: they must outlive the reader and every
 // RecordBatch it returns. Movable; Next() mutates the cursor, so one thread at a time; the const
 // ReadBatchAt() may run concurrently with itself.
@@ -127,15 +139,37 @@ class StreamReader {
   // buffers are as large as the largest batch's. Views from the earlier read become invalid. On
   // error *batch holds no valid views but stays reusable.
   Status ReadBatchAt(uint64_t message_offset, RecordBatch* batch) const;
+  // The same for a record batch message held on its own: `message_bytes` are the stream's bytes
+  // from `message_offset` on (at least the whole message), e.g. one record batch read from a file
+  // with a positioned read, parsed with this reader's schema. The views point into
+  // `message_bytes` (which must outlive them) or into *batch's owned buffers; message_offset
+  // and body_offset of the result are stream offsets.
+  Status ReadBatchFrom(std::span<const uint8_t> message_bytes, uint64_t message_offset,
+                       RecordBatch* batch) const;
+
+  // The bytes a record batch message's framing and metadata take, from its first 8 bytes (the
+  // marker and the metadata length): how much of it ReadLayout needs.
+  static Result<uint64_t> MetadataEnd(std::span<const uint8_t> first_bytes);
+  // The layout of the record batch message at stream offset `message_offset` whose first
+  // MetadataEnd() bytes are `head`, with `body_limit` bytes available after them (the body must
+  // fit). Corruption for malformed metadata or buffers outside the body; Unsupported for a
+  // compressed body (its buffers are not at fixed stream offsets).
+  Result<BatchLayout> ReadLayout(std::span<const uint8_t> head, uint64_t message_offset,
+                                 uint64_t body_limit) const;
 
  private:
   StreamReader(std::span<const uint8_t> bytes, std::string name)
       : bytes_(bytes), name_(std::move(name)) {}
 
-  // Reads one batch message at `offset`; *next_offset receives the offset after it. Sets
-  // *end_of_stream instead when an EOS marker or the end of the bytes is found there.
-  Status ReadBatchMessage(uint64_t offset, int64_t batch_index, RecordBatch* batch,
-                          uint64_t* next_offset, bool* end_of_stream) const;
+  // Reads one batch message at `offset` of `bytes`, which start at stream offset `base`;
+  // *next_offset receives the stream offset after it. Sets *end_of_stream instead when an EOS
+  // marker or the end of the bytes is found there.
+  Status ReadBatchMessage(std::span<const uint8_t> bytes, uint64_t base, uint64_t offset,
+                          int64_t batch_index, RecordBatch* batch, uint64_t* next_offset,
+                          bool* end_of_stream) const;
+  // ReadBatchAt / ReadBatchFrom: the batch at `offset` of `bytes` (stream offset base + offset).
+  Status ReadBatchIn(std::span<const uint8_t> bytes, uint64_t base, uint64_t offset,
+                     RecordBatch* batch) const;
   std::string Where(uint64_t offset, int64_t batch_index) const;
 
   std::span<const uint8_t> bytes_;

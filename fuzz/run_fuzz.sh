@@ -1,9 +1,0 @@
-#!/usr/bin/env bash
-# Runs every fuzz target for SECONDS each (default 10; `make test` uses a short run).
-# Long runs on demand: fuzz/run_fuzz.sh 600
-set -euo pipefail
-cd "$(dirname "$0")/.."
-seconds="${1:-10}"
-fuzz/run_codec_fuzz.sh "$seconds"
-fuzz/run_arrow_fuzz.sh "$seconds" 2>&1 | tail -n 5
-echo "fuzz: every target ran ${seconds}s without a crash"

@@ -1,0 +1,49 @@
+// libFuzzer target for metadata.jsonl parsing (ScanImageFolder, src/pack/image_folder.h): the
+// input is the metadata.jsonl of a folder, held in a MemEnv, that also contains a.png, sub/b.jpg
+// and c.webp (their bytes are never decoded here) and a directory d/. Rows may name those files
+// or anything else; a scan that succeeds must only list samples that are files of the folder,
+// each row's values one per column. Any crash, sanitizer report, hang or abort is a bug.
+//
+// Build and run: tests/fuzz/run_format_fuzz.sh [seconds]
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "base/mem_env.h"
+#include "pack/image_folder.h"
+
+namespace {
+
+using docfeed::internal::ImageFolder;
+using docfeed::internal::MemEnv;
+
+MemEnv* MakeFolder() {
+  auto* env = new MemEnv();
+  env->CreateDirectory("/root").IgnoreError();
+  env->CreateDirectory("/root/sub").IgnoreError();
+  env->CreateDirectory("/root/d").IgnoreError();
+  for (const char* name : {"/root/a.png", "/root/sub/b.jpg", "/root/c.webp"}) {
+    env->WriteTextFile(name, "not decoded").IgnoreError();
+  }
+  return env;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static MemEnv* env = MakeFolder();
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (!env->WriteTextFile("/root/metadata.jsonl", text).ok()) std::abort();
+  auto folder = docfeed::internal::ScanImageFolder("/root", env);
+  if (!folder.ok()) return 0;
+  for (const auto& sample : folder->samples) {
+    if (sample.values.size() != folder->columns.size()) std::abort();
+    if (!env->PathExists("/root/" + sample.relative_path) ||
+        env->IsDirectory("/root/" + sample.relative_path)) {
+      std::abort();
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Builds the codec fuzzers with clang's libFuzzer + ASan/UBSan and runs each for a short time.
+#
+#   tests/fuzz/run_codec_fuzz.sh [seconds-per-target]   (default 20; env CXX overrides clang++-14)
+#
+# Seeds come from tests/data/images (by magic, so a renamed file still seeds the right target)
+# and tests/fuzz/corpus/<target>/ (kept by the long campaign).
+# Crashes are written to build/fuzz/<target>/ as crash-* files; the script exits non-zero if a
+# target fails. libjpeg-turbo, libspng and libwebp are the system builds, so only docfeed's code
+# is coverage-instrumented; memory errors inside the libraries still surface as crashes.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+seconds="${1:-20}"
+cxx="${CXX:-clang++-14}"
+out="${root}/build/fuzz"
+mkdir -p "${out}"
+
+sources=("${root}"/src/codec/*.cc "${root}"/src/codec/internal/*.cc "${root}/src/base/status.cc")
+flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+       -I"${root}/include" -I"${root}/src")
+libs=(-ljpeg -lspng -lwebp)
+
+seed() {  # seed <corpus-dir> <magic-hex>
+  mkdir -p "$1"
+  for f in "${root}"/tests/data/images/*.* "${root}"/tests/data/images/gen/*; do
+    if [[ "$(head -c "$(( ${#2} / 2 ))" "$f" | xxd -p)" == "$2" ]]; then cp -f "$f" "$1/"; fi
+  done
+}
+
+status=0
+for target in jpeg png webp ppm; do
+  bin="${out}/${target}_decode_fuzz"
+  # Rebuild only when a source is newer than the binary (a second `make test` does no extra work).
+  if [[ ! -x "${bin}" || -n "$(find "${root}/tests/fuzz" "${root}/src/codec" "${root}/src/base" "${root}/include" -newer "${bin}" -name '*.[ch]*' | head -1)" ]]; then
+    echo "== building ${target}_decode_fuzz"
+    "${cxx}" "${flags[@]}" "${root}/tests/fuzz/${target}_decode_fuzz.cc" "${sources[@]}" "${libs[@]}" -o "${bin}"
+  fi
+  corpus="${out}/${target}/corpus"
+  case "${target}" in
+    jpeg) seed "${corpus}" ffd8ff ;;
+    png) seed "${corpus}" 89504e47 ;;
+    webp) seed "${corpus}" 52494646 ;;
+    ppm)  # No PPM files in tests/data/images: seed with two tiny hand-written ones.
+      mkdir -p "${corpus}"
+      printf 'P6\n2 1\n255\n\x01\x02\x03\x04\x05\x06' > "${corpus}/rgb.ppm"
+      printf 'P5 # gray\n3 1\n255\n\x10\x20\x30' > "${corpus}/gray.pgm" ;;
+  esac
+  # The corpus the long campaign kept (tests/fuzz/run_fuzz_long.sh).
+  cp -f "${root}/tests/fuzz/corpus/${target}"/* "${corpus}/" 2>/dev/null || true
+  echo "== running ${target}_decode_fuzz for ${seconds}s ($(ls "${corpus}" | wc -l) seeds)"
+  if ! (cd "${out}/${target}" && "${bin}" -max_total_time="${seconds}" -rss_limit_mb=2048 \
+          -max_len=262144 -timeout=10 -print_final_stats=1 corpus 2>&1 | tail -n 15); then
+    status=1
+  fi
+done
+exit "${status}"

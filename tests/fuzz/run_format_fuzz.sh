@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Builds the format fuzzers (manifest_fuzz, index_fuzz, metadata_jsonl_fuzz) with clang's
+# libFuzzer + ASan/UBSan and runs each for SECONDS on its corpus.
+#
+#   tests/fuzz/run_format_fuzz.sh [seconds-per-target=20] [extra libFuzzer flags...]
+#
+# Seeds: tests/fuzz/corpus/<target>/ (kept in the repository), plus the sample folder's
+# metadata.jsonl. Work copies and crash-* files go to build/fuzz/<target>/; the script exits
+# non-zero if a target fails. Env: CXX (default clang++-14).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+seconds="${1:-20}"
+shift || true
+cxx="${CXX:-clang++-14}"
+out="${root}/build/fuzz"
+mkdir -p "${out}"
+
+common=("${root}"/src/base/{status,hash,file,mem_env}.cc "${root}/src/base/posix/env_posix.cc"
+        "${root}"/src/format/{manifest,index,value}.cc "${root}"/src/codec/*.cc
+        "${root}"/src/codec/internal/*.cc)
+flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+       -I"${root}/include" -I"${root}/src")
+libs=(-lxxhash -ljpeg -lspng -lwebp)
+
+# The code under test is compiled once into an archive (instrumented, without libFuzzer's main)
+# and linked into each target; rebuilt only when a source is newer than it.
+lib="${out}/libformat_fuzz.a"
+if [[ ! -e "${lib}" || -n "$(find "${root}/src/base" "${root}/src/format" "${root}/src/codec" \
+      "${root}/src/pack" "${root}/include" -newer "${lib}" -name '*.[ch]*' | head -1)" ]]; then
+  echo "== building the format fuzzers' library"
+  objs="${out}/format-obj"
+  rm -rf "${objs}" && mkdir -p "${objs}"
+  for src in "${common[@]}" "${root}/src/pack/image_folder.cc"; do
+    "${cxx}" "${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" -c "${src}" \
+      -o "${objs}/$(echo "${src#"${root}"/}" | tr / _).o"
+  done
+  rm -f "${lib}" && ar rcs "${lib}" "${objs}"/*.o
+fi
+
+status=0
+for target in manifest index metadata_jsonl; do
+  bin="${out}/${target}_fuzz"
+  if [[ ! -x "${bin}" || "${lib}" -nt "${bin}" || "${root}/tests/fuzz/${target}_fuzz.cc" -nt "${bin}" ]]; then
+    echo "== building ${target}_fuzz"
+    "${cxx}" "${flags[@]}" "${root}/tests/fuzz/${target}_fuzz.cc" "${lib}" "${libs[@]}" -o "${bin}"
+  fi
+  work="${out}/${target}/corpus"
+  mkdir -p "${work}"
+  if [[ -d "${root}/tests/fuzz/corpus/${target}" ]]; then
+    cp -f "${root}/tests/fuzz/corpus/${target}"/* "${work}/" 2>/dev/null || true
+  fi
+  [[ "${target}" == metadata_jsonl ]] && cp -f "${root}/tests/data/sample-docs/metadata.jsonl" "${work}/sample-docs.jsonl"
+  echo "== running ${target}_fuzz for ${seconds}s ($(ls "${work}" | wc -l) seeds)"
+  if ! (cd "${out}/${target}" && "${bin}" -max_total_time="${seconds}" -rss_limit_mb=2048 \
+          -max_len=65536 -timeout=10 -print_final_stats=1 "$@" corpus 2>&1 | tail -n 8); then
+    status=1
+  fi
+done
+exit "${status}"
