@@ -1,6 +1,7 @@
 // TouchAllValues: reads every value of an ArrayView (and its children) through the typed
 // accessors, so that a reader bug shows up as a sanitizer report. Shared by the Arrow corruption
-// tests and tests/fuzz/arrow_stream_fuzz.cc; header-only and free of GoogleTest for the fuzzer's sake.
+// tests and tests/fuzz/arrow_stream_fuzz.cc; header-only and free of GoogleTest for the fuzzer's
+// sake.
 #ifndef DOCFEED_TESTS_FORMAT_ARROW_TOUCH_VALUES_H_
 #define DOCFEED_TESTS_FORMAT_ARROW_TOUCH_VALUES_H_
 
