@@ -1,8 +1,10 @@
 // libFuzzer target for metadata.jsonl parsing (ScanImageFolder, src/pack/image_folder.h): the
 // input is the metadata.jsonl of a folder, held in a MemEnv, that also contains a.png, sub/b.jpg
 // and c.webp (their bytes are never decoded here) and a directory d/. Rows may name those files
-// or anything else; a scan that succeeds must only list samples that are files of the folder,
-// each row's values one per column. Any crash, sanitizer report, hang or abort is a bug.
+// or anything else. A scan that succeeds lists each row either as a sample that is a file of the
+// folder, with one value per column, or as a problem (malformed, missing, a duplicate, outside
+// the folder) whose error names metadata.jsonl:LINE; the packer never reads a problem row's
+// image. Any crash, sanitizer report, hang or abort is a bug.
 //
 // Build and run: tests/fuzz/run_format_fuzz.sh [seconds]
 #include <cstddef>
@@ -39,6 +41,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto folder = docfeed::internal::ScanImageFolder("/root", env);
   if (!folder.ok()) return 0;
   for (const auto& sample : folder->samples) {
+    if (!sample.problem.ok()) {
+      const std::string_view message = sample.problem.message();
+      const std::string where = "metadata.jsonl:" + std::to_string(sample.line);
+      if (message.find(where) == std::string_view::npos) std::abort();
+      continue;
+    }
     if (sample.values.size() != folder->columns.size()) std::abort();
     if (!env->PathExists("/root/" + sample.relative_path) ||
         env->IsDirectory("/root/" + sample.relative_path)) {
