@@ -117,7 +117,7 @@ class MigrateFaultTest : public ::testing::Test {
     ASSERT_TRUE(mem_.RemoveAll(options_.output).ok());
   }
 
-  static constexpr char kRoot[] = "/work";
+  static constexpr char kRoot[] = "/mem";
   MemEnv mem_;
   FaultInjectionEnv env_{&mem_};
   MigrateOptions options_;

@@ -153,16 +153,16 @@ TEST(PlaceOutputTest, WithoutExchangeAFailedSecondRenamePutsTheOldOutputBack) {
   NoExchangeEnv mem;
   FaultInjectionEnv env(&mem);
   MakeDataset(&mem, "/out", "old");  // made past the fault Env: its write count starts below
-  MakeDataset(&mem, "/work", "new");
+  MakeDataset(&mem, "/staged", "new");
   auto accept = [](const std::string&) { return Status::Ok(); };
-  // Writes: 0 the exchange (refused), 1 OUT -> OUT.old-PID, 2 work -> OUT (fails), 3 put back.
+  // Writes: 0 the exchange (refused), 1 OUT -> OUT.old-PID, 2 staged -> OUT (fails), 3 put back.
   env.FailWrite(2, FaultInjectionEnv::WriteFault::kIOError);
-  Status s = PlaceOutput(&env, "/work", "/out", true, accept);
+  Status s = PlaceOutput(&env, "/staged", "/out", true, accept);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(mem.ReadTextFile("/out/tag").value(), "old");
-  EXPECT_EQ(mem.ReadTextFile("/work/tag").value(), "new");
+  EXPECT_EQ(mem.ReadTextFile("/staged/tag").value(), "new");
   env.Reset();
-  ASSERT_TRUE(PlaceOutput(&env, "/work", "/out", true, accept).ok());
+  ASSERT_TRUE(PlaceOutput(&env, "/staged", "/out", true, accept).ok());
   EXPECT_EQ(*mem.ReadTextFile("/out/tag"), "new");
   EXPECT_EQ(*mem.ListDirectory("/"), std::vector<std::string>{"out"});
 }
