@@ -54,6 +54,19 @@ std::unique_ptr<Loader> Make(const LoaderOptions& o) {
   return l.ok() ? std::move(*l) : nullptr;
 }
 
+// Takes every remaining batch of the current epoch on this thread: their sample ids, in order.
+// Any failed Next() is a test failure (and ends the epoch).
+std::vector<std::vector<int64_t>> DrainEpoch(Loader& loader) {
+  std::vector<std::vector<int64_t>> ids;
+  while (true) {
+    Result<Batch> b = loader.Next();
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    if (!b.ok() || !b->valid()) break;
+    ids.emplace_back(b->sample_ids(), b->sample_ids() + b->size());
+  }
+  return ids;
+}
+
 // The sample ids of batch k of `epoch` from the epoch order itself (the reference).
 std::vector<std::vector<int64_t>> ExpectedIds(const LoaderOptions& o, uint64_t num_samples,
                                               uint64_t epoch) {
@@ -247,13 +260,7 @@ TEST(LoaderThreads, ASkippedSampleIsCountedOnceWithASlowConsumer) {
     o.prefetch = 8;  // room for the whole next epoch ahead
     auto loader = Make(o);
     ASSERT_NE(loader, nullptr);
-    std::vector<std::vector<int64_t>> ids;
-    while (true) {
-      Result<Batch> b = loader->Next();
-      ASSERT_TRUE(b.ok()) << b.status().ToString();
-      if (!b->valid()) break;
-      ids.emplace_back(b->sample_ids(), b->sample_ids() + b->size());
-    }
+    const std::vector<std::vector<int64_t>> ids = DrainEpoch(*loader);
     ASSERT_EQ(ids.size(), 4u);
     EXPECT_EQ(ids[1], (std::vector<int64_t>{3, 5, 5}));  // 4 replaced by the next position
     // The slow consumer: wait until the workers have read the next epoch ahead (sample 4
@@ -271,18 +278,10 @@ TEST(LoaderThreads, ASkippedSampleIsCountedOnceWithASlowConsumer) {
     EXPECT_NE(s.bad_sample_errors[0].find("sample 4"), std::string::npos);
     // The next epoch hands out its copy: counted then, once.
     ASSERT_TRUE(loader->StartEpoch(1).ok());
-    while (true) {
-      Result<Batch> b = loader->Next();
-      ASSERT_TRUE(b.ok()) << b.status().ToString();
-      if (!b->valid()) break;
-    }
+    DrainEpoch(*loader);
     // Replaying epoch 1 reads sample 4 again but it is the same (epoch, sample).
     ASSERT_TRUE(loader->StartEpoch(1).ok());
-    while (true) {
-      Result<Batch> b = loader->Next();
-      ASSERT_TRUE(b.ok()) << b.status().ToString();
-      if (!b->valid()) break;
-    }
+    DrainEpoch(*loader);
     s = loader->stats();
     EXPECT_EQ(s.bad_samples, 2u);
     EXPECT_EQ(s.bad_sample_errors.size(), 2u);
@@ -302,13 +301,7 @@ TEST(LoaderThreads, AdjacentBadSamplesAreCountedOnceEach) {
   o.on_error = BadSamplePolicy::kSkip;
   auto loader = Make(o);
   ASSERT_NE(loader, nullptr);
-  std::vector<std::vector<int64_t>> ids;
-  while (true) {
-    Result<Batch> b = loader->Next();
-    ASSERT_TRUE(b.ok()) << b.status().ToString();
-    if (!b->valid()) break;
-    ids.emplace_back(b->sample_ids(), b->sample_ids() + b->size());
-  }
+  const std::vector<std::vector<int64_t>> ids = DrainEpoch(*loader);
   ASSERT_EQ(ids.size(), 3u);
   EXPECT_EQ(ids[1], (std::vector<int64_t>{3, 6, 6}));
   EXPECT_EQ(loader->stats().bad_samples, 2u);
