@@ -18,6 +18,7 @@
 #include "format/dataset.h"
 #include "pack/packer.h"
 #include "pack/test_folder.h"
+#include "pipeline/epoch_order.h"
 #include "pipeline/loader.h"
 #include "testing/temp_dir.h"
 
@@ -79,6 +80,20 @@ inline LoaderOptions TestOptions(const std::string& path, int threads) {
   o.num_threads = threads;
   o.remainder = Remainder::kPartial;
   return o;
+}
+
+// The order a single-rank loader with options `o` must follow in `epoch` (EpochOrder is its
+// specification, tested on its own): the reference the loader tests compare against.
+inline internal::EpochOrder ReferenceOrder(const LoaderOptions& o, uint64_t num_samples,
+                                           uint64_t epoch) {
+  internal::EpochOrderOptions eo;
+  eo.num_samples = num_samples;
+  eo.seed = o.seed;
+  eo.epoch = epoch;
+  eo.shuffle = o.shuffle;
+  eo.batch_size = o.batch_size;
+  eo.remainder = o.remainder;
+  return *internal::EpochOrder::Create(eo);
 }
 
 // Aborts the test binary with `what` unless Done() is called within `limit`: a regression that

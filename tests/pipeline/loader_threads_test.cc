@@ -70,14 +70,7 @@ std::vector<std::vector<int64_t>> DrainEpoch(Loader& loader) {
 // The sample ids of batch k of `epoch` from the epoch order itself (the reference).
 std::vector<std::vector<int64_t>> ExpectedIds(const LoaderOptions& o, uint64_t num_samples,
                                               uint64_t epoch) {
-  EpochOrderOptions eo;
-  eo.num_samples = num_samples;
-  eo.seed = o.seed;
-  eo.epoch = epoch;
-  eo.shuffle = o.shuffle;
-  eo.batch_size = o.batch_size;
-  eo.remainder = o.remainder;
-  const EpochOrder order = *EpochOrder::Create(eo);
+  const EpochOrder order = testing::ReferenceOrder(o, num_samples, epoch);
   std::vector<std::vector<int64_t>> out(order.num_batches());
   for (uint64_t k = 0; k < order.num_batches(); ++k) {
     for (uint32_t j = 0; j < order.BatchSize(k); ++j) {

@@ -39,16 +39,8 @@ const std::string& Dataset() {
   return *path;
 }
 
-// The order the loader must follow (EpochOrder is its specification, tested on its own).
 uint64_t ExpectedSample(const LoaderOptions& o, uint64_t epoch, uint64_t position) {
-  EpochOrderOptions eo;
-  eo.num_samples = kPages;
-  eo.seed = o.seed;
-  eo.epoch = epoch;
-  eo.shuffle = o.shuffle;
-  eo.batch_size = o.batch_size;
-  eo.remainder = o.remainder;
-  return EpochOrder::Create(eo)->SampleAt(position);
+  return testing::ReferenceOrder(o, kPages, epoch).SampleAt(position);
 }
 
 uint64_t PixelHash(const Batch& b) {
