@@ -2,16 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
-#include <nlohmann/json.hpp>
 
 #include "base/hash.h"
+#include "base/json.h"
 #include "format/arrow/reader.h"
 #include "format/row_values.h"
 
 namespace docfeed::internal {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 Json ValueFeature(const char* dtype) { return {{"dtype", dtype}, {"_type", "Value"}}; }
 

@@ -4,14 +4,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "base/hash.h"
+#include "base/json.h"
 
 namespace docfeed::internal {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 // The checksum field is last; it is computed over the text with its value set to 16 zeros.
 constexpr char kChecksumKey[] = "\"manifest_xxh3\": \"";

@@ -1,19 +1,17 @@
 #include "format/shard_writer.h"
 
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "base/file.h"
 #include "base/hash.h"
+#include "base/json.h"
 #include "format/arrow/builder.h"
 #include "format/arrow/writer.h"
 #include "format/dataset.h"
 
 namespace docfeed::internal {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 // IPC buffer order of the image column struct<bytes: binary, path: string>: struct validity,
 // bytes validity, bytes offsets, bytes values, ... (Arrow IPC: pre-order, buffers per layout).

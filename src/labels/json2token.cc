@@ -4,16 +4,15 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "base/check.h"
+#include "base/json.h"
 
 namespace docfeed::internal {
 namespace {
 
 // Insertion-ordered, like Python's dict: the order matters when sort_keys is off.
-using Json = nlohmann::ordered_json;
 
 std::string ScalarToString(const Json& j) {
   switch (j.type()) {

@@ -5,16 +5,14 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <nlohmann/json.hpp>
 #include <unordered_map>
 #include <utility>
 
 #include "base/file.h"
+#include "base/json.h"
 
 namespace docfeed::internal {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 constexpr int64_t kFairseqOffset = 1;  // SentencePiece id i is XLM-R id i + 1 (i >= 3)
 constexpr int64_t kUnkId = 3;

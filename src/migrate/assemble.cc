@@ -1,10 +1,10 @@
 #include "migrate/assemble.h"
 
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "base/file.h"
 #include "base/hash.h"
+#include "base/json.h"
 #include "format/dataset.h"
 #include "format/index.h"
 #include "format/manifest.h"
@@ -12,8 +12,6 @@
 
 namespace docfeed::internal::migrate {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 std::string DataFileName(size_t i, size_t n) {
   char buf[64];

@@ -6,10 +6,10 @@
 #include <csignal>
 #include <cstdlib>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "base/file.h"
+#include "base/json.h"
 #include "base/output_dir.h"
 #include "format/arrow/reader.h"
 #include "format/dataset.h"
@@ -21,7 +21,6 @@ namespace docfeed::internal::migrate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Json = nlohmann::ordered_json;
 
 constexpr char kJournalFile[] = "journal.json";
 

@@ -2,9 +2,9 @@
 
 #include <cmath>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "base/json.h"
 #include "codec/codec.h"
 #include "format/arrow/reader.h"
 #include "format/manifest.h"
@@ -13,8 +13,6 @@
 
 namespace docfeed::internal::migrate {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 bool SameColumns(const SourceLayout& a, const SourceLayout& b) {
   if (a.float_type != b.float_type || a.columns.size() != b.columns.size()) return false;

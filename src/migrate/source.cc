@@ -1,14 +1,13 @@
 #include "migrate/source.h"
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "base/json.h"
 
 namespace docfeed::internal::migrate {
 namespace {
 
-using Json = nlohmann::json;
 using arrow::ArrayView;
 using arrow::Field;
 using arrow::TypeId;

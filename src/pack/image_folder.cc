@@ -4,17 +4,15 @@
 #include <cctype>
 #include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string_view>
 
 #include "base/file.h"
+#include "base/json.h"
 
 namespace docfeed::internal {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 // metadata.jsonl is read whole; past this it is refused naming the limit (a regular file this
 // large is a mistake, and the limit keeps a runaway file from exhausting memory).

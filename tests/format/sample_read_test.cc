@@ -3,6 +3,7 @@
 // `preprocess` / `original_column` fields (absent in datasets packed before them).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 
 #include "base/hash.h"
@@ -128,6 +129,15 @@ TEST(ReadSampleCorruptionTest, ImageChecksumMismatchNamesFileAndSample) {
   EXPECT_TRUE((*ds)->ReadSample(1, true).ok());
 }
 
+// Sets an edited manifest's self-checksum the way a writer would (docs/format.md, section 4).
+void Reseal(std::string& text) {
+  const std::string key = "\"manifest_xxh3\": \"";
+  const size_t sum = text.rfind(key) + key.size();
+  text.replace(sum, 16, "0000000000000000");
+  text.replace(sum, 16,
+               Hex64(Hash64({reinterpret_cast<const uint8_t*>(text.data()), text.size()})));
+}
+
 TEST(ManifestPreprocessTest, RoundTripsAndIsAbsentForOriginals) {
   Manifest m;
   m.created_by = "test";
@@ -190,17 +200,43 @@ TEST(ManifestNormalizationTest, ZeroStdAndShortListsAreRefused) {
   const size_t at = text.find(three);
   ASSERT_NE(at, std::string::npos) << text;
   text.replace(at, three.size(), "\"mean\": [0.5, 0.5]");
-  const std::string key = "\"manifest_xxh3\": \"";
-  const size_t sum = text.rfind(key) + key.size();
-  text.replace(sum, 16, "0000000000000000");
-  text.replace(sum, 16,
-               Hex64(Hash64({reinterpret_cast<const uint8_t*>(text.data()), text.size()})));
+  Reseal(text);
   back = DecodeManifest(text, "x/docfeed.json");
   ASSERT_FALSE(back.ok());
   EXPECT_EQ(back.status().code(), StatusCode::kCorruption);
   EXPECT_NE(back.status().message().find("normalization.mean is not a list of 3"),
             std::string::npos)
       << back.status().ToString();
+}
+
+// The manifest_fuzz find: a count written as 1e47 was converted to uint64_t with undefined
+// behaviour; -1, 1.5 and true were read as 2^64-1, 1 and 1. Each is now Corruption naming the file
+// and the field.
+TEST(ManifestNumbersTest, ACountThatIsNotAnExactIntegerIsRefusedNamingTheField) {
+  Manifest m;
+  m.num_samples = 4;
+  m.data_files.push_back(
+      {"data-00000-of-00001.arrow", 10, 1, 4, {{Region::Kind::kSchema, 0, 10, 0, 0, 0}}});
+  const std::string good = EncodeManifest(m);
+  ASSERT_TRUE(DecodeManifest(good, "x/docfeed.json").ok());
+  for (const char* field : {"\"num_samples\": 4", "\"num_rows\": 4"}) {
+    for (const char* bad : {"1e47", "-1", "1.5", "4.0", "true", "99999999999999999999"}) {
+      std::string text = good;
+      const size_t at = text.find(field);
+      ASSERT_NE(at, std::string::npos) << text;
+      std::string edited = field;
+      edited.replace(edited.size() - 1, 1, bad);
+      text.replace(at, std::strlen(field), edited);
+      Reseal(text);
+      Result<Manifest> back = DecodeManifest(text, "x/docfeed.json");
+      ASSERT_FALSE(back.ok()) << edited;
+      EXPECT_EQ(back.status().code(), StatusCode::kCorruption) << edited;
+      const std::string why(back.status().message());
+      EXPECT_NE(why.find("x/docfeed.json"), std::string::npos) << why;
+      const std::string name = std::string(field).substr(1, std::string(field).find('"', 1) - 1);
+      EXPECT_NE(why.find(name), std::string::npos) << edited << ": " << why;
+    }
+  }
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ namespace docfeed::internal {
 inline void FuzzDecodeOnce(const uint8_t* data, size_t size) {
   const std::span<const uint8_t> bytes(data, size);
   DecodeLimits limits;
-  limits.max_pixels = 4096 * 4096;
+  limits.max_pixels = 1 << 20;  // 1 MP: the same parsing and row loops, a 16th of the memory traffic
   const Result<ImageInfo> info = ProbeImage(bytes);
   const Result<Image> image = DecodeImage(bytes, limits);
   if (!image.ok()) return;

@@ -22,5 +22,7 @@ clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-reco
   $(pkg-config --cflags --libs libzstd liblz4) \
   -o "$out/arrow_stream_fuzz"
 fi
-"$out/arrow_stream_fuzz" -max_total_time="$seconds" -max_len=262144 -rss_limit_mb=2048 \
-  "$@" "$out/corpus_arrow"
+source tests/fuzz/fuzz_lib.sh
+out="$(cd "$out" && pwd)"
+run_fuzz_target arrow_stream_fuzz "$out" "$out/arrow_stream_fuzz" -max_total_time="$seconds" \
+  -max_len=262144 -rss_limit_mb=2048 -print_final_stats=1 "$@" "$out/corpus_arrow"

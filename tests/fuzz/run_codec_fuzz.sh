@@ -15,6 +15,7 @@ seconds="${1:-20}"
 cxx="${CXX:-clang++-14}"
 out="${root}/build/fuzz"
 mkdir -p "${out}"
+source "${root}/tests/fuzz/fuzz_lib.sh"
 
 sources=("${root}"/src/codec/*.cc "${root}"/src/codec/internal/*.cc "${root}/src/base/status.cc")
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
@@ -49,9 +50,7 @@ for target in jpeg png webp ppm; do
   # The corpus the long campaign kept (tests/fuzz/run_fuzz_long.sh).
   cp -f "${root}/tests/fuzz/corpus/${target}"/* "${corpus}/" 2>/dev/null || true
   echo "== running ${target}_decode_fuzz for ${seconds}s ($(ls "${corpus}" | wc -l) seeds)"
-  if ! (cd "${out}/${target}" && "${bin}" -max_total_time="${seconds}" -rss_limit_mb=2048 \
-          -max_len=262144 -timeout=10 -print_final_stats=1 corpus 2>&1 | tail -n 15); then
-    status=1
-  fi
+  run_fuzz_target "${target}_decode_fuzz" "${out}/${target}" "${bin}" -max_total_time="${seconds}" \
+    -rss_limit_mb=2048 -max_len=262144 -timeout=10 -print_final_stats=1 corpus || status=1
 done
 exit "${status}"

@@ -14,6 +14,7 @@ shift || true
 cxx="${CXX:-clang++-14}"
 out="${root}/build/fuzz"
 mkdir -p "${out}"
+source "${root}/tests/fuzz/fuzz_lib.sh"
 
 common=("${root}"/src/base/{status,hash,file,mem_env}.cc "${root}/src/base/posix/env_posix.cc"
         "${root}"/src/format/{manifest,index,value}.cc "${root}"/src/codec/*.cc
@@ -51,9 +52,7 @@ for target in manifest index metadata_jsonl; do
   fi
   [[ "${target}" == metadata_jsonl ]] && cp -f "${root}/tests/data/sample-docs/metadata.jsonl" "${work}/sample-docs.jsonl"
   echo "== running ${target}_fuzz for ${seconds}s ($(ls "${work}" | wc -l) seeds)"
-  if ! (cd "${out}/${target}" && "${bin}" -max_total_time="${seconds}" -rss_limit_mb=2048 \
-          -max_len=65536 -timeout=10 -print_final_stats=1 "$@" corpus 2>&1 | tail -n 8); then
-    status=1
-  fi
+  run_fuzz_target "${target}_fuzz" "${out}/${target}" "${bin}" -max_total_time="${seconds}" \
+    -rss_limit_mb=2048 -max_len=65536 -timeout=10 -print_final_stats=1 "$@" corpus || status=1
 done
 exit "${status}"

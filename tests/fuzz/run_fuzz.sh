@@ -4,7 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds="${1:-10}"
-tests/fuzz/run_codec_fuzz.sh "$seconds"
-tests/fuzz/run_arrow_fuzz.sh "$seconds" 2>&1 | tail -n 5
-tests/fuzz/run_format_fuzz.sh "$seconds"
+# All three run even when one fails; a failing script prints its report last, and the list of the
+# failed ones comes at the very end (where a truncated CI log still shows it).
+failed=()
+tests/fuzz/run_codec_fuzz.sh "$seconds" || failed+=(codec)
+tests/fuzz/run_arrow_fuzz.sh "$seconds" || failed+=(arrow)
+tests/fuzz/run_format_fuzz.sh "$seconds" || failed+=(format)
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "fuzz: FAILED: ${failed[*]} (reports above; inputs under build/fuzz/)"
+  exit 1
+fi
 echo "fuzz: every target ran ${seconds}s without a crash"

@@ -1,0 +1,30 @@
+# Sourced by the run_*_fuzz.sh scripts: one way to run a libFuzzer target briefly and report it.
+#
+#   run_fuzz_target NAME WORKDIR BINARY [libFuzzer flags and corpus dirs...]
+#
+# Runs BINARY in WORKDIR (where libFuzzer writes crash-*/leak-*/timeout-* files), its whole output
+# kept in WORKDIR/run.log. On success prints the last lines (executions, coverage). On failure
+# prints, last, what a reader of a CI log needs to reproduce it without the machine: the
+# sanitizer or libFuzzer report, the path of the input, and the input itself as base64 (up to
+# 4 KiB), then returns 1.
+run_fuzz_target() {
+  local name="$1" work="$2" bin="$3"
+  shift 3
+  local log="${work}/run.log"
+  if (cd "${work}" && "${bin}" "$@" > "${log}" 2>&1); then
+    tail -n 6 "${log}"
+    return 0
+  fi
+  echo "== ${name}: FAILED (whole log: ${log})"
+  # The report: from the first error line to libFuzzer's "Test unit written" line.
+  awk '/ERROR: |runtime error:|==ERROR==|deadly signal|Test unit written/ {on = 1}
+       on && n < 60 {print; n++}
+       /Test unit written/ {exit}' "${log}"
+  local unit
+  unit="$(grep -o "Test unit written to [^ ]*" "${log}" | tail -n 1 | sed 's/Test unit written to //')"
+  if [[ -n "${unit}" && -f "${work}/${unit}" ]]; then
+    echo "== ${name}: the input ($(wc -c < "${work}/${unit}") bytes, base64 of the first 4 KiB):"
+    head -c 4096 "${work}/${unit}" | base64
+  fi
+  return 1
+}
