@@ -16,6 +16,7 @@
 #include "migrate/assemble.h"
 #include "migrate/piece.h"
 #include "migrate/source.h"
+#include "migrate/source_stream.h"
 
 namespace docfeed::internal::migrate {
 namespace {
@@ -78,17 +79,19 @@ Result<NormalizeCandidate> ChooseNormalization(const Plan& plan, const MigrateOp
       std::find_if(plan.jobs.begin(), plan.jobs.end(), [](const Job& j) { return j.rows > 0; });
   if (job == plan.jobs.end()) return candidates.front();
   const SourceLayout& layout = plan.layouts[job->split];
-  DOCFEED_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(job->path, options.env));
-  DOCFEED_ASSIGN_OR_RETURN(arrow::StreamReader reader,
-                           arrow::StreamReader::Open(file.bytes(), job->label));
+  DOCFEED_ASSIGN_OR_RETURN(SourceStream stream,
+                           SourceStream::Open(EnvOrDefault(options.env), job->path, job->label));
+  stream.set_deferred_buffer(
+      TensorValuesBuffer(stream.schema(), static_cast<size_t>(layout.pixel_column)));
   arrow::RecordBatch batch;
   do {
-    DOCFEED_ASSIGN_OR_RETURN(bool more, reader.Next(&batch));
+    DOCFEED_ASSIGN_OR_RETURN(bool more, stream.Next(&batch));
     if (!more) return InternalError(job->label + ": rows vanished");
   } while (batch.num_rows == 0);
   Result<TensorRow> tensor =
       ReadTensorRow(batch.columns[static_cast<size_t>(layout.pixel_column)], 0, layout.float_type);
   if (!tensor.ok()) return tensor.status().WithContext(job->label + ": row 0");
+  DOCFEED_RETURN_IF_ERROR(stream.Fetch(tensor->values));
   if (tensor->channels != 3) {
     return InvalidArgumentError(job->label + ": row 0: column '" + options.pixel_column +
                                 "' holds " + std::to_string(tensor->channels) +

@@ -10,6 +10,7 @@
 #include "format/manifest.h"
 #include "format/shard_writer.h"
 #include "format/verify.h"
+#include "migrate/source_stream.h"
 
 namespace docfeed::internal::migrate {
 namespace {
@@ -48,8 +49,9 @@ class RowConverter {
   RowConverter(const PieceConfig& config, const SourceLayout& layout)
       : config_(config), layout_(layout) {}
 
+  // Converts one row; its tensor values are fetched from `stream` first.
   Status Convert(const arrow::RecordBatch& batch, int64_t row, const std::string& path,
-                 SampleToWrite* sample, TensorRow* tensor);
+                 SourceStream& stream, SampleToWrite* sample, TensorRow* tensor);
   PieceInfo& info() { return info_; }
 
  private:
@@ -113,10 +115,11 @@ Box RowConverter::ChooseBox(const Box& tight) const {
 }
 
 Status RowConverter::Convert(const arrow::RecordBatch& batch, int64_t row, const std::string& path,
-                             SampleToWrite* sample, TensorRow* tensor) {
+                             SourceStream& stream, SampleToWrite* sample, TensorRow* tensor) {
   const auto& column = batch.columns[static_cast<size_t>(layout_.pixel_column)];
   Result<TensorRow> t = ReadTensorRow(column, row, layout_.float_type);
   if (!t.ok()) return t.status().WithContext("column '" + config_.pixel_column + "'");
+  DOCFEED_RETURN_IF_ERROR(stream.Fetch(t->values));
   *tensor = *t;
   if (t->channels != 3) {
     return InvalidArgumentError("column '" + config_.pixel_column + "' holds " +
@@ -169,39 +172,28 @@ Status RowConverter::Convert(const arrow::RecordBatch& batch, int64_t row, const
   return Status::Ok();
 }
 
-Result<MappedFile> OpenInput(Env* env, const std::string& path, const std::string& label) {
-  Result<MappedFile> file = env->MapFile(path);
-  if (!file.ok()) return file.status().WithContext(label);
-  return file;
-}
-
-Status ConvertBatches(arrow::StreamReader& reader, const MappedFile& file, const PieceTask& task,
-                      RowConverter& converter, ShardWriter& writer, const RowHook& after_row) {
+Status ConvertBatches(SourceStream& stream, const PieceTask& task, RowConverter& converter,
+                      ShardWriter& writer, const RowHook& after_row) {
   arrow::RecordBatch batch;
   int64_t rows_before = 0;
   while (true) {
-    DOCFEED_ASSIGN_OR_RETURN(bool more, reader.Next(&batch));
+    DOCFEED_ASSIGN_OR_RETURN(bool more, stream.Next(&batch));
     if (!more) return Status::Ok();
     for (int64_t row = 0; row < batch.num_rows; ++row) {
       SampleToWrite sample;
       TensorRow tensor;
       const std::string path = task.label + "#" + std::to_string(rows_before + row);
-      Status status = converter.Convert(batch, row, path, &sample, &tensor);
+      Status status = converter.Convert(batch, row, path, stream, &sample, &tensor);
       if (status.ok()) status = writer.Add(sample);
       if (!status.ok()) {
         return status.WithContext(
             task.label + ": record batch " + std::to_string(batch.batch_index) + " row " +
             std::to_string(row) + " (row " + std::to_string(rows_before + row) + " of the file)");
       }
-      if (!batch.compressed) {  // the tensor is read: let the kernel take its pages back
-        file.DropPages(static_cast<uint64_t>(tensor.values.data() - file.bytes().data()),
-                       tensor.values.size());
-      }
+      stream.Release(tensor.values);  // the tensor is converted: its pages go back
       DOCFEED_RETURN_IF_ERROR(after_row(tensor.values.size()));
     }
     rows_before += batch.num_rows;
-    file.DropPages(batch.message_offset,
-                   batch.body_offset + batch.body_length - batch.message_offset);
   }
 }
 
@@ -245,18 +237,18 @@ Result<PieceInfo> DecodePieceInfo(const std::string& text, const std::string& na
 Result<FileScan> ScanFile(const std::string& path, const std::string& label,
                           const std::string& pixel_column, const std::vector<std::string>& drop,
                           Env* env) {
-  DOCFEED_ASSIGN_OR_RETURN(MappedFile file, OpenInput(EnvOrDefault(env), path, label));
-  DOCFEED_ASSIGN_OR_RETURN(arrow::StreamReader reader,
-                           arrow::StreamReader::Open(file.bytes(), label));
+  DOCFEED_ASSIGN_OR_RETURN(SourceStream stream, SourceStream::Open(EnvOrDefault(env), path, label));
   FileScan scan;
-  DOCFEED_ASSIGN_OR_RETURN(scan.layout, InspectSchema(reader.schema(), label, pixel_column, drop));
+  DOCFEED_ASSIGN_OR_RETURN(scan.layout, InspectSchema(stream.schema(), label, pixel_column, drop));
+  // Every batch is read and validated, all but its tensor values (which are not validated).
+  stream.set_deferred_buffer(
+      TensorValuesBuffer(stream.schema(), static_cast<size_t>(scan.layout.pixel_column)));
   arrow::RecordBatch batch;
   while (true) {
-    DOCFEED_ASSIGN_OR_RETURN(bool more, reader.Next(&batch));
+    DOCFEED_ASSIGN_OR_RETURN(bool more, stream.Next(&batch));
     if (!more) break;
     scan.rows += static_cast<uint64_t>(batch.num_rows);
   }
-  file.DropPages(0, file.bytes().size());
   return scan;
 }
 
@@ -265,12 +257,10 @@ Status ProcessPiece(const PieceTask& task, const PieceConfig& config, const RowH
   const std::string tmp = task.dir + ".tmp";
   DOCFEED_RETURN_IF_ERROR(env->RemoveAll(tmp));
   DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(tmp));
-  DOCFEED_ASSIGN_OR_RETURN(MappedFile file, OpenInput(env, task.input, task.label));
-  DOCFEED_ASSIGN_OR_RETURN(arrow::StreamReader reader,
-                           arrow::StreamReader::Open(file.bytes(), task.label));
+  DOCFEED_ASSIGN_OR_RETURN(SourceStream stream, SourceStream::Open(env, task.input, task.label));
   DOCFEED_ASSIGN_OR_RETURN(
       SourceLayout layout,
-      InspectSchema(reader.schema(), task.label, config.pixel_column, config.drop_columns));
+      InspectSchema(stream.schema(), task.label, config.pixel_column, config.drop_columns));
   if (!SameColumns(layout, config.layout)) {
     return InvalidArgumentError(task.label +
                                 ": its columns or tensor type differ from the split's first file");
@@ -286,11 +276,13 @@ Status ProcessPiece(const PieceTask& task, const PieceConfig& config, const RowH
   if (config.compression != "none") wopts.max_batch_rows = 1;
   DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer, ShardWriter::Create(wopts));
   RowConverter converter(config, layout);
-  DOCFEED_RETURN_IF_ERROR(ConvertBatches(reader, file, task, converter, *writer, after_row));
+  stream.set_deferred_buffer(
+      TensorValuesBuffer(stream.schema(), static_cast<size_t>(layout.pixel_column)));
+  DOCFEED_RETURN_IF_ERROR(ConvertBatches(stream, task, converter, *writer, after_row));
   const PieceInfo& info = converter.info();
   Manifest manifest;
   manifest.codec = "ppm";
-  manifest.source_bytes = file.bytes().size();
+  manifest.source_bytes = stream.size_bytes();
   if (info.rows > 0) manifest.preprocess = {kPreprocessDonut, info.height, info.width, false};
   DOCFEED_RETURN_IF_ERROR(writer->Finish(std::move(manifest)).status());
   // Verified here, piece by piece, so the check maps one piece's files at a time.

@@ -297,6 +297,21 @@ Result<uint64_t> StreamReader::MetadataEnd(std::span<const uint8_t> first_bytes)
   return framing + static_cast<uint64_t>(metadata_size);
 }
 
+Result<StreamReader::MessageExtent> StreamReader::ReadExtent(std::span<const uint8_t> head) {
+  DOCFEED_ASSIGN_OR_RETURN(Frame frame, ReadFrame(head, 0));
+  if (frame.end_of_stream) return CorruptionError("an end-of-stream marker, not a message");
+  DOCFEED_ASSIGN_OR_RETURN(DecodedMessage message, DecodeMessage(frame.metadata));
+  if (message.body_length < 0) return CorruptionError("negative message body length");
+  MessageExtent extent;
+  extent.body_offset = frame.body_offset;
+  extent.body_length = static_cast<uint64_t>(message.body_length);
+  if (message.type == MessageType::kRecordBatch) {
+    DOCFEED_ASSIGN_OR_RETURN(RecordBatchMeta meta, DecodeRecordBatch(message.header));
+    extent.compressed = meta.codec.has_value();
+  }
+  return extent;
+}
+
 Result<BatchLayout> StreamReader::ReadLayout(std::span<const uint8_t> head, uint64_t message_offset,
                                              uint64_t body_limit) const {
   const std::string where = Where(message_offset, -1);

@@ -150,6 +150,16 @@ class StreamReader {
   // The bytes a record batch message's framing and metadata take, from its first 8 bytes (the
   // marker and the metadata length): how much of it ReadLayout needs.
   static Result<uint64_t> MetadataEnd(std::span<const uint8_t> first_bytes);
+  // Where the body of the message whose first MetadataEnd() bytes are `head` lies: what a reader
+  // that fetches a stream message by message with positioned reads needs before it reads the
+  // body (migrate reads its sources so, never through a mapping). Corruption for malformed
+  // metadata.
+  struct MessageExtent {
+    uint64_t body_offset = 0;  // from the start of the message
+    uint64_t body_length = 0;
+    bool compressed = false;  // a record batch with compressed body buffers
+  };
+  static Result<MessageExtent> ReadExtent(std::span<const uint8_t> head);
   // The layout of the record batch message at stream offset `message_offset` whose first
   // MetadataEnd() bytes are `head`, with `body_limit` bytes available after them (the body must
   // fit). Corruption for malformed metadata or buffers outside the body; Unsupported for a
