@@ -91,7 +91,7 @@ Result<NormalizeCandidate> ChooseNormalization(const Plan& plan, const MigrateOp
   Result<TensorRow> tensor =
       ReadTensorRow(batch.columns[static_cast<size_t>(layout.pixel_column)], 0, layout.float_type);
   if (!tensor.ok()) return tensor.status().WithContext(job->label + ": row 0");
-  DOCFEED_RETURN_IF_ERROR(stream.Fetch(tensor->values));
+  DOCFEED_ASSIGN_OR_RETURN(tensor->values, stream.Fetch(tensor->values));
   if (tensor->channels != 3) {
     return InvalidArgumentError(job->label + ": row 0: column '" + options.pixel_column +
                                 "' holds " + std::to_string(tensor->channels) +

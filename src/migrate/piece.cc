@@ -119,7 +119,7 @@ Status RowConverter::Convert(const arrow::RecordBatch& batch, int64_t row, const
   const auto& column = batch.columns[static_cast<size_t>(layout_.pixel_column)];
   Result<TensorRow> t = ReadTensorRow(column, row, layout_.float_type);
   if (!t.ok()) return t.status().WithContext("column '" + config_.pixel_column + "'");
-  DOCFEED_RETURN_IF_ERROR(stream.Fetch(t->values));
+  DOCFEED_ASSIGN_OR_RETURN(t->values, stream.Fetch(t->values));
   *tensor = *t;
   if (t->channels != 3) {
     return InvalidArgumentError("column '" + config_.pixel_column + "' holds " +
@@ -190,7 +190,6 @@ Status ConvertBatches(SourceStream& stream, const PieceTask& task, RowConverter&
             task.label + ": record batch " + std::to_string(batch.batch_index) + " row " +
             std::to_string(row) + " (row " + std::to_string(rows_before + row) + " of the file)");
       }
-      stream.Release(tensor.values);  // the tensor is converted: its pages go back
       DOCFEED_RETURN_IF_ERROR(after_row(tensor.values.size()));
     }
     rows_before += batch.num_rows;

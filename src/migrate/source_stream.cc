@@ -158,10 +158,10 @@ Result<bool> SourceStream::Next(arrow::RecordBatch* batch) {
   uint64_t skip_end = length;
   batch_deferred_ = false;
   if (deferred_ && !extent->compressed) {
-    Result<arrow::BatchLayout> layout =
-        reader_->ReadLayout(head, 0, extent->body_length);  // offsets from the message start
-    if (!layout.ok()) return layout.status().WithContext(label_);
-    if (*deferred_ < layout->buffers.size()) {
+    // Offsets from the message start. A message it cannot lay out is read whole, so that
+    // ReadBatchFrom gives its own error (e.g. Unsupported for a DictionaryBatch).
+    Result<arrow::BatchLayout> layout = reader_->ReadLayout(head, 0, extent->body_length);
+    if (layout.ok() && *deferred_ < layout->buffers.size()) {
       skip_begin = layout->buffers[*deferred_].offset;
       skip_end = skip_begin + layout->buffers[*deferred_].length;
       batch_deferred_ = true;
@@ -177,6 +177,7 @@ Result<bool> SourceStream::Next(arrow::RecordBatch* batch) {
   }
   DOCFEED_RETURN_IF_ERROR(reader_->ReadBatchFrom(
       std::span<const uint8_t>(message_.data(), static_cast<size_t>(length)), cursor_, batch));
+  batch->batch_index = next_batch_index_++;
   cursor_ += length;
   done_ = false;
   return true;
@@ -192,15 +193,12 @@ Result<uint64_t> SourceStream::OffsetInMessage(std::span<const uint8_t> bytes) c
   return static_cast<uint64_t>(bytes.data() - base);
 }
 
-Status SourceStream::Fetch(std::span<const uint8_t> bytes) {
-  if (!batch_deferred_ || bytes.empty()) return Status::Ok();
+Result<std::span<const uint8_t>> SourceStream::Fetch(std::span<const uint8_t> bytes) {
+  if (!batch_deferred_ || bytes.empty()) return bytes;
   DOCFEED_ASSIGN_OR_RETURN(uint64_t at, OffsetInMessage(bytes));
-  return ReadAt(message_offset_ + at, bytes.size(), message_.data() + at);
-}
-
-void SourceStream::Release(std::span<const uint8_t> bytes) {
-  Result<uint64_t> at = OffsetInMessage(bytes);
-  if (at.ok()) message_.Release(*at, bytes.size());
+  if (row_.size() < bytes.size()) row_.resize(bytes.size());
+  DOCFEED_RETURN_IF_ERROR(ReadAt(message_offset_ + at, bytes.size(), row_.data()));
+  return std::span<const uint8_t>(row_.data(), bytes.size());
 }
 
 size_t TensorValuesBuffer(const arrow::Schema& schema, size_t column) {

@@ -5,9 +5,10 @@
 // Memory stays bounded whatever the batch size: each record batch message is read into an
 // anonymous, lazily committed mapping laid out as the message is, so the Arrow reader's views
 // work unchanged. Every buffer is read at once except one (`deferred_buffer`, the pixel
-// tensor's float values, which are most of the bytes); the caller reads that one row by row with
-// Fetch() and hands the pages back with Release() once the row is converted. A compressed batch
-// is read whole (Arrow decompresses whole buffers anyway).
+// tensor's float values, which are most of the bytes): its pages are never touched, so never
+// committed. The caller reads it row by row with Fetch(), into one row buffer the stream reuses
+// (its pages stay resident, so a row costs one copy and no page faults). A compressed batch is
+// read whole (Arrow decompresses whole buffers anyway).
 #ifndef DOCFEED_MIGRATE_SOURCE_STREAM_H_
 #define DOCFEED_MIGRATE_SOURCE_STREAM_H_
 
@@ -66,11 +67,10 @@ class SourceStream {
   // Reads the next record batch into *batch; false at the end of the stream. The views stay
   // valid until the next call. The deferred buffer's bytes are undefined until fetched.
   Result<bool> Next(arrow::RecordBatch* batch);
-  // Reads `bytes`, a range of the current batch's deferred buffer (e.g. one row's tensor), from
-  // the file into the place the batch's views already point at. A no-op when nothing is deferred.
-  Status Fetch(std::span<const uint8_t> bytes);
-  // Gives the pages of `bytes` (a range of the current batch) back.
-  void Release(std::span<const uint8_t> bytes);
+  // The bytes of `bytes`, a range of the current batch's deferred buffer (e.g. one row's
+  // tensor), read from the file into the row buffer; valid until the next Fetch() or Next().
+  // `bytes` itself when nothing was deferred (they are already read).
+  Result<std::span<const uint8_t>> Fetch(std::span<const uint8_t> bytes);
 
  private:
   SourceStream() = default;
@@ -84,9 +84,11 @@ class SourceStream {
   std::optional<arrow::StreamReader> reader_;
   std::optional<size_t> deferred_;
   SparseBuffer message_;
+  std::vector<uint8_t> row_;     // Fetch()'s, reused
   uint64_t message_offset_ = 0;  // in the file
   bool batch_deferred_ = false;  // the current batch left its deferred buffer unread
   uint64_t cursor_ = 0;
+  int64_t next_batch_index_ = 0;
   bool done_ = false;
 };
 
