@@ -222,6 +222,15 @@ Image RotateClockwise(const Image& image) {
   return out;
 }
 
+Result<DonutGeometry> CheckDonutResizable(int32_t width, int32_t height,
+                                          const DonutConfig& config) {
+  DOCFEED_ASSIGN_OR_RETURN(DonutGeometry g, ComputeDonutGeometry(width, height, config));
+  // The two images ResizeStages allocates (each PillowResize checks its own again).
+  if (config.do_resize) DOCFEED_RETURN_IF_ERROR(CheckPillowBomb(g.resized_width, g.resized_height));
+  if (config.do_thumbnail) DOCFEED_RETURN_IF_ERROR(CheckPillowBomb(g.thumb_width, g.thumb_height));
+  return g;
+}
+
 Result<Image> DonutResize(const Image& image, const DonutConfig& config) {
   return DonutResizeScaled(
       ScaledSource{.image = image, .full_width = image.width, .full_height = image.height}, config);
@@ -244,7 +253,7 @@ Result<Image> DonutResizeScaled(const ScaledSource& source, const DonutConfig& c
                                 " / " + std::to_string(k));
   }
   DOCFEED_ASSIGN_OR_RETURN(const DonutGeometry g,
-                           ComputeDonutGeometry(source.full_width, source.full_height, config));
+                           CheckDonutResizable(source.full_width, source.full_height, config));
   Box box = ScaledBox(source);
   if (!g.rotate) return ResizeStages(image, box, g, config);
   box = RotateBoxClockwise(box, image.height);

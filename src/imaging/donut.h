@@ -57,6 +57,14 @@ struct DonutGeometry {
 Result<DonutGeometry> ComputeDonutGeometry(int32_t width, int32_t height,
                                            const DonutConfig& config);
 
+// Whether DonutResize can process a width x height image with `config`: the geometry, or the
+// error DonutResize gives for that size (ComputeDonutGeometry's, or ResourceExhausted when an
+// intermediate image would exceed Pillow's decompression-bomb limit; a 1x100000 page fails
+// the first: its thumbnail would be 0 pixels wide). DonutResize checks through it, and the packer
+// asks it about every image it stores unprocessed, so an image the loader would refuse is
+// refused at pack time instead (pack/sample_encoder.h).
+Result<DonutGeometry> CheckDonutResizable(int32_t width, int32_t height, const DonutConfig& config);
+
 // What convert("RGB") keeps of a decoded image, before resizing: L stays L (see the header
 // comment), LA -> L and RGBA -> RGB drop alpha without compositing, RGB is unchanged. Palette
 // images arrive from DecodeImage already expanded to RGB/RGBA, which convert("RGB") equals.

@@ -82,6 +82,21 @@ Result<EncodedImage> Preprocess(std::span<const uint8_t> source, const ImageInfo
   return out;
 }
 
+// An image stored as it is must still be loadable: the loader's default preset (Donut at its
+// default size) resizes it after EXIF orientation, which swaps the sides for orientations 5..8.
+// Refusing it here names the file at pack time instead of failing the training run later.
+Status CheckDefaultPresetCanResize(const Image& image, int orientation) {
+  const bool swapped = orientation >= 5 && orientation <= 8;
+  const int32_t width = swapped ? image.height : image.width;
+  const int32_t height = swapped ? image.width : image.height;
+  const Result<DonutGeometry> g = CheckDonutResizable(width, height, DonutConfig{});
+  if (g.ok()) return Status::Ok();
+  return Status(g.status().code(),
+                "the loader's default Donut preset cannot process this " + std::to_string(width) +
+                    "x" + std::to_string(height) + " image (" + std::string(g.status().message()) +
+                    "); pack it with --preprocess at a size that fits, or leave it out");
+}
+
 }  // namespace
 
 Result<CodecChoice> ParseCodecChoice(std::string_view name) {
@@ -118,6 +133,7 @@ Result<EncodedImage> EncodeSample(std::vector<uint8_t> source, const EncodeOptio
   }
   // A full decode validates every byte a trainer will later decode.
   DOCFEED_ASSIGN_OR_RETURN(Image image, DecodeImage(source, options.limits));
+  DOCFEED_RETURN_IF_ERROR(CheckDefaultPresetCanResize(image, info.exif_orientation));
   EncodedImage out;
   if (options.codec == CodecChoice::kKeep) {
     out.bytes = std::move(source);

@@ -99,6 +99,28 @@ TEST(DonutGeometry, RejectsEmptyImagesExtremeAspectsAndBadConfig) {
             StatusCode::kInvalidArgument);
 }
 
+// The predicate the packer asks (CheckDonutResizable) gives exactly DonutResize's answer: an
+// image it accepts resizes, one it refuses fails DonutResize with the same error.
+TEST(CheckDonutResizable, AgreesWithDonutResize) {
+  const DonutConfig config;
+  for (const auto& [w, h] : {std::pair{1, 100000}, std::pair{100000, 1}, std::pair{3, 20000},
+                             std::pair{40, 30}, std::pair{1, 1}}) {
+    const Result<DonutGeometry> check = CheckDonutResizable(w, h, config);
+    Image image{w, h, 1, std::vector<uint8_t>(static_cast<size_t>(w) * static_cast<size_t>(h), 9)};
+    const Result<Image> resized = DonutResize(image, config);
+    ASSERT_EQ(check.ok(), resized.ok()) << w << "x" << h << ": " << check.status().ToString()
+                                        << " / " << resized.status().ToString();
+    if (!check.ok()) {
+      EXPECT_EQ(check.status().ToString(), resized.status().ToString());
+    } else {
+      EXPECT_EQ(resized->width, check->thumb_width);
+      EXPECT_EQ(resized->height, check->thumb_height);
+    }
+  }
+  // The thumbnail's short side would be 0 pixels.
+  EXPECT_EQ(CheckDonutResizable(1, 100000, config).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ToDonutInput, DropsAlphaWithoutCompositing) {
   Image rgba{.width = 2, .height = 1, .channels = 4, .pixels = {10, 20, 30, 0, 40, 50, 60, 128}};
   Result<Image> rgb = ToDonutInput(rgba);

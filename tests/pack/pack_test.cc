@@ -176,6 +176,38 @@ TEST_F(PackTest, SkipBadRecordsRejectsAndKeepsTheRest) {
   EXPECT_TRUE(VerifyDataset(out_).ok());
 }
 
+// A 1x100000 page decodes, but the loader's default Donut preset cannot resize it (its
+// thumbnail would be 0 pixels wide): it is refused at pack time, naming the
+// file, instead of when a training run reaches it. Both ways round (portrait and landscape).
+TEST_F(PackTest, AnImageTheDefaultPresetCannotResizeIsRefusedNamingIt) {
+  for (const auto& [w, h] : {std::pair{1, 100000}, std::pair{100000, 1}}) {
+    testing::WriteBytes(JoinPath(src_, "a.png"), *EncodePng(testing::Gradient(w, h, 1, 7), 0));
+    Result<PackSummary> summary = Pack(Options(src_, out_));
+    ASSERT_FALSE(summary.ok()) << w << "x" << h << " was packed";
+    const std::string message = summary.status().ToString();
+    EXPECT_NE(message.find("a.png"), std::string::npos) << message;
+    EXPECT_NE(message.find("default Donut preset cannot process this " + std::to_string(w) + "x" +
+                           std::to_string(h)),
+              std::string::npos)
+        << message;
+    EXPECT_FALSE(PathExists(out_)) << message;
+  }
+}
+
+TEST_F(PackTest, WithSkipBadAnImageTheDefaultPresetCannotResizeIsARejectNamingIt) {
+  testing::WriteBytes(JoinPath(src_, "a.png"), *EncodePng(testing::Gradient(1, 100000, 3, 7), 0));
+  PackOptions o = Options(src_, out_);
+  o.skip_bad = true;
+  Result<PackSummary> summary = Pack(o);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->samples, 3u);
+  EXPECT_EQ(summary->rejected, 1u);
+  std::string rejects = *ReadTextFile(JoinPath(out_, kRejectsFileName));
+  EXPECT_NE(rejects.find("\"file_name\":\"a.png\""), std::string::npos) << rejects;
+  EXPECT_NE(rejects.find("cannot process this 1x100000 image"), std::string::npos) << rejects;
+  EXPECT_TRUE(VerifyDataset(out_).ok());
+}
+
 TEST_F(PackTest, SplitsIntoSeveralFilesAndBatches) {
   for (int i = 0; i < 40; ++i) {
     testing::WriteBytes(JoinPath(src_, "many_" + std::to_string(100 + i) + ".png"),

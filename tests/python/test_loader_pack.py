@@ -215,3 +215,22 @@ def test_errors_are_typed(tmp_path):
     bad_column = [{"image": rows[0]["image"], "v": 1}, {"image": rows[0]["image"], "v": "one"}]
     with pytest.raises(docfeed.InvalidArgumentError, match=r"row 1.*\"v\""):
         docfeed.pack(bad_column, tmp_path / "v")
+
+
+def test_an_image_the_loader_cannot_resize_is_refused_by_docfeed_pack(tmp_path):
+    """docfeed.pack refuses a 1x100000 page (the default Donut preset cannot resize it) naming the
+    row's file, or rejects it with skip_bad, instead of packing it for the loader to refuse."""
+    thin = io.BytesIO()
+    Image.new("L", (1, 100000), 255).save(thin, format="PNG")
+    page = io.BytesIO()
+    Image.new("RGB", (40, 30), (10, 20, 30)).save(page, format="PNG")
+    rows = [{"image": {"bytes": page.getvalue(), "path": "page.png"}, "target_sequence": "a"},
+            {"image": {"bytes": thin.getvalue(), "path": "thin.png"}, "target_sequence": "b"}]
+    with pytest.raises(docfeed.Error) as e:
+        docfeed.pack(rows, tmp_path / "out")
+    assert "cannot process this 1x100000 image" in str(e.value), e.value
+    assert not (tmp_path / "out").exists()
+    docfeed.pack(rows, tmp_path / "kept", skip_bad=True)
+    loader = docfeed.Loader(tmp_path / "kept", batch_size=1, image_size=(64, 48), drop_last=False)
+    assert sum(len(b.sample_ids) for b in loader) == 1
+    loader.close()

@@ -264,3 +264,22 @@ def test_a_large_ground_truth_is_stored_whole(tmp_path):
     src = folder(tmp_path, [{"file_name": GOOD, "ground_truth": truth}])
     run_docfeed("pack", src, "-o", tmp_path / "out")
     assert datasets.load_from_disk(str(tmp_path / "out"))[0]["ground_truth"] == truth
+
+
+def test_an_image_the_loader_cannot_resize_is_refused_at_pack_time(tmp_path):
+    """A 1x100000 PNG decodes, but the loader's default Donut preset cannot resize it (the
+    thumbnail would be 0 pixels wide): packed without --preprocess it is refused
+    at pack time naming the file (before, it packed and the loader raised at iteration)."""
+    from PIL import Image
+    src = folder(tmp_path, [{"file_name": GOOD}, {"file_name": "thin.png"}])
+    Image.new("L", (1, 100000), 255).save(src / "thin.png")
+    proc = run_docfeed("pack", src, "-o", tmp_path / "out", check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "thin.png" in proc.stderr and "cannot process this 1x100000 image" in proc.stderr, \
+        proc.stderr
+    assert not (tmp_path / "out").exists()
+    proc = run_docfeed("pack", src, "-o", tmp_path / "out", "--skip-bad")
+    rejects = [json.loads(l) for l in open(tmp_path / "out" / "rejects.jsonl")]
+    assert [r["file_name"] for r in rejects] == ["thin.png"], rejects
+    assert "1x100000" in rejects[0]["error"], rejects
+    assert len(datasets.load_from_disk(str(tmp_path / "out"))) == 1
