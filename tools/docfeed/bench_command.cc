@@ -311,7 +311,7 @@ void PrintJson(const BenchConfig& c, const RunResult& r, double baseline_s) {
 
 }  // namespace
 
-int RunBench(const Args& args) {
+int RunBench(const Args& args, Env* env) {
   Result<ParsedArgs> parsed =
       ParseArgs(args, {"--help", "-h", "--json"},
                 {"--batch-size", "--threads", "--epochs", "--max-batches", "--size", "--dtype",
@@ -326,6 +326,7 @@ int RunBench(const Args& args) {
     std::fprintf(stderr, "docfeed bench: %s\n\n%s", config.status().ToString().c_str(), kBenchHelp);
     return 2;
   }
+  config->loader.env = env;
   if (config->size_from_dataset) {
     if (Status s = SizeFromDataset(&*config); !s.ok()) {
       std::fprintf(stderr, "docfeed bench: %s\n", s.ToString().c_str());

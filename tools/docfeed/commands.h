@@ -6,6 +6,10 @@
 #include <string_view>
 #include <vector>
 
+namespace docfeed {
+class Env;
+}  // namespace docfeed
+
 namespace docfeed::tools {
 
 using Args = std::vector<std::string_view>;
@@ -13,9 +17,11 @@ using Args = std::vector<std::string_view>;
 int RunPack(const Args& args);
 int RunInspect(const Args& args);
 int RunVerify(const Args& args);
-int RunPreprocess(const Args& args);
+// `env` (Env::Default() when null) is where preprocess reads IMAGE and writes OUT, and bench
+// reads DATASET: the fault sweeps of tests/tools/ run them through a FaultInjectionEnv.
+int RunPreprocess(const Args& args, Env* env = nullptr);
 int RunSynth(const Args& args);
-int RunBench(const Args& args);
+int RunBench(const Args& args, Env* env = nullptr);
 int RunDoctor(const Args& args);
 
 }  // namespace docfeed::tools

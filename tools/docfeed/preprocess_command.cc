@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 #include <ctime>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -48,6 +49,7 @@ struct Options {
   OutputLayout layout = OutputLayout::kChw;
   DType dtype = DType::kFloat32;
   int repeat = 0;
+  Env* env = nullptr;  // reads IMAGE, writes OUT
 };
 
 // The result of one run: uint8 HWC pixels, or a typed array with its numpy shape.
@@ -209,12 +211,32 @@ std::string NpyHeader(const Output& out) {
   return header + dict;
 }
 
-Status WriteOutput(const std::string& path, const Output& out) {
+// Writes OUT as the placement of pack does, in small: the bytes go to OUT.partial, which is made
+// durable and then renamed over OUT. At every instant OUT is absent, the old file or the whole new
+// one, whatever write fails or where the process dies. A failed write removes OUT.partial (best
+// effort: a crash can leave it, never a half-written OUT).
+Status WriteAtomically(Env* env, const std::string& path, std::span<const uint8_t> bytes) {
+  const std::string partial = path + ".partial";
+  Status s = [&]() -> Status {
+    DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, env->NewWritableFile(partial));
+    DOCFEED_RETURN_IF_ERROR(file->Append(bytes));
+    DOCFEED_RETURN_IF_ERROR(file->Sync());
+    DOCFEED_RETURN_IF_ERROR(file->Close());
+    return env->Rename(partial, path);
+  }();
+  if (!s.ok()) {
+    env->RemoveFile(partial).IgnoreError();
+    return s.WithContext("writing " + path);
+  }
+  return s;
+}
+
+Status WriteOutput(Env* env, const std::string& path, const Output& out) {
   if (path.ends_with(".npy")) {
     const std::string header = NpyHeader(out);
     std::vector<uint8_t> file(header.begin(), header.end());
     file.insert(file.end(), out.bytes.begin(), out.bytes.end());
-    return Env::Default()->WriteFile(path, file);
+    return WriteAtomically(env, path, file);
   }
   if (!path.ends_with(".png")) return InvalidArgumentError("-o must end in .npy or .png");
   if (std::string(out.descr) != "|u1" || out.shape.size() != 3 || out.shape[2] != 3) {
@@ -225,7 +247,7 @@ Status WriteOutput(const std::string& path, const Output& out) {
                     .channels = 3,
                     .pixels = out.bytes};
   DOCFEED_ASSIGN_OR_RETURN(const std::vector<uint8_t> png, EncodePng(image));
-  return Env::Default()->WriteFile(path, png);
+  return WriteAtomically(env, path, png);
 }
 
 void PrintTimes(const StageTimes& t, int n, double cpu_s) {
@@ -242,7 +264,8 @@ Status Run(const Options& o) {
   preset_options.donut = o.config;
   preset_options.pad = o.random_pad ? PadMode::kRandom : PadMode::kCenter;
   DOCFEED_ASSIGN_OR_RETURN(const Preset preset, Preset::Create(preset_options));
-  DOCFEED_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, Env::Default()->ReadFile(o.input));
+  Env* env = o.env != nullptr ? o.env : Env::Default();
+  DOCFEED_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, env->ReadFile(o.input));
   StageTimes t;
   Workspace ws;
   if (Status s = RunOnce(o, preset, bytes, ws, t); !s.ok()) return s.WithContext(o.input);
@@ -252,12 +275,12 @@ Status Run(const Options& o) {
     for (int i = 0; i < o.repeat; ++i) DOCFEED_RETURN_IF_ERROR(RunOnce(o, preset, bytes, ws, t));
     PrintTimes(t, o.repeat, ThreadCpuSeconds() - cpu_start);
   }
-  return WriteOutput(o.output, ws.out);
+  return WriteOutput(env, o.output, ws.out);
 }
 
 }  // namespace
 
-int RunPreprocess(const Args& args) {
+int RunPreprocess(const Args& args, Env* env) {
   Result<ParsedArgs> parsed = ParseArgs(args, {"--fast", "--align-long-axis", "--help", "-h"},
                                         {"--preset", "--size", "--pad", "--seed", "--stage",
                                          "--layout", "--dtype", "--repeat", "-o"});
@@ -271,6 +294,7 @@ int RunPreprocess(const Args& args) {
                  kUsage);
     return 2;
   }
+  options->env = env;
   if (Status s = Run(*options); !s.ok()) {
     std::fprintf(stderr, "docfeed preprocess: %s\n", s.ToString().c_str());
     return 1;
