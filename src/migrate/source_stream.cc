@@ -119,10 +119,17 @@ Result<bool> SourceStream::Next(arrow::RecordBatch* batch) {
   if (done_) return false;
   const uint64_t size = size_bytes();
   const uint64_t left = size - cursor_;
-  const std::string where = label_ + ": message at offset " + std::to_string(cursor_);
+  const std::string batch_name = "record batch " + std::to_string(next_batch_index_);
+  const std::string where =
+      label_ + ": " + batch_name + " message at offset " + std::to_string(cursor_);
+  // Reads of this message name it: a short read means the file was cut under the reader.
+  auto read = [&](uint64_t offset, uint64_t n, uint8_t* out) {
+    return ReadAt(offset, n, out).WithContext(batch_name);
+  };
   std::array<uint8_t, 8> first{};
-  if (left >= 4)
-    DOCFEED_RETURN_IF_ERROR(ReadAt(cursor_, std::min<uint64_t>(left, 8), first.data()));
+  if (left >= 4) {
+    DOCFEED_RETURN_IF_ERROR(read(cursor_, std::min<uint64_t>(left, 8), first.data()));
+  }
   const uint32_t word0 = static_cast<uint32_t>(first[0]) | static_cast<uint32_t>(first[1]) << 8 |
                          static_cast<uint32_t>(first[2]) << 16 |
                          static_cast<uint32_t>(first[3]) << 24;
@@ -139,7 +146,7 @@ Result<bool> SourceStream::Next(arrow::RecordBatch* batch) {
   if (!head_end.ok()) return head_end.status().WithContext(where);
   if (*head_end > left) return CorruptionError(where + ": metadata runs past the end of the file");
   DOCFEED_RETURN_IF_ERROR(message_.Resize(*head_end));
-  DOCFEED_RETURN_IF_ERROR(ReadAt(cursor_, *head_end, message_.data()));
+  DOCFEED_RETURN_IF_ERROR(read(cursor_, *head_end, message_.data()));
   Result<arrow::StreamReader::MessageExtent> extent = arrow::StreamReader::ReadExtent(
       std::span<const uint8_t>(message_.data(), static_cast<size_t>(*head_end)));
   if (!extent.ok()) return extent.status().WithContext(where);
@@ -169,14 +176,17 @@ Result<bool> SourceStream::Next(arrow::RecordBatch* batch) {
   }
   const uint64_t body = extent->body_offset;
   if (skip_begin > body) {
-    DOCFEED_RETURN_IF_ERROR(ReadAt(cursor_ + body, skip_begin - body, message_.data() + body));
+    DOCFEED_RETURN_IF_ERROR(read(cursor_ + body, skip_begin - body, message_.data() + body));
   }
   if (skip_end < length) {
     DOCFEED_RETURN_IF_ERROR(
-        ReadAt(cursor_ + skip_end, length - skip_end, message_.data() + skip_end));
+        read(cursor_ + skip_end, length - skip_end, message_.data() + skip_end));
   }
-  DOCFEED_RETURN_IF_ERROR(reader_->ReadBatchFrom(
-      std::span<const uint8_t>(message_.data(), static_cast<size_t>(length)), cursor_, batch));
+  DOCFEED_RETURN_IF_ERROR(
+      reader_
+          ->ReadBatchFrom(std::span<const uint8_t>(message_.data(), static_cast<size_t>(length)),
+                          cursor_, batch)
+          .WithContext(batch_name));
   batch->batch_index = next_batch_index_++;
   cursor_ += length;
   done_ = false;
