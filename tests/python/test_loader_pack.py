@@ -229,6 +229,7 @@ def test_an_image_the_loader_cannot_resize_is_refused_by_docfeed_pack(tmp_path):
     with pytest.raises(docfeed.Error) as e:
         docfeed.pack(rows, tmp_path / "out")
     assert "cannot process this 1x100000 image" in str(e.value), e.value
+    assert str(e.value).startswith("row 1 ("), e.value  # the row and the name it is stored under
     assert not (tmp_path / "out").exists()
     docfeed.pack(rows, tmp_path / "kept", skip_bad=True)
     loader = docfeed.Loader(tmp_path / "kept", batch_size=1, image_size=(64, 48), drop_last=False)
