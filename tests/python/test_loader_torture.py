@@ -86,42 +86,58 @@ class Storm:
             return not closed_before
         return False
 
+    # One op is drawn from 0..99: next() below CUTS[0] (when fewer than 2 batches are held),
+    # release below CUTS[1], state_dict, load_state_dict, set_epoch, stats below the next ones,
+    # and close() (thread 0, once, on the seeds closes() picks) at 99.
+    CUTS = (45, 65, 75, 85, 95, 99)
+
+    def closes(self):
+        return self.seed % 2 == 1
+
+    def check(self, b):
+        self.check_batch(b)
+
+    def step(self, thread, rng, held):
+        """One random op of `thread`; failures are recorded, allowed errors absorbed."""
+        op = rng.randrange(100)
+        closed_before = self.closed
+        to_next, to_release, to_state, to_load, to_epoch, to_stats = self.CUTS
+        try:
+            if op < to_next and len(held) < 2:
+                b = self.loader.next()
+                if closed_before:
+                    self.failures.append("next() returned after close()")
+                elif b is not None:
+                    self.check(b)
+                    held.append(b)
+            elif op < to_release:
+                if held:
+                    held.pop(rng.randrange(len(held)))  # the tensors go with it
+            elif op < to_state:
+                state = self.loader.state_dict()
+                if not 0 <= state["position"] <= NUM_SAMPLES:
+                    self.failures.append(f"state_dict out of range: {state}")
+            elif op < to_load:
+                self.loader.load_state_dict({"seed": 3, "epoch": rng.randrange(2),
+                                             "position": rng.randrange(NUM_SAMPLES)})
+            elif op < to_epoch:
+                self.loader.set_epoch(rng.randrange(2))
+            elif op < to_stats:
+                self.loader.stats()
+            elif thread == 0 and self.closes() and not self.closing:
+                self.closing = True
+                self.loader.close()
+                self.closed = True
+        except docfeed.Error as e:
+            if not self.allowed(e, closed_before):
+                self.failures.append(f"op {op}: {type(e).__name__}: {e}")
+
     def run(self, thread, end):
         rng = random.Random(self.seed * 131 + thread)
         held = []
         while time.monotonic() < end:
             self.ops += 1
-            op = rng.randrange(100)
-            closed_before = self.closed
-            try:
-                if op < 45 and len(held) < 2:
-                    b = self.loader.next()
-                    if closed_before:
-                        self.failures.append("next() returned after close()")
-                    elif b is not None:
-                        self.check_batch(b)
-                        held.append(b)
-                elif op < 65:
-                    if held:
-                        held.pop(rng.randrange(len(held)))  # the tensors go with it
-                elif op < 75:
-                    state = self.loader.state_dict()
-                    if not 0 <= state["position"] <= NUM_SAMPLES:
-                        self.failures.append(f"state_dict out of range: {state}")
-                elif op < 85:
-                    self.loader.load_state_dict({"seed": 3, "epoch": rng.randrange(2),
-                                                 "position": rng.randrange(NUM_SAMPLES)})
-                elif op < 95:
-                    self.loader.set_epoch(rng.randrange(2))
-                elif op < 99:
-                    self.loader.stats()
-                elif thread == 0 and self.seed % 2 == 1 and not self.closing:
-                    self.closing = True
-                    self.loader.close()
-                    self.closed = True
-            except docfeed.Error as e:
-                if not self.allowed(e, closed_before):
-                    self.failures.append(f"op {op}: {type(e).__name__}: {e}")
+            self.step(thread, rng, held)
         held.clear()
 
 
@@ -291,6 +307,14 @@ class LifetimeStorm(Storm):
                 return
             time.sleep(0.005)
 
+    CUTS = (45, 65, 72, 80, 90, 99)
+
+    def closes(self):
+        return self.seed % 4 == 3
+
+    def check(self, b):
+        (self.check_samples if self.changed else self.check_batch)(b)
+
     def run(self, thread, end):
         rng = random.Random(self.seed * 131 + thread)
         held = []
@@ -302,38 +326,7 @@ class LifetimeStorm(Storm):
                 self.fork()
             if thread == 0 and n == self.change_at:
                 self.change_file()
-            op = rng.randrange(100)
-            closed_before = self.closed
-            try:
-                if op < 45 and len(held) < 2:
-                    b = self.loader.next()
-                    before_change = not self.changed
-                    if closed_before:
-                        self.failures.append("next() returned after close()")
-                    elif b is not None:
-                        (self.check_batch if before_change else self.check_samples)(b)
-                        held.append(b)
-                elif op < 65:
-                    if held:
-                        held.pop(rng.randrange(len(held)))
-                elif op < 72:
-                    state = self.loader.state_dict()
-                    if not 0 <= state["position"] <= NUM_SAMPLES:
-                        self.failures.append(f"state_dict out of range: {state}")
-                elif op < 80:
-                    self.loader.load_state_dict({"seed": 3, "epoch": rng.randrange(2),
-                                                 "position": rng.randrange(NUM_SAMPLES)})
-                elif op < 90:
-                    self.loader.set_epoch(rng.randrange(2))
-                elif op < 99:
-                    self.loader.stats()
-                elif thread == 0 and self.seed % 4 == 3 and not self.closing:
-                    self.closing = True
-                    self.loader.close()
-                    self.closed = True
-            except docfeed.Error as e:
-                if not self.allowed(e, closed_before):
-                    self.failures.append(f"op {op}: {type(e).__name__}: {e}")
+            self.step(thread, rng, held)
         held.clear()
 
 
