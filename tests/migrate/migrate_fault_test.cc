@@ -19,6 +19,7 @@
 #include "imaging/donut.h"
 #include "imaging/normalize.h"
 #include "migrate/migrate.h"
+#include "tensor_column.h"
 #include "testing/fault_sweep.h"
 
 namespace docfeed::internal::migrate {
@@ -67,16 +68,7 @@ void WriteSource(Env* env, const std::string& dir) {
   std::vector<arrow::ArrayBuilder> b = arrow::ArrayBuilder::ForSchema(schema);
   for (int r = 0; r < kRows; ++r) {
     const std::vector<float> t = Tensor(r);
-    for (int c = 0; c < 3; ++c) {
-      for (int y = 0; y < kH; ++y) {
-        for (int x = 0; x < kW; ++x) {
-          ASSERT_TRUE(b[0].child(0).child(0).child(0).AppendDouble(t[(c * kH + y) * kW + x]).ok());
-        }
-        ASSERT_TRUE(b[0].child(0).child(0).FinishList().ok());
-      }
-      ASSERT_TRUE(b[0].child(0).FinishList().ok());
-    }
-    ASSERT_TRUE(b[0].FinishList().ok());
+    ASSERT_TRUE(AppendChwTensor(b[0], t, kH, kW).ok());
     ASSERT_TRUE(b[1].AppendString("<s>" + std::to_string(r) + "</s>").ok());
     if (r == 0 || r == kRows - 1) {
       ASSERT_TRUE(writer->WriteBatch(b).ok());

@@ -19,6 +19,7 @@
 #include "imaging/donut.h"
 #include "imaging/normalize.h"
 #include "pipeline/loader.h"
+#include "tensor_column.h"
 #include "testing/temp_dir.h"
 
 namespace docfeed::internal::migrate {
@@ -83,17 +84,7 @@ void WriteSource(const std::string& dir, int files, int rows,
     std::vector<arrow::ArrayBuilder> b = arrow::ArrayBuilder::ForSchema(SourceSchema());
     for (int r = 0; r < rows; ++r, ++sample) {
       const std::vector<float> t = Tensor(Page(sample), norm);
-      for (int c = 0; c < 3; ++c) {
-        for (int y = 0; y < kH; ++y) {
-          for (int x = 0; x < kW; ++x) {
-            ASSERT_TRUE(
-                b[0].child(0).child(0).child(0).AppendDouble(t[(c * kH + y) * kW + x]).ok());
-          }
-          ASSERT_TRUE(b[0].child(0).child(0).FinishList().ok());
-        }
-        ASSERT_TRUE(b[0].child(0).FinishList().ok());
-      }
-      ASSERT_TRUE(b[0].FinishList().ok());
+      ASSERT_TRUE(AppendChwTensor(b[0], t, kH, kW).ok());
       ASSERT_TRUE(b[1].child(0).AppendInt(sample).ok());
       ASSERT_TRUE(b[1].child(0).AppendInt(-100).ok());
       ASSERT_TRUE(b[1].FinishList().ok());

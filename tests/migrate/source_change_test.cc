@@ -18,6 +18,7 @@
 #include "imaging/donut.h"
 #include "imaging/normalize.h"
 #include "migrate/migrate.h"
+#include "tensor_column.h"
 #include "testing/temp_dir.h"
 
 namespace docfeed::internal::migrate {
@@ -53,16 +54,7 @@ void WriteSource(const std::string& dir, arrow::Compression compression) {
     }
     std::vector<float> t(3 * kH * kW);
     ASSERT_TRUE(Normalize(ViewOf(page), table, OutputLayout::kChw, DType::kFloat32, t.data()).ok());
-    for (int c = 0; c < 3; ++c) {
-      for (int y = 0; y < kH; ++y) {
-        for (int x = 0; x < kW; ++x) {
-          ASSERT_TRUE(b[0].child(0).child(0).child(0).AppendDouble(t[(c * kH + y) * kW + x]).ok());
-        }
-        ASSERT_TRUE(b[0].child(0).child(0).FinishList().ok());
-      }
-      ASSERT_TRUE(b[0].child(0).FinishList().ok());
-    }
-    ASSERT_TRUE(b[0].FinishList().ok());
+    ASSERT_TRUE(AppendChwTensor(b[0], t, kH, kW).ok());
     ASSERT_TRUE(b[1].AppendString("<s>" + std::to_string(r) + "</s>").ok());
     if ((r + 1) % kRowsPerBatch == 0) {
       ASSERT_TRUE(writer->WriteBatch(b).ok());
