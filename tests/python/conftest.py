@@ -1,6 +1,7 @@
 """Shared fixtures for docfeed's Python-side tests: the built CLI and the sample documents."""
 import os
 import pathlib
+import shutil
 import subprocess
 
 import pytest
@@ -17,6 +18,19 @@ def docfeed_bin() -> pathlib.Path:
     if not path.exists():
         raise RuntimeError(f"{path} not built; run `make build` first")
     return path
+
+
+def copy_sample_docs(dest: pathlib.Path, count: int) -> pathlib.Path:
+    """An image folder at `dest` of the first `count` sample documents (their metadata.jsonl
+    rows and files); returns `dest`."""
+    dest.mkdir(parents=True)
+    lines = (SAMPLE_DOCS / "metadata.jsonl").read_text().splitlines()[:count]
+    (dest / "metadata.jsonl").write_text("\n".join(lines) + "\n")
+    for line in lines:
+        name = line.split('"file_name": "')[1].split('"')[0]
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SAMPLE_DOCS / name, dest / name)
+    return dest
 
 
 def run_docfeed(*args, check=True):

@@ -13,6 +13,7 @@ import textwrap
 import pytest
 
 import docfeed
+from conftest import copy_sample_docs
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SAMPLE_DOCS = REPO / "tests" / "data" / "sample-docs"
@@ -56,14 +57,7 @@ def datasets(request, tmp_path_factory):
     base = tmp_path_factory.mktemp("change-" + request.param)
     ds = pack(base / "ds", "--compression", request.param)
     # Another dataset's data file, shorter (fewer pages) like an unrelated shard.
-    few = base / "few"
-    few.mkdir()
-    lines = (SAMPLE_DOCS / "metadata.jsonl").read_text().splitlines()[:5]
-    (few / "metadata.jsonl").write_text("\n".join(lines) + "\n")
-    for line in lines:
-        name = line.split('"file_name": "')[1].split('"')[0]
-        (few / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(SAMPLE_DOCS / name, few / name)
+    few = copy_sample_docs(base / "few", 5)
     proc = subprocess.run([docfeed.cli_path(), "pack", str(few), "-o", str(base / "small"),
                            "--preprocess", "donut", "--size", "64x48", "--compression",
                            request.param], capture_output=True, text=True)

@@ -21,6 +21,7 @@ import pytest
 import torch
 
 import docfeed
+from conftest import copy_sample_docs
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SAMPLE_DOCS = REPO / "tests" / "data" / "sample-docs"
@@ -184,14 +185,7 @@ CHILD_TIMEOUT_S = 20  # a child that is not done by then is a hang: killed, and 
 def other_data_file(tmp_path_factory):
     """The data file of another, smaller dataset: what `cp` or a rename puts over ours."""
     base = tmp_path_factory.mktemp("torture-other")
-    few = base / "few"
-    few.mkdir()
-    lines = (SAMPLE_DOCS / "metadata.jsonl").read_text().splitlines()[:5]
-    (few / "metadata.jsonl").write_text("\n".join(lines) + "\n")
-    for line in lines:
-        name = line.split('"file_name": "')[1].split('"')[0]
-        (few / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(SAMPLE_DOCS / name, few / name)
+    few = copy_sample_docs(base / "few", 5)
     proc = subprocess.run([docfeed.cli_path(), "pack", str(few), "-o", str(base / "small"),
                            "--preprocess", "donut", "--size", f"{SIZE[0]}x{SIZE[1]}"],
                           capture_output=True, text=True)
