@@ -124,9 +124,11 @@ def recipe_targets(folder):
 
 
 def train_sentencepiece(folder, out_dir, vocab_size):
-    """A SentencePiece BPE model on the documents' text, saved as sentencepiece.bpe.model (the
-    file name XLM-R / Donut tokenizers ship), so XLMRobertaTokenizer(Fast) and
-    `docfeed pack --tokenizer` read the same model. Stands in for Donut's 57k-piece model."""
+    """A SentencePiece model on the documents' text, saved as sentencepiece.bpe.model (the file
+    name XLM-R / Donut tokenizers ship), so XLMRobertaTokenizer(Fast) and `docfeed pack
+    --tokenizer` read the same model. Stands in for Donut's 57k-piece model, which despite the
+    file name is a Unigram model: so is this one (transformers 5 builds every XLM-R tokenizer
+    as Unigram, so only a Unigram model gives the same ids in 4.x and 5.x)."""
     import sentencepiece as spm
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -145,7 +147,7 @@ def train_sentencepiece(folder, out_dir, vocab_size):
     corpus = out_dir / "corpus.txt"
     corpus.write_text("\n".join(lines) + "\n")
     spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(out_dir / "m"),
-                                   model_type="bpe", vocab_size=vocab_size,
+                                   model_type="unigram", vocab_size=vocab_size,
                                    hard_vocab_limit=False, character_coverage=1.0,
                                    minloglevel=2)
     (out_dir / "m.model").rename(out_dir / "sentencepiece.bpe.model")
@@ -155,13 +157,20 @@ def train_sentencepiece(folder, out_dir, vocab_size):
 def recipe_processor(tokenizer_dir, size, new_tokens):
     """The notebook's DonutProcessor, built offline: DonutImageProcessor at `size` with
     do_align_long_axis=False (the Hub config's other defaults: BILINEAR, thumbnail, pad,
-    mean = std = 0.5) and the XLM-R fast tokenizer with the new special tokens added."""
+    mean = std = 0.5) and the XLM-R fast tokenizer with the new special tokens added.
+
+    transformers 5: the tokenizer is loaded with from_pretrained (5.x's
+    XLMRobertaTokenizerFast(vocab_file=...) ignores the file and maps every piece to <unk>), and
+    do_convert_rgb=True (5.x's default None passes grayscale pages on with one channel, and its
+    normalize then fails on them)."""
+    import transformers
     from transformers import DonutImageProcessor, DonutProcessor, XLMRobertaTokenizerFast
 
-    tokenizer = XLMRobertaTokenizerFast(vocab_file=str(tokenizer_dir / "sentencepiece.bpe.model"))
+    tokenizer = XLMRobertaTokenizerFast.from_pretrained(str(tokenizer_dir))
     tokenizer.add_special_tokens({"additional_special_tokens": new_tokens})
+    extra = {"do_convert_rgb": True} if int(transformers.__version__.split(".")[0]) >= 5 else {}
     image_processor = DonutImageProcessor(size={"height": size[0], "width": size[1]},
-                                          do_align_long_axis=False)
+                                          do_align_long_axis=False, **extra)
     return DonutProcessor(image_processor=image_processor, tokenizer=tokenizer)
 
 
@@ -170,7 +179,8 @@ def recipe_processor(tokenizer_dir, size, new_tokens):
 def random_padding_reaches_processor(processor, image):
     """Whether `processor(image, random_padding=True)` passes the flag on: some transformers
     versions (4.57.6 among them) drop it with a warning, so the recipe's "random padding" is
-    centred padding (docs/donut-preprocessing.md section 6). Detected from that warning."""
+    centred padding (docs/donut-preprocessing.md section 6). Detected from that warning; 5.x
+    refuses the keyword (TypeError), so its recipe calls the processor without it."""
     import logging
 
     messages = []
@@ -184,16 +194,20 @@ def random_padding_reaches_processor(processor, image):
     logger.addHandler(handler)
     try:
         processor(image, random_padding=True, return_tensors="np")
+    except TypeError:
+        return False
     finally:
         logger.removeHandler(handler)
     return not any("random_padding" in m for m in messages)
 
 
-def build_recipe_dataset(folder, out, processor, targets, cache_dir, limit=None):
+def build_recipe_dataset(folder, out, processor, targets, cache_dir, limit=None,
+                         random_padding=True):
     """The notebook's preprocessing: imagefolder -> map(processor) -> save_to_disk.
 
     pixel_values: the processor's float32 (3, H, W) with random_padding (train split), frozen at
-    map time; labels: 512 ids, pad -> -100; target_sequence kept. No format is set."""
+    map time; labels: 512 ids, pad -> -100; target_sequence kept. No format is set.
+    random_padding=False: the call without the keyword (transformers 5 refuses it)."""
     import datasets
 
     ds = datasets.load_dataset("imagefolder", data_dir=str(folder), split="train",
@@ -205,8 +219,9 @@ def build_recipe_dataset(folder, out, processor, targets, cache_dir, limit=None)
     tokenizer = processor.tokenizer
 
     def transform_and_tokenize(sample):
-        pixel_values = processor(sample["image"], random_padding=True,
-                                 return_tensors="pt").pixel_values.squeeze()
+        pad = {"random_padding": True} if random_padding else {}
+        pixel_values = processor(sample["image"], return_tensors="pt",
+                                 **pad).pixel_values.squeeze()
         input_ids = tokenizer(sample["text"], add_special_tokens=False, max_length=MAX_LENGTH,
                               padding="max_length", truncation=True,
                               return_tensors="pt")["input_ids"].squeeze(0)
@@ -605,12 +620,19 @@ def main():
     with Image.open(next((invoices / "images").iterdir())) as image:
         meta["random_padding_used"] = random_padding_reaches_processor(processor, image)
     transformers.logging.set_verbosity_error()
-    if not meta["random_padding_used"]:
+    # The notebook's call has random_padding=True; 5.x's processor refuses the keyword.
+    takes_random_padding = int(transformers.__version__.split(".")[0]) < 5
+    if not takes_random_padding:
+        say(f"  note: transformers {transformers.__version__}'s DonutProcessor takes no "
+            f"random_padding (it always centres), so the recipe trains on centred padding "
+            f"only; docfeed redraws random padding every epoch")
+    elif not meta["random_padding_used"]:
         say(f"  note: transformers {transformers.__version__}'s DonutProcessor ignores the "
             f"recipe's random_padding=True (it warns), so the recipe trains on centred padding "
             f"only; docfeed redraws random padding every epoch")
     start = time.perf_counter()
-    build_recipe_dataset(invoices, recipe, processor, targets, out / "hf-cache")
+    build_recipe_dataset(invoices, recipe, processor, targets, out / "hf-cache",
+                         random_padding=takes_random_padding)
     meta["recipe_prep_s"] = time.perf_counter() - start
     shutil.rmtree(out / "hf-cache", ignore_errors=True)
     say(f"  ({meta['recipe_prep_s']:.1f} s)")
@@ -663,7 +685,8 @@ def main():
                f"on an H100")
         start = time.perf_counter()
         full = recipe_processor(tok_dir, doctor_size, new_tokens)
-        build_recipe_dataset(invoices, sample, full, targets, out / "hf-cache", limit=pages)
+        build_recipe_dataset(invoices, sample, full, targets, out / "hf-cache", limit=pages,
+                             random_padding=int(transformers.__version__.split(".")[0]) < 5)
         shutil.rmtree(out / "hf-cache", ignore_errors=True)
         say(f"  built {sample} ({dir_bytes(sample) / 1e6:.0f} MB) in "
             f"{time.perf_counter() - start:.1f} s")

@@ -35,6 +35,10 @@ struct DatasetInfo {
   int32_t height = 0;
   int32_t width = 0;
   bool align_long_axis = false;
+  // The processor generation and backend the stored pages reproduce (DonutConfig); 4 / "pil"
+  // for datasets packed before these existed, and for original images.
+  int32_t hf_version = 4;
+  std::string backend = "pil";
   std::string codec;                              // pack option: keep | png | webp | jpeg | ppm
   std::string compression;                        // Arrow body compression: none | zstd | lz4_frame
   std::map<std::string, uint64_t> stored_codecs;  // e.g. {"jpeg": 12, "png": 3}

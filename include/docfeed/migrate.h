@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "docfeed/env.h"
+#include "docfeed/preprocess.h"
 #include "docfeed/status.h"
 
 namespace docfeed {
@@ -31,11 +32,15 @@ namespace docfeed {
 enum class TensorFloatType { kFloat16, kFloat32, kFloat64 };
 
 // A mean/std pair the tensors may have been normalized with (rescale 1/255 always), per channel
-// R, G, B, as the processor's image_mean / image_std.
+// R, G, B, as the processor's image_mean / image_std, and the arithmetic that computed them:
+// kPil is numpy's (transformers 4.x, and 5.x's PIL backend), kTorchvision the fused float32
+// rescale-and-normalize of 5.x's torchvision DonutImageProcessor (docs/donut-preprocessing.md
+// section 7). The two differ by one float32 ulp on some values.
 struct MigrateNormalization {
   std::string name;  // "imagenet_standard", "imagenet_default", "user"
   std::array<double, 3> mean = {0.5, 0.5, 0.5};
   std::array<double, 3> std = {0.5, 0.5, 0.5};
+  DonutBackend backend = DonutBackend::kPil;
 };
 
 // Which box of a padded tensor is stored.
@@ -58,7 +63,9 @@ struct MigrateOptions {
   std::string output;  // the docfeed dataset (or DatasetDict) directory to create
   std::string pixel_column = "pixel_values";
   // Normalizations to try, in order; empty: IMAGENET_STANDARD (0.5 / 0.5, Donut's Hub configs),
-  // then IMAGENET_DEFAULT (0.485, 0.456, 0.406 / 0.229, 0.224, 0.225).
+  // then IMAGENET_DEFAULT (0.485, 0.456, 0.406 / 0.229, 0.224, 0.225). Each is tried with
+  // numpy's arithmetic first, then (every candidate again) with torchvision's, whatever the
+  // candidate's `backend` says.
   std::vector<MigrateNormalization> candidates;
   bool allow_lossy = false;  // off-grid values become the nearest grid value instead of an error
   MigrateBox box = MigrateBox::kCentred;

@@ -60,7 +60,11 @@ struct PackPreprocess {
   int32_t height = 0;  // the processor's size, in pixels (1..65535 each)
   int32_t width = 0;
   bool align_long_axis = false;  // DonutImageProcessor's do_align_long_axis
-  bool keep_original = false;    // also store the source file in an Image column `original`
+  // The processor generation (4 or 5) and backend ("pil", or "torchvision" with 5) to reproduce
+  // (docfeed/preprocess.h DonutBackend); recorded in the manifest's preprocess record.
+  int32_t hf_version = 4;
+  std::string backend = "pil";
+  bool keep_original = false;  // also store the source file in an Image column `original`
 };
 
 // Donut labels: the columns `labels` (list<int64>) and `target_sequence` (string), and the

@@ -9,7 +9,8 @@
 //            (the loader: a slot of a batch buffer).
 //
 // The loader, the packer and `docfeed preprocess` all run presets through this interface.
-// Donut (DonutImageProcessor, transformers 4.x: docs/donut-preprocessing.md) is the first.
+// Donut (DonutImageProcessor: docs/donut-preprocessing.md) is the first, in two processor
+// generations: transformers 4.x (the default) and 5.x with its PIL or torchvision backend.
 //
 // Thread safety: a Preset is immutable; copies share it. Prepare and Finish may run on any
 // number of threads at once (each with its own output).
@@ -35,6 +36,22 @@ namespace internal {
 class Preset;
 }  // namespace internal
 
+// Which transformers generation's DonutImageProcessor a Donut preset reproduces, and for 5.x
+// which of its backends (docs/donut-preprocessing.md section 6):
+//   4  DonutImageProcessor of 4.x (checked against 4.57.6): thumbnail BICUBIC with
+//      reducing_gap 2.0, alpha dropped. Only backend kPil (4.x's fast processor is not covered).
+//   5  transformers 5.x (checked against 5.23.0): thumbnail with the configured BILINEAR and no
+//      reducing gap, transparency composited onto white (do_convert_rgb=True); kPil is
+//      DonutImageProcessorPil, kTorchvision is DonutImageProcessor on the CPU (torch's int16
+//      resampling arithmetic and fused rescale/normalize).
+// Datasets and manifests that do not say are 4.x / pil.
+enum class DonutBackend { kPil, kTorchvision };
+
+// "pil" / "torchvision".
+std::string_view DonutBackendName(DonutBackend backend);
+// The inverse of DonutBackendName. Errors: InvalidArgument naming `backend` and the choices.
+Result<DonutBackend> ParseDonutBackend(std::string_view name);
+
 // DonutImageProcessor's settings, under its own names. The defaults are the processor's (size
 // 2560 x 1920, IMAGENET_STANDARD mean/std 0.5); naver-clova-ix/donut-base-finetuned-cord-v2
 // uses height 1280, width 960. `height`/`width` are the processor's size["height"] /
@@ -52,6 +69,9 @@ struct DonutConfig {
   // numpy turns these Python floats into float32 arrays before normalizing; so does docfeed.
   std::array<double, 3> mean = {0.5, 0.5, 0.5};
   std::array<double, 3> std = {0.5, 0.5, 0.5};
+  // The processor generation (4 or 5) and, for 5, its backend (see DonutBackend).
+  int32_t hf_version = 4;
+  DonutBackend backend = DonutBackend::kPil;
 };
 
 // The processor's padding: random offsets (random_padding=True, the training default) or

@@ -30,7 +30,8 @@ class Loader:
     # parameter and its range); image_mean/image_std override the dataset's normalization;
     # allocator: None or Callable[[int], tensor] (pinned host buffers for the GPU stage).
     def __init__(self, path: str, *, height: int = 2560, width: int = 1920,
-                 align_long_axis: bool = False, batch_size: int = 8, shuffle: bool = True,
+                 align_long_axis: bool = False, hf_version: int = 4, backend: str = "pil",
+                 batch_size: int = 8, shuffle: bool = True,
                  seed: int = 0, pad: str = "random", dtype: str = "float32", layout: str = "chw",
                  rank: int = 0, world_size: int = 1, remainder: str = "drop",
                  num_threads: int = 0, prefetch: int = 4, max_held: int = 2,
@@ -64,7 +65,8 @@ STATS_FIELDS: Tuple[str, ...]
 
 # The manifest's facts without starting a loader: path, num_samples, columns [(name, type)],
 # label_column, codec, compression, stored_codecs, source_bytes, stored_image_bytes, rejected,
-# preprocess (None or {preset, height, width, align_long_axis}), original_column.
+# preprocess (None or {preset, height, width, align_long_axis, hf_version, backend}),
+# original_column.
 def dataset_info(path: str) -> Dict[str, Any]: ...
 
 # docfeed.pack's engine (src/pack/packer.h PackFrom): `rows` is one JSON object per line
@@ -75,7 +77,9 @@ def pack_rows(output: str, rows: str, fetch: Callable[[], List[Any]], *, codec: 
               jpeg_quality: int = 90, threads: int = 0, overwrite: bool = False,
               skip_bad: bool = False, compression: Optional[str] = None, preprocess: str = "",
               size: Optional[Tuple[int, int]] = None, align_long_axis: bool = False,
+              hf_version: Optional[int] = None, backend: str = "pil",
               keep_original: bool = False, max_file_mb: int = 500) -> Dict[str, Any]: ...
 
 def normalize_table(height: int = 2560, width: int = 1920, rescale_factor: float = ...,
-                    mean: Sequence[float] = ..., std: Sequence[float] = ...) -> List[float]: ...
+                    mean: Sequence[float] = ..., std: Sequence[float] = ...,
+                    hf_version: int = 4, backend: str = "pil") -> List[float]: ...

@@ -24,15 +24,17 @@ _TABLE_CACHE: dict = {}
 
 
 def normalize_table(device: Any = "cpu", rescale_factor: float = 1.0 / 255.0,
-                    mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5)):
-    """The (3, 256) float32 table of the C++ loader, as a torch tensor on `device`."""
+                    mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5), hf_version: int = 4,
+                    backend: str = "pil"):
+    """The (3, 256) float32 table of the C++ loader, as a torch tensor on `device` (the
+    torchvision backend of transformers 5 rounds its fused rescale/normalize differently)."""
     import torch
 
-    key = (str(device), rescale_factor, tuple(mean), tuple(std))
+    key = (str(device), rescale_factor, tuple(mean), tuple(std), hf_version, backend)
     table = _TABLE_CACHE.get(key)
     if table is None:
         flat = _docfeed.normalize_table(rescale_factor=rescale_factor, mean=list(mean),
-                                        std=list(std))
+                                        std=list(std), hf_version=hf_version, backend=backend)
         table = torch.tensor(flat, dtype=torch.float32).view(3, 256).to(device)
         _TABLE_CACHE[key] = table
     return table
@@ -107,10 +109,11 @@ class GpuStage:
         # (event, docfeed batch, host views) per copy still possibly reading a host buffer.
         self.in_flight: collections.deque = collections.deque()
 
-    def set_normalization(self, mean, std) -> None:
-        """Normalizes with this per-channel mean/std from now on (the C++ loader's image_mean /
-        image_std, so both paths build the same table)."""
-        self.table = normalize_table(self.device, mean=tuple(mean), std=tuple(std))
+    def set_normalization(self, mean, std, hf_version: int = 4, backend: str = "pil") -> None:
+        """Normalizes with this per-channel mean/std (and processor generation/backend) from now
+        on (the C++ loader's, so both paths build the same table)."""
+        self.table = normalize_table(self.device, mean=tuple(mean), std=tuple(std),
+                                     hf_version=hf_version, backend=backend)
 
     @staticmethod
     def pinned_allocator(nbytes: int):

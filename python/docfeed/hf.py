@@ -21,10 +21,28 @@ What it does (DocfeedTrainerMixin, usable with any Trainer subclass):
     epoch's remaining batches are what len() reports for that epoch.
   * get_eval_dataloader() uses docfeed for a DocfeedDataset eval set: storage order, centred
     padding, every sample (a short last batch; under several processes the last step wraps).
+  * The pixels are those of the DonutImageProcessor the run would use (processor_generation):
+    the Trainer's processing_class when it is a Donut processor (DonutImageProcessor of 4.x;
+    DonutImageProcessorPil or the torchvision DonutImageProcessor of 5.x), else what the
+    installed transformers' AutoImageProcessor returns (4.x: the PIL processor; 5.x: the
+    torchvision backend when torchvision is installed, else the PIL one). A dataset whose pages
+    were stored resized (`pack --preprocess`, or migrated from saved tensors) keeps the
+    generation it records, with a warning when that is not the one the run would use.
+    DocfeedDataset(..., hf_version=, backend=) overrides all of it; the choice and its reason
+    are logged (logger "docfeed.hf", INFO) and kept in DocfeedDataset.generation.
+  * Gradient accumulation: the loss of a VisionEncoderDecoderModel (Donut) is the mean over the
+    accumulation window's label tokens on every transformers version, as 4.57 computes it (5.x's
+    model ignores num_items_in_batch; see _loss_ignores_num_items and compute_loss).
+
+Works with transformers 4.40 through 5.x (tested: 4.57.6 with datasets 4.8.5 and 5.23.0 with
+datasets 5.2.0).
 """
 from __future__ import annotations
 
+import importlib.util
+import inspect
 import json
+import logging
 import os
 from typing import Any, Dict, Optional, Tuple
 
@@ -36,17 +54,61 @@ from docfeed import _docfeed
 
 STATE_FILE = "docfeed_loader_state.json"
 
+logger = logging.getLogger(__name__)
+
+
+def _transformers_major() -> int:
+    return int(transformers.__version__.split(".")[0])
+
+
+def _torchvision_installed() -> bool:
+    return importlib.util.find_spec("torchvision") is not None
+
+
+def processor_generation(processor: Any = None) -> Tuple[int, str, str]:
+    """(hf_version, backend, reason): the DonutImageProcessor whose pixels docfeed should give.
+
+    `processor`: a Donut image processor or a processor holding one (DonutProcessor's
+    image_processor), e.g. the Trainer's processing_class; None or anything else: what the
+    installed transformers' AutoImageProcessor would build. transformers 4's
+    DonutImageProcessorFast is refused (docfeed does not reproduce it)."""
+    version = transformers.__version__
+    image_processor = getattr(processor, "image_processor", processor)
+    name = type(image_processor).__name__ if image_processor is not None else ""
+    if name.startswith("DonutImageProcessor"):
+        if _transformers_major() >= 5:
+            backend = getattr(image_processor, "backend", None)
+            if backend not in ("pil", "torchvision"):
+                backend = "pil" if name.endswith("Pil") else "torchvision"
+            return 5, backend, f"the processor is {name} (transformers {version}, {backend} backend)"
+        if name != "DonutImageProcessor":
+            raise docfeed.InvalidArgumentError(
+                f"processor: transformers {version}'s {name} is not reproduced by docfeed; use "
+                "DonutImageProcessor (use_fast=False) or pass hf_version= and backend=")
+        return 4, "pil", f"the processor is {name} (transformers {version})"
+    if _transformers_major() >= 5:
+        backend = "torchvision" if _torchvision_installed() else "pil"
+        return 5, backend, (f"transformers {version} is installed; its AutoImageProcessor gives the "
+                            f"{backend} backend" + ("" if backend == "torchvision" else
+                                                    " (torchvision is not installed)"))
+    return 4, "pil", f"transformers {version} is installed"
+
 
 class DocfeedDataset:
     """A docfeed dataset and the docfeed.Loader options a Trainer should use with it. batch
     size, seed, drop_last, rank/world size and device come from the Trainer unless given here."""
 
-    def __init__(self, path: "str | os.PathLike[str]", image_size: Tuple[int, int],
+    def __init__(self, path: "str | os.PathLike[str]", image_size: Tuple[int, int], *,
+                 hf_version: Optional[int] = None, backend: Optional[str] = None,
                  **loader_options: Any) -> None:
         self.path = os.fspath(path)
         self.image_size = tuple(image_size)
+        self.hf_version = hf_version
+        self.backend = backend
         self.loader_options = loader_options
         self._num_samples: Optional[int] = None
+        # (hf_version, backend, reason) of the last loader() call.
+        self.generation: Optional[Tuple[int, str, str]] = None
 
     def __len__(self) -> int:
         """Samples in the dataset, from its manifest and index (no loader, no image read)."""
@@ -54,10 +116,42 @@ class DocfeedDataset:
             self._num_samples = int(_docfeed.dataset_info(self.path)["num_samples"])
         return self._num_samples
 
-    def loader(self, **defaults: Any) -> docfeed.Loader:
+    def choose_generation(self, processor: Any = None) -> Tuple[int, str, str]:
+        """The processor generation to reproduce: hf_version / backend as given here, the rest
+        from processor_generation(processor)."""
+        if self.hf_version is not None and self.backend is not None:
+            return self.hf_version, self.backend, "given to DocfeedDataset"
+        if self.hf_version == 4:
+            return 4, "pil", "hf_version=4 given to DocfeedDataset"
+        auto_version, auto_backend, reason = processor_generation(processor)
+        stored = _docfeed.dataset_info(self.path)["preprocess"]
+        if stored is not None and self.hf_version is None and self.backend is None:
+            # The pages were resized (or recovered from tensors) for one generation: loading
+            # them as another is refused by the loader, and they cannot be resized again.
+            version, backend = int(stored.get("hf_version", 4)), stored.get("backend", "pil")
+            if (version, backend) != (auto_version, auto_backend):
+                logger.warning(
+                    "docfeed: %s stores pages prepared for transformers %d.x (%s backend), "
+                    "not for the processor this run would use (%d.x %s: %s); loading them as "
+                    "stored. Re-pack from the originals to change.", self.path, version, backend,
+                    auto_version, auto_backend, reason)
+            return version, backend, "the dataset's stored pages were prepared for it"
+        if self.hf_version is not None:  # 5, backend from the processor or environment
+            backend = auto_backend if auto_version == 5 else "pil"
+            return self.hf_version, backend, f"hf_version given; backend: {reason}"
+        if self.backend is not None:
+            return auto_version, self.backend, f"backend given; hf_version: {reason}"
+        return auto_version, auto_backend, reason
+
+    def loader(self, processor: Any = None, **defaults: Any) -> docfeed.Loader:
         options = dict(defaults)
         options.update(self.loader_options)
-        return docfeed.Loader(self.path, image_size=self.image_size, **options)
+        hf_version, backend, reason = self.choose_generation(processor)
+        self.generation = (hf_version, backend, reason)
+        logger.info("docfeed: %s gives the pixels of transformers %d.x DonutImageProcessor "
+                    "(%s backend): %s", self.path, hf_version, backend, reason)
+        return docfeed.Loader(self.path, image_size=self.image_size, hf_version=hf_version,
+                              backend=backend, **options)
 
 
 class _TrainLoader:
@@ -85,11 +179,65 @@ class _TrainLoader:
         return self.loader.state_dict()
 
 
+def _loss_ignores_num_items(model: Any) -> bool:
+    """True for a VisionEncoderDecoderModel (Donut) whose forward takes **kwargs but computes a
+    per-batch mean loss without `num_items_in_batch` (transformers 5.x; 4.57 divides the token
+    sum by it), unless the model says what it accepts itself (`accepts_loss_kwargs`).
+
+    Trainer decides from the forward signature alone: with **kwargs it counts the label tokens of
+    the whole accumulation window, passes the count as num_items_in_batch and does not divide the
+    loss by gradient_accumulation_steps, trusting the model to have divided its token sum by that
+    count. A model that ignores it returns its own batch mean, so with accumulation over N
+    batches the logged and backpropagated loss is about N times too large (transformers 5.23:
+    2x at N = 2)."""
+    if hasattr(model, "accepts_loss_kwargs"):
+        return False
+    if not isinstance(model, transformers.VisionEncoderDecoderModel):
+        return False
+    try:
+        source = inspect.getsource(type(model).forward)
+    except (OSError, TypeError):  # no source: leave Trainer's choice alone
+        return False
+    return "num_items_in_batch" not in source
+
+
+def _check_loss_scaling(trainer: Any) -> None:
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    trainer._docfeed_rescale_loss = _loss_ignores_num_items(model)
+
+
 class DocfeedTrainerMixin:
     """Mix into a transformers Trainer subclass (see the module docstring)."""
 
     _docfeed_train: Optional[_TrainLoader] = None
     _docfeed_pending: Optional[Dict[str, int]] = None
+
+    def _docfeed_processor(self):
+        """The Trainer's processing_class (a DonutProcessor or image processor), if any."""
+        return getattr(self, "processing_class", None)
+
+    _docfeed_rescale_loss = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _check_loss_scaling(self)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """Trainer's loss; for a model that ignores num_items_in_batch (see
+        _loss_ignores_num_items) its batch mean becomes the batch's token sum over the window's
+        token count, the loss transformers 4.57 computes: over an accumulation window the
+        step's loss is then the mean over all its label tokens, as one batch of the whole window
+        without accumulation gives."""
+        result = super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                      num_items_in_batch=num_items_in_batch)
+        if (not self._docfeed_rescale_loss or num_items_in_batch is None
+                or not self.model_accepts_loss_kwargs or self.label_smoother is not None
+                or self.compute_loss_func is not None):
+            return result
+        loss, outputs = result if return_outputs else (result, None)
+        tokens = inputs["labels"].ne(-100).sum().to(loss.device)
+        loss = loss * tokens / num_items_in_batch
+        return (loss, outputs) if return_outputs else loss
 
     def _docfeed_device(self):
         device = self.args.device
@@ -101,7 +249,7 @@ class DocfeedTrainerMixin:
         args = self.args
         seed = args.data_seed if args.data_seed is not None else args.seed
         loader = self.train_dataset.loader(
-            batch_size=self._train_batch_size, seed=seed, drop_last=args.dataloader_drop_last,
+            processor=self._docfeed_processor(), batch_size=self._train_batch_size, seed=seed, drop_last=args.dataloader_drop_last,
             device=self._docfeed_device(), max_held=args.gradient_accumulation_steps + 2)
         self._docfeed_train = _TrainLoader(loader, self._docfeed_pending)
         self._docfeed_pending = None
@@ -115,7 +263,7 @@ class DocfeedTrainerMixin:
             return super().get_eval_dataloader(eval_dataset)
         defaults = dict(batch_size=self.args.eval_batch_size, shuffle=False, pad="center",
                         drop_last=False, device=self._docfeed_device())
-        return _TrainLoader(dataset.loader(**defaults), None)
+        return _TrainLoader(dataset.loader(processor=self._docfeed_processor(), **defaults), None)
 
     def train(self, resume_from_checkpoint=None, *args: Any, **kwargs: Any):
         if isinstance(resume_from_checkpoint, bool) and resume_from_checkpoint:
@@ -165,4 +313,5 @@ def install(trainer: Any) -> Any:
     if not isinstance(trainer, DocfeedTrainerMixin):
         trainer.__class__ = type(f"Docfeed{type(trainer).__name__}",
                                  (DocfeedTrainerMixin, type(trainer)), {})
+        _check_loss_scaling(trainer)
     return trainer

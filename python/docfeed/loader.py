@@ -57,6 +57,14 @@ def _int(name: str, value: Any) -> int:
         raise InvalidArgumentError(f"{name} must be an integer, not {value!r}") from None
 
 
+def _str(name: str, value: Any) -> str:
+    """`value` if it is a str, else InvalidArgumentError naming `name` (the extension checks the
+    choices)."""
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{name} must be a string, not {value!r}")
+    return value
+
+
 def _distributed_defaults(rank: Optional[int], world_size: Optional[int]) -> Tuple[int, int]:
     if rank is not None and world_size is not None:
         return _int("rank", rank), _int("world_size", world_size)
@@ -127,6 +135,10 @@ class Loader:
       on_error: "raise" on the first unreadable sample (naming it), or "skip" it (replaced by the
         next good sample; at most max_bad_samples in the loader's life).
       align_long_axis: the processor's do_align_long_axis.
+      hf_version, backend: which DonutImageProcessor to reproduce: 4 (default; transformers
+        4.x, backend "pil") or 5 (transformers 5.x) with backend "pil" (DonutImageProcessorPil)
+        or "torchvision" (the torchvision DonutImageProcessor on the CPU). A dataset packed with
+        --preprocess donut must have been packed with the same choice.
       label_column: None or "" (default): the dataset's label column when it holds token ids
         (packed with a tokenizer), else no labels; a name picks a list<int64> column (strict);
         "-" for none. label_length: pad labels to this length with -100 (0: the batch's longest
@@ -146,6 +158,7 @@ class Loader:
                  drop_last: bool = True, num_threads: int = 0, prefetch: int = 4,
                  rank: Optional[int] = None, world_size: Optional[int] = None,
                  on_error: str = "raise", *, max_held: int = 3, align_long_axis: bool = False,
+                 hf_version: int = 4, backend: str = "pil",
                  label_column: Optional[str] = None, label_length: int = 0, max_bad_samples: int = 100,
                  layout: str = "chw", image_mean: Union[None, float, Sequence[float]] = None,
                  image_std: Union[None, float, Sequence[float]] = None) -> None:
@@ -163,6 +176,7 @@ class Loader:
         # process (see _core).
         self._core_args = dict(
             path=os.fspath(path), height=height, width=width, align_long_axis=bool(align_long_axis),
+            hf_version=_int("hf_version", hf_version), backend=_str("backend", backend),
             batch_size=_int("batch_size", batch_size), shuffle=bool(shuffle),
             seed=_int("seed", seed), pad=pad,
             dtype="uint8" if self._gpu is not None else self._dtype,
@@ -183,7 +197,9 @@ class Loader:
         self._loader_core = _docfeed.Loader(**self._core_args)
         if self._gpu is not None:
             # The GPU stage normalizes with the same mean/std as the C++ float path would.
-            self._gpu.set_normalization(self.image_mean, self.image_std)
+            self._gpu.set_normalization(self.image_mean, self.image_std,
+                                        hf_version=self._core_args["hf_version"],
+                                        backend=self._core_args["backend"])
         self.image_size = (height, width)
         self.batch_size = _int("batch_size", batch_size)
         self.seed = _int("seed", seed)

@@ -163,7 +163,7 @@ def _from_cli_args(args: List[str], options: Dict[str, Any]) -> None:
     flags = {"--align-long-axis": "align_long_axis", "--keep-original": "keep_original"}
     valued = {"--preprocess": "preprocess", "--compression": "compression", "--codec": "codec",
               "--quality": "jpeg_quality", "--threads": "threads", "--max-file-mb": "max_file_mb",
-              "--size": "size"}
+              "--size": "size", "--hf-version": "hf_version", "--backend": "backend"}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -183,7 +183,7 @@ def _from_cli_args(args: List[str], options: Dict[str, Any]) -> None:
             except ValueError:
                 raise InvalidArgumentError(f"--size must be HxW, e.g. 1553x1200, not {value!r}") \
                     from None
-        elif key in ("jpeg_quality", "threads", "max_file_mb"):
+        elif key in ("jpeg_quality", "threads", "max_file_mb", "hf_version"):
             try:
                 options[key] = int(value)
             except ValueError:
@@ -200,7 +200,8 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
          preprocess: Optional[str] = None, size: Optional[Tuple[int, int]] = None,
          align_long_axis: bool = False, keep_original: bool = False,
          compression: Optional[str] = None, jpeg_quality: int = 90,
-         max_file_mb: int = 500) -> str:
+         max_file_mb: int = 500, hf_version: Optional[int] = None,
+         backend: Optional[str] = None) -> str:
     """Packs `dataset` (a datasets.Dataset, or any sequence of dict rows) into `output`.
 
     image_column: the images (a datasets Image column, decoded or not, or PIL images).
@@ -210,7 +211,9 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
     codec: keep (default: the stored bytes), png, webp (lossless) or jpeg (at jpeg_quality).
     preprocess="donut", size=(height, width), align_long_axis: store the Donut preset's
       deterministic stages (`docfeed pack --preprocess donut --size HxW`); keep_original also
-      stores the source file. compression: none, zstd or lz4_frame (default: none, lz4_frame
+      stores the source file. hf_version (4 or 5, default 4) and backend ("pil", default, or
+      "torchvision" with 5): the DonutImageProcessor generation to reproduce (`--hf-version`,
+      `--backend`), recorded in the manifest. compression: none, zstd or lz4_frame (default: none, lz4_frame
       with preprocess). threads: encoding threads (0: all cores); max_file_mb: data file size.
     extra_args: deprecated; `docfeed pack` flags (--preprocess, --size, --compression, ...)
       mapped onto the keyword arguments above.
@@ -225,7 +228,8 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
         "overwrite": bool(overwrite), "skip_bad": bool(skip_bad), "compression": compression,
         "preprocess": preprocess or "", "size": None if size is None else tuple(size),
         "align_long_axis": bool(align_long_axis), "keep_original": bool(keep_original),
-        "max_file_mb": max_file_mb,
+        "max_file_mb": max_file_mb, "hf_version": hf_version,
+        "backend": "pil" if backend is None else backend,
     }
     extra = list(extra_args)
     if extra:

@@ -270,11 +270,12 @@ nb::object Pixels(const PyBatch& b) {
 // the combinations (rank < world_size, a preprocessed dataset's size, ...) are Loader::Create's.
 LoaderOptions MakeOptions(
     const std::string& path, nb::handle height, nb::handle width, bool align_long_axis,
-    nb::handle batch_size, bool shuffle, nb::handle seed, const std::string& pad,
-    const std::string& dtype, const std::string& layout, nb::handle rank, nb::handle world_size,
-    const std::string& remainder, nb::handle num_threads, nb::handle prefetch, nb::handle max_held,
-    const std::string& label_column, nb::handle label_length, const std::string& on_error,
-    nb::handle max_bad_samples, const std::optional<std::array<double, 3>>& image_mean,
+    nb::handle hf_version, const std::string& backend, nb::handle batch_size, bool shuffle,
+    nb::handle seed, const std::string& pad, const std::string& dtype, const std::string& layout,
+    nb::handle rank, nb::handle world_size, const std::string& remainder, nb::handle num_threads,
+    nb::handle prefetch, nb::handle max_held, const std::string& label_column,
+    nb::handle label_length, const std::string& on_error, nb::handle max_bad_samples,
+    const std::optional<std::array<double, 3>>& image_mean,
     const std::optional<std::array<double, 3>>& image_std, nb::handle allocator) {
   constexpr int kIntMax = std::numeric_limits<int>::max();
   LoaderOptions opt;
@@ -282,6 +283,15 @@ LoaderOptions MakeOptions(
   opt.preset.donut.height = ToInt<int32_t>("height", height, 1, 65535);
   opt.preset.donut.width = ToInt<int32_t>("width", width, 1, 65535);
   opt.preset.donut.align_long_axis = align_long_axis;
+  opt.preset.donut.hf_version = ToInt<int32_t>("hf_version", hf_version, 4, 5);
+  Result<DonutBackend> parsed_backend = ParseDonutBackend(backend);
+  if (!parsed_backend.ok()) Raise(parsed_backend.status());
+  opt.preset.donut.backend = parsed_backend.value();
+  if (opt.preset.donut.backend == DonutBackend::kTorchvision && opt.preset.donut.hf_version != 5) {
+    RaiseInvalid(
+        "backend=\"torchvision\" needs hf_version=5 (transformers 4's fast processor is "
+        "not reproduced)");
+  }
   opt.batch_size = ToInt<uint32_t>("batch_size", batch_size, 1);
   opt.shuffle = shuffle;
   opt.seed = ToInt<uint64_t>("seed", seed);
@@ -453,6 +463,8 @@ nb::dict DatasetInfoDict(const std::string& path) {
     pre["height"] = info.height;
     pre["width"] = info.width;
     pre["align_long_axis"] = info.align_long_axis;
+    pre["hf_version"] = info.hf_version;
+    pre["backend"] = info.backend;
     d["preprocess"] = pre;
   } else {
     d["preprocess"] = nb::none();
@@ -463,17 +475,18 @@ nb::dict DatasetInfoDict(const std::string& path) {
 
 // Loader.__init__: typed keyword arguments -> MakeOptions -> Loader::Create (GIL released).
 void InitLoader(PyLoader* self, const std::string& path, nb::int_ height, nb::int_ width,
-                bool align_long_axis, nb::int_ batch_size, bool shuffle, nb::int_ seed,
-                const std::string& pad, const std::string& dtype, const std::string& layout,
-                nb::int_ rank, nb::int_ world_size, const std::string& remainder,
-                nb::int_ num_threads, nb::int_ prefetch, nb::int_ max_held,
-                const std::string& label_column, nb::int_ label_length, const std::string& on_error,
-                nb::int_ max_bad_samples, std::optional<std::array<double, 3>> image_mean,
+                bool align_long_axis, nb::int_ hf_version, const std::string& backend,
+                nb::int_ batch_size, bool shuffle, nb::int_ seed, const std::string& pad,
+                const std::string& dtype, const std::string& layout, nb::int_ rank,
+                nb::int_ world_size, const std::string& remainder, nb::int_ num_threads,
+                nb::int_ prefetch, nb::int_ max_held, const std::string& label_column,
+                nb::int_ label_length, const std::string& on_error, nb::int_ max_bad_samples,
+                std::optional<std::array<double, 3>> image_mean,
                 std::optional<std::array<double, 3>> image_std, nb::object allocator) {
   const LoaderOptions opt = MakeOptions(
-      path, height, width, align_long_axis, batch_size, shuffle, seed, pad, dtype, layout, rank,
-      world_size, remainder, num_threads, prefetch, max_held, label_column, label_length, on_error,
-      max_bad_samples, image_mean, image_std, allocator);
+      path, height, width, align_long_axis, hf_version, backend, batch_size, shuffle, seed, pad,
+      dtype, layout, rank, world_size, remainder, num_threads, prefetch, max_held, label_column,
+      label_length, on_error, max_bad_samples, image_mean, image_std, allocator);
   Result<std::unique_ptr<Loader>> created = [&] {
     nb::gil_scoped_release nogil;
     return Loader::Create(opt);
@@ -577,7 +590,8 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
                             bool skip_bad, const std::optional<std::string>& compression,
                             const std::string& preprocess,
                             const std::optional<std::array<int64_t, 2>>& size, bool align_long_axis,
-                            bool keep_original, nb::handle max_file_mb) {
+                            nb::handle hf_version, const std::string& backend, bool keep_original,
+                            nb::handle max_file_mb) {
   PackOptions o;
   o.output = output;
   Result<PackCodec> parsed_codec = ParsePackCodec(codec);
@@ -589,8 +603,10 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
   o.skip_bad = skip_bad;
   o.max_file_bytes = uint64_t{ToInt<uint32_t>("max_file_mb", max_file_mb, 1, 1 << 20)} * 1'000'000;
   if (preprocess.empty()) {
-    if (size || align_long_axis || keep_original) {
-      RaiseInvalid("size, align_long_axis and keep_original need preprocess=\"donut\"");
+    if (size || align_long_axis || keep_original || !hf_version.is_none() || backend != "pil") {
+      RaiseInvalid(
+          "size, align_long_axis, hf_version, backend and keep_original need "
+          "preprocess=\"donut\"");
     }
   } else {
     if (preprocess != "donut")
@@ -603,6 +619,15 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
     o.preprocess.height = ToInt<int32_t>("size[0] (height)", nb::int_((*size)[0]), 1, 65535);
     o.preprocess.width = ToInt<int32_t>("size[1] (width)", nb::int_((*size)[1]), 1, 65535);
     o.preprocess.align_long_axis = align_long_axis;
+    o.preprocess.hf_version =
+        hf_version.is_none() ? 4 : ToInt<int32_t>("hf_version", hf_version, 4, 5);
+    if (backend != "pil" && backend != "torchvision") {
+      RaiseInvalid("backend must be \"pil\" or \"torchvision\", not \"" + backend + "\"");
+    }
+    if (backend == "torchvision" && o.preprocess.hf_version != 5) {
+      RaiseInvalid("backend=\"torchvision\" needs hf_version=5");
+    }
+    o.preprocess.backend = backend;
     o.preprocess.keep_original = keep_original;
   }
   o.compression =
@@ -642,10 +667,11 @@ nb::dict PackRows(const std::string& output, const std::string& rows, nb::object
                   const std::string& codec, nb::int_ jpeg_quality, nb::int_ threads, bool overwrite,
                   bool skip_bad, std::optional<std::string> compression,
                   const std::string& preprocess, std::optional<std::array<int64_t, 2>> size,
-                  bool align_long_axis, bool keep_original, nb::int_ max_file_mb) {
-  const PackOptions options =
-      MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad, compression,
-                      preprocess, size, align_long_axis, keep_original, max_file_mb);
+                  bool align_long_axis, nb::object hf_version, const std::string& backend,
+                  bool keep_original, nb::int_ max_file_mb) {
+  const PackOptions options = MakePackOptions(
+      output, codec, jpeg_quality, threads, overwrite, skip_bad, compression, preprocess, size,
+      align_long_axis, hf_version, backend, keep_original, max_file_mb);
   PyRowSource source(CountRows(rows), std::move(fetch));
   Result<PackSummary> packed = [&] {
     nb::gil_scoped_release nogil;
@@ -731,6 +757,7 @@ NB_MODULE(_docfeed, m) {
       .def("__init__", &InitLoader, "path"_a, nb::kw_only(),
            "height"_a = kDefaults.preset.donut.height, "width"_a = kDefaults.preset.donut.width,
            "align_long_axis"_a = kDefaults.preset.donut.align_long_axis,
+           "hf_version"_a = kDefaults.preset.donut.hf_version, "backend"_a = "pil",
            "batch_size"_a = kDefaults.batch_size, "shuffle"_a = kDefaults.shuffle,
            "seed"_a = kDefaults.seed, "pad"_a = "random", "dtype"_a = "float32", "layout"_a = "chw",
            "rank"_a = kDefaults.rank, "world_size"_a = kDefaults.world_size, "remainder"_a = "drop",
@@ -801,27 +828,32 @@ NB_MODULE(_docfeed, m) {
   m.def("pack_rows", &PackRows, "output"_a, "rows"_a, "fetch"_a, nb::kw_only(), "codec"_a = "keep",
         "jpeg_quality"_a = 90, "threads"_a = 0, "overwrite"_a = false, "skip_bad"_a = false,
         "compression"_a = nb::none(), "preprocess"_a = "", "size"_a = nb::none(),
-        "align_long_axis"_a = false, "keep_original"_a = false, "max_file_mb"_a = 500,
+        "align_long_axis"_a = false, "hf_version"_a = nb::none(), "backend"_a = "pil",
+        "keep_original"_a = false, "max_file_mb"_a = 500,
         "Packs rows into `output` (docfeed.pack's engine): `rows` is one JSON object per line "
         "(file_name and the other columns, as metadata.jsonl), `fetch()` returns the next "
         "rows' images. The GIL is released while encoding and writing. Returns the summary.");
   m.def(
       "normalize_table",
       [](int32_t height, int32_t width, double rescale_factor, std::array<double, 3> mean,
-         std::array<double, 3> std) {
+         std::array<double, 3> std, int32_t hf_version, const std::string& backend) {
         PresetOptions options;
         options.donut.height = height;
         options.donut.width = width;
         options.donut.rescale_factor = rescale_factor;
         options.donut.mean = mean;
         options.donut.std = std;
+        options.donut.hf_version = hf_version;
+        Result<DonutBackend> parsed_backend = ParseDonutBackend(backend);
+        if (!parsed_backend.ok()) Raise(parsed_backend.status());
+        options.donut.backend = parsed_backend.value();
         Result<Preset> preset = Preset::Create(options);
         if (!preset.ok()) Raise(preset.status());
         return preset.value().NormalizeTable();
       },
       "height"_a = 2560, "width"_a = 1920, "rescale_factor"_a = 1.0 / 255.0,
       "mean"_a = std::array<double, 3>{0.5, 0.5, 0.5},
-      "std"_a = std::array<double, 3>{0.5, 0.5, 0.5},
+      "std"_a = std::array<double, 3>{0.5, 0.5, 0.5}, "hf_version"_a = 4, "backend"_a = "pil",
       "The C++ float32 normalization table (Preset::NormalizeTable), 3 x 256 values, "
       "channel-major.");
 }

@@ -13,7 +13,9 @@
 #ifndef DOCFEED_CODEC_CODEC_H_
 #define DOCFEED_CODEC_CODEC_H_
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -49,6 +51,12 @@ struct ImageInfo {
   bool progressive_or_interlaced = false;  // Progressive JPEG or Adam7-interlaced PNG.
   bool cmyk = false;                       // 4-component (CMYK or YCCK) JPEG.
   bool has_alpha = false;
+  // Pillow's info["transparency"] of a grayscale (mode 1 or L) or RGB PNG with a tRNS chunk
+  // before the image data: the gray value in [0], or the R, G, B values, as Pillow reads them
+  // (16-bit fields; mode 1 gives 0 or 255). DecodeImage ignores it, as Image.open + np.asarray
+  // do; a pixel whose decoded 8-bit samples equal it is transparent to convert("RGBA")
+  // (imaging's transformers 5 colour conversion). Palette transparency is decoded as alpha.
+  std::optional<std::array<uint16_t, 3>> transparency;
   // The EXIF Orientation tag (1..8) as PIL.ImageOps.exif_transpose reads it (IFD0 of the EXIF
   // block, else `tiff:Orientation` in XMP); 1 when absent or out of range.
   int32_t exif_orientation = 1;

@@ -26,6 +26,7 @@ struct ChunkScan {
   bool ihdr_crc_ok = false;  // libspng reports IHDR before checking its CRC; we check first.
   uint64_t idat_bytes = 0;
   bool has_trns = false;
+  std::span<const uint8_t> trns;  // the first tRNS chunk's data (before IDAT)
   std::optional<int32_t> exif_orientation;
   std::optional<int32_t> xmp_orientation;
 };
@@ -74,7 +75,10 @@ ChunkScan ScanChunks(std::span<const uint8_t> bytes) {
     }
     if (std::memcmp(type, "IDAT", 4) == 0) scan.idat_bytes += length;
     // tRNS counts only before the image data (PNG spec 5.6), where libspng applies it.
-    if (std::memcmp(type, "tRNS", 4) == 0 && scan.idat_bytes == 0) scan.has_trns = true;
+    if (std::memcmp(type, "tRNS", 4) == 0 && scan.idat_bytes == 0 && !scan.has_trns) {
+      scan.has_trns = true;
+      scan.trns = data;
+    }
     if (std::memcmp(type, "eXIf", 4) == 0 && !scan.exif_orientation) {
       scan.exif_orientation = ExifOrientation(data);
     }
@@ -129,6 +133,25 @@ int32_t DecodedChannels(const spng_ihdr& ihdr, bool has_trns) {
   }
 }
 
+// Pillow's PngImagePlugin.chunk_tRNS for modes 1, L and RGB (16-bit gray, mode I;16, is refused
+// by DecodePng): big-endian 16-bit fields, taken as they are except mode 1's (0 or 255). A chunk
+// too short for its colour type is left out (Pillow refuses to open such a file).
+std::optional<std::array<uint16_t, 3>> TransparencyKey(const spng_ihdr& ihdr,
+                                                       std::span<const uint8_t> trns) {
+  auto field = [&](size_t i) {
+    return static_cast<uint16_t>((trns[2 * i] << 8) | trns[2 * i + 1]);
+  };
+  if (ihdr.color_type == kGray && ihdr.bit_depth <= 8 && trns.size() >= 2) {
+    uint16_t gray = field(0);
+    if (ihdr.bit_depth == 1) gray = gray != 0 ? 255 : 0;
+    return std::array<uint16_t, 3>{gray, 0, 0};
+  }
+  if (ihdr.color_type == kRgb && trns.size() >= 6) {
+    return std::array<uint16_t, 3>{field(0), field(1), field(2)};
+  }
+  return std::nullopt;
+}
+
 ImageInfo InfoFromHeader(const PngHeader& header) {
   const spng_ihdr& ihdr = header.ihdr;
   ImageInfo info;
@@ -139,6 +162,7 @@ ImageInfo InfoFromHeader(const PngHeader& header) {
   info.channels = DecodedChannels(ihdr, info.palette && header.chunks.has_trns);
   info.bit_depth = ihdr.bit_depth;
   info.has_alpha = info.channels == 2 || info.channels == 4;
+  if (header.chunks.has_trns) info.transparency = TransparencyKey(ihdr, header.chunks.trns);
   info.progressive_or_interlaced = ihdr.interlace_method != 0;
   info.exif_orientation =
       ResolveOrientation(header.chunks.exif_orientation, header.chunks.xmp_orientation);

@@ -17,6 +17,8 @@ DatasetInfo InfoFromManifest(const std::string& path, const internal::Manifest& 
   info.height = m.preprocess.height;
   info.width = m.preprocess.width;
   info.align_long_axis = m.preprocess.align_long_axis;
+  info.hf_version = m.preprocess.hf_version;
+  info.backend = m.preprocess.backend;
   info.codec = m.codec;
   info.compression = m.compression;
   info.stored_codecs = m.stored_codecs;

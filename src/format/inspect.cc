@@ -118,10 +118,9 @@ std::string StatsToJson(const DatasetStats& s) {
   j["compression"] = s.manifest.compression;
   const PreprocessInfo& p = s.manifest.preprocess;
   if (p.preprocessed()) {
-    j["preprocess"] = {{"preset", p.preset},
-                       {"height", p.height},
-                       {"width", p.width},
-                       {"align_long_axis", p.align_long_axis}};
+    j["preprocess"] = {{"preset", p.preset},         {"height", p.height},
+                       {"width", p.width},           {"align_long_axis", p.align_long_axis},
+                       {"hf_version", p.hf_version}, {"backend", p.backend}};
   } else {
     j["preprocess"] = nullptr;  // original images
   }

@@ -110,6 +110,8 @@ Json PreprocessToJson(const PreprocessInfo& p) {
   j["height"] = p.height;
   j["width"] = p.width;
   j["align_long_axis"] = p.align_long_axis;
+  j["hf_version"] = p.hf_version;
+  j["backend"] = p.backend;
   return j;
 }
 
@@ -119,6 +121,18 @@ Result<PreprocessInfo> PreprocessFromJson(const Json& j) {
   p.height = j.at("height").get<int32_t>();
   p.width = j.at("width").get<int32_t>();
   p.align_long_axis = j.at("align_long_axis").get<bool>();
+  // Absent in manifests written before transformers 5 existed for docfeed: 4.x / pil.
+  if (j.contains("hf_version")) p.hf_version = j.at("hf_version").get<int32_t>();
+  if (j.contains("backend")) p.backend = j.at("backend").get<std::string>();
+  if (p.hf_version != 4 && p.hf_version != 5) {
+    return UnsupportedError("field preprocess.hf_version: " + std::to_string(p.hf_version) +
+                            " (this docfeed knows 4 and 5)");
+  }
+  if (p.backend != "pil" && (p.backend != "torchvision" || p.hf_version != 5)) {
+    return UnsupportedError("field preprocess.backend: \"" + p.backend + "\" with hf_version " +
+                            std::to_string(p.hf_version) +
+                            " (known: \"pil\", and \"torchvision\" with hf_version 5)");
+  }
   if (p.preset != kPreprocessDonut) {
     return UnsupportedError("field preprocess.preset: unknown preprocessing \"" + p.preset +
                             "\" (this docfeed knows \"donut\")");
@@ -134,6 +148,8 @@ Json NormalizationToJson(const NormalizationInfo& n) {
   Json j;
   j["mean"] = n.mean;
   j["std"] = n.std;
+  // Omitted for numpy's arithmetic, so datasets migrated before it existed read back equal.
+  if (n.backend != "pil") j["backend"] = n.backend;
   return j;
 }
 
@@ -160,6 +176,11 @@ Result<NormalizationInfo> NormalizationFromJson(const Json& j) {
   NormalizationInfo n;
   DOCFEED_ASSIGN_OR_RETURN(n.mean, ParseTriple(j.at("mean"), "normalization.mean", false));
   DOCFEED_ASSIGN_OR_RETURN(n.std, ParseTriple(j.at("std"), "normalization.std", true));
+  if (j.contains("backend")) n.backend = j.at("backend").get<std::string>();
+  if (n.backend != "pil" && n.backend != "torchvision") {
+    return UnsupportedError("field normalization.backend: \"" + n.backend +
+                            "\" (this docfeed knows \"pil\" and \"torchvision\")");
+  }
   return n;
 }
 

@@ -47,13 +47,17 @@ struct FileEntry {
 // What the stored images are (docs/format.md, "Preprocessed datasets"). The default value means
 // the original source images; with preset "donut" every stored image is DonutResize's output (the
 // "resized" stage of src/imaging/donut.h: align, shortest-edge resize, thumbnail) for a
-// DonutConfig with this height, width and align_long_axis, stored as binary PGM/PPM (1 channel
-// for grayscale sources, 3 for RGB), so loading only decodes and pads.
+// DonutConfig with this height, width, align_long_axis, processor generation (hf_version) and
+// backend, stored as binary PGM/PPM (1 channel for grayscale sources, 3 for RGB), so loading only
+// decodes and pads. A manifest without hf_version / backend was written before they existed: its
+// pages are transformers 4.x's ("pil").
 struct PreprocessInfo {
   std::string preset;  // "" = original images, "donut" = DonutResize output
   int32_t height = 0;
   int32_t width = 0;
   bool align_long_axis = false;
+  int32_t hf_version = 4;       // 4 or 5: DonutConfig::hf_version
+  std::string backend = "pil";  // "pil" or "torchvision": DonutBackendName(DonutConfig::backend)
 
   bool preprocessed() const { return !preset.empty(); }
   bool operator==(const PreprocessInfo&) const = default;
@@ -67,6 +71,10 @@ struct PreprocessInfo {
 struct NormalizationInfo {
   std::array<double, 3> mean = {0.5, 0.5, 0.5};
   std::array<double, 3> std = {0.5, 0.5, 0.5};
+  // The arithmetic: "pil" (numpy's, transformers 4.x and 5.x's PIL backend) or "torchvision"
+  // (5.x's fused float32 rescale-and-normalize). The migrated pages' preprocess record says the
+  // same (hf_version 5, backend torchvision), so the loader builds that table.
+  std::string backend = "pil";
 
   bool operator==(const NormalizationInfo&) const = default;
 };

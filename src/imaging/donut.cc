@@ -10,6 +10,22 @@
 #include <utility>
 #include <vector>
 
+namespace docfeed {
+
+// Public (docfeed/preprocess.h), defined beside the config they name.
+std::string_view DonutBackendName(DonutBackend backend) {
+  return backend == DonutBackend::kTorchvision ? "torchvision" : "pil";
+}
+
+Result<DonutBackend> ParseDonutBackend(std::string_view name) {
+  if (name == "pil") return DonutBackend::kPil;
+  if (name == "torchvision") return DonutBackend::kTorchvision;
+  return InvalidArgumentError("backend must be \"pil\" or \"torchvision\", got \"" +
+                              std::string(name) + "\"");
+}
+
+}  // namespace docfeed
+
 namespace docfeed::internal {
 namespace {
 
@@ -73,10 +89,11 @@ Status CheckPillowBomb(int32_t width, int32_t height) {
 
 // Pillow's resize of the whole image (or `box`) to width x height.
 Result<Image> PillowResize(const ImageView& src, int32_t width, int32_t height,
-                           ResampleFilter filter, const Box* box, double reducing_gap) {
+                           ResampleFilter filter, const Box* box, double reducing_gap,
+                           ResampleArithmetic arithmetic) {
   DOCFEED_RETURN_IF_ERROR(CheckPillowBomb(width, height));
   Image dst = NewImage(width, height, src.channels);
-  DOCFEED_RETURN_IF_ERROR(Resize(src, MutableViewOf(dst), filter, box, reducing_gap));
+  DOCFEED_RETURN_IF_ERROR(Resize(src, MutableViewOf(dst), filter, box, reducing_gap, arithmetic));
   return dst;
 }
 
@@ -109,10 +126,11 @@ Result<Image> ResizeStages(const Image& image, const Box& box, const DonutGeomet
   const bool thumbnail = config.do_thumbnail &&
                          (g.thumb_width != g.resized_width || g.thumb_height != g.resized_height);
   const Box* resize_box = full_box ? nullptr : &box;
+  const DonutResampling r = ResamplingOf(config);
   if (!thumbnail) {
     if (!config.do_resize) return image;
     return PillowResize(ViewOf(image), g.resized_width, g.resized_height, ResampleFilter::kBilinear,
-                        resize_box, 0);
+                        resize_box, 0, r.arithmetic);
   }
   ImageView resized = ViewOf(image);
   std::vector<uint8_t> own;
@@ -124,11 +142,12 @@ Result<Image> ResizeStages(const Image& image, const Box& box, const DonutGeomet
     if (buffer.size() < size_bytes) buffer.resize(size_bytes);
     const MutableImageView out{buffer.data(), g.resized_width, g.resized_height, image.channels,
                                static_cast<ptrdiff_t>(stride)};
-    DOCFEED_RETURN_IF_ERROR(Resize(ViewOf(image), out, ResampleFilter::kBilinear, resize_box, 0));
+    DOCFEED_RETURN_IF_ERROR(
+        Resize(ViewOf(image), out, ResampleFilter::kBilinear, resize_box, 0, r.arithmetic));
     resized = ImageView{out.data, out.width, out.height, out.channels, out.stride_bytes};
   }
-  return PillowResize(resized, g.thumb_width, g.thumb_height, ResampleFilter::kBicubic, nullptr,
-                      2.0);
+  return PillowResize(resized, g.thumb_width, g.thumb_height, r.thumbnail_filter, nullptr,
+                      r.thumbnail_reducing_gap, r.arithmetic);
 }
 
 }  // namespace
@@ -138,6 +157,16 @@ Status ValidateDonutConfig(const DonutConfig& config) {
       config.width > kMaxTargetSide) {
     return InvalidArgumentError("donut: size height x width must be within 1..65535, got " +
                                 std::to_string(config.height) + "x" + std::to_string(config.width));
+  }
+  if (config.hf_version != 4 && config.hf_version != 5) {
+    return InvalidArgumentError(
+        "donut: hf_version must be 4 or 5 (the transformers generation), got " +
+        std::to_string(config.hf_version));
+  }
+  if (config.hf_version == 4 && config.backend != DonutBackend::kPil) {
+    return InvalidArgumentError(
+        "donut: backend \"torchvision\" needs hf_version 5 (transformers 4's fast processor is "
+        "not reproduced)");
   }
   if (!std::isfinite(config.rescale_factor)) {
     return InvalidArgumentError("donut: rescale_factor must be finite");
@@ -203,6 +232,78 @@ Result<Image> ToDonutInput(Image image) {
   DOCFEED_RETURN_IF_ERROR(CheckImage(image, "input image"));
   if (image.channels == 2 || image.channels == 4) return DropAlpha(image);
   return image;
+}
+
+uint8_t CompositeOnWhite(uint8_t value, uint8_t alpha) {
+  if (alpha == 0) return 255;  // Pillow copies the background pixel.
+  // AlphaComposite.c with dst = (255, 255, 255, 255): blend = dst.a * (255 - src.a),
+  // outa255 = src.a * 255 + blend, coef1 = src.a * 255 * 255 * 2^7 / outa255 (integer division),
+  // coef2 = 255 * 2^7 - coef1, out = SHIFTFORDIV255(v * coef1 + 255 * coef2 + 0x80 * 2^7) >> 7.
+  constexpr uint32_t kPrecisionBits = 7;
+  const uint32_t a = alpha;
+  const uint32_t outa255 = a * 255 + 255 * (255 - a);
+  const uint32_t coef1 = a * 255 * 255 * (1u << kPrecisionBits) / outa255;
+  const uint32_t coef2 = 255 * (1u << kPrecisionBits) - coef1;
+  const uint32_t tmp = value * coef1 + 255 * coef2 + (0x80u << kPrecisionBits);
+  return static_cast<uint8_t>((((tmp >> 8) + tmp) >> 8) >> kPrecisionBits);
+}
+
+namespace {
+
+// Pillow's convert_transparent: 8-bit samples equal to the key are transparent, the others
+// opaque (L -> LA, RGB -> RGBA).
+Image WithColourKeyAlpha(const Image& image, const std::array<uint16_t, 3>& key) {
+  const int32_t channels = image.channels;
+  Image out = NewImage(image.width, image.height, channels + 1);
+  const size_t n = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
+  const uint8_t* src = image.pixels.data();
+  uint8_t* dst = out.pixels.data();
+  for (size_t i = 0; i < n; ++i, src += channels, dst += channels + 1) {
+    bool equal = true;
+    for (int32_t c = 0; c < channels; ++c) {
+      dst[c] = src[c];
+      equal = equal && src[c] == key[static_cast<size_t>(c)];
+    }
+    dst[channels] = equal ? 0 : 255;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::array<uint16_t, 3>> DonutTransparencyKey(std::span<const uint8_t> bytes,
+                                                            const DonutConfig& config) {
+  if (config.hf_version == 4 || SniffCodec(bytes) != ImageCodec::kPng) return std::nullopt;
+  Result<ImageInfo> info = ProbeImage(bytes);
+  // A header the probe refuses fails the decode that follows, with its own error.
+  return info.ok() ? info->transparency : std::nullopt;
+}
+
+Result<Image> ToDonutInput(Image image, const DonutConfig& config,
+                           const std::optional<std::array<uint16_t, 3>>& transparency) {
+  if (config.hf_version == 4) return ToDonutInput(std::move(image));
+  DOCFEED_RETURN_IF_ERROR(CheckImage(image, "input image"));
+  if (transparency && (image.channels == 1 || image.channels == 3)) {
+    image = WithColourKeyAlpha(image, *transparency);
+  }
+  if (image.channels != 2 && image.channels != 4) return image;
+  const int32_t keep = image.channels - 1;
+  Image out = NewImage(image.width, image.height, keep);
+  const size_t n = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
+  const uint8_t* src = image.pixels.data();
+  uint8_t* dst = out.pixels.data();
+  for (size_t i = 0; i < n; ++i, src += image.channels, dst += keep) {
+    const uint8_t alpha = src[keep];
+    for (int32_t c = 0; c < keep; ++c) dst[c] = CompositeOnWhite(src[c], alpha);
+  }
+  return out;
+}
+
+DonutResampling ResamplingOf(const DonutConfig& config) {
+  if (config.hf_version == 4) return {};
+  return {ResampleFilter::kBilinear, 0,
+          config.backend == DonutBackend::kTorchvision ? ResampleArithmetic::kTorchUint8
+                                                       : ResampleArithmetic::kPillow};
 }
 
 Image RotateClockwise(const Image& image) {

@@ -23,6 +23,8 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <span>
 
 #include "base/random.h"
 #include "codec/codec.h"
@@ -36,7 +38,8 @@ namespace docfeed::internal {
 using docfeed::DonutConfig;
 
 // Errors: InvalidArgument naming the field: height/width outside 1..65535, a std that is zero or
-// not finite in float32, a non-finite mean or rescale_factor.
+// not finite in float32, a non-finite mean or rescale_factor, hf_version not 4 or 5, backend
+// torchvision with hf_version 4.
 Status ValidateDonutConfig(const DonutConfig& config);
 
 // The sizes DonutResize goes through for a w x h input (after the optional rotation).
@@ -64,6 +67,15 @@ Result<DonutGeometry> ComputeDonutGeometry(int32_t width, int32_t height,
 // asks it about every image it stores unprocessed, so an image the loader would refuse is
 // refused at pack time instead (pack/sample_encoder.h).
 Result<DonutGeometry> CheckDonutResizable(int32_t width, int32_t height, const DonutConfig& config);
+// The two resizes of a processor generation: the shortest-edge resize is BILINEAR without a
+// reducing gap in both; the thumbnail is BICUBIC with reducing_gap 2.0 in 4.x and the configured
+// BILINEAR without a gap in 5.x; the torchvision backend uses torch's uint8 arithmetic.
+struct DonutResampling {
+  ResampleFilter thumbnail_filter = ResampleFilter::kBicubic;
+  double thumbnail_reducing_gap = 2.0;
+  ResampleArithmetic arithmetic = ResampleArithmetic::kPillow;
+};
+DonutResampling ResamplingOf(const DonutConfig& config);
 
 // What convert("RGB") keeps of a decoded image, before resizing: L stays L (see the header
 // comment), LA -> L and RGBA -> RGB drop alpha without compositing, RGB is unchanged. Palette
@@ -71,11 +83,29 @@ Result<DonutGeometry> CheckDonutResizable(int32_t width, int32_t height, const D
 // Errors: InvalidArgument for an empty or inconsistent image.
 Result<Image> ToDonutInput(Image image);
 
+// The colour conversion of `config`'s generation: 4.x as ToDonutInput(image); 5.x (convert_to_rgb
+// with do_convert_rgb=True) composites LA / RGBA onto opaque white with Pillow's
+// alpha_composite arithmetic before dropping alpha (LA stays one channel: each band is
+// composited alone). `transparency` is the source's ImageInfo::transparency: under 5.x an L or
+// RGB pixel equal to it is transparent (Pillow's convert("RGBA") of a PNG with a tRNS colour
+// key) and becomes white; 4.x ignores it, as convert("RGB") does. Errors: as ToDonutInput.
+Result<Image> ToDonutInput(Image image, const DonutConfig& config,
+                           const std::optional<std::array<uint16_t, 3>>& transparency = {});
+
+// The `transparency` argument for ToDonutInput of the image in `bytes`: its PNG colour key under
+// transformers 5 (a header probe, microseconds), nothing under 4.x or for other files.
+std::optional<std::array<uint16_t, 3>> DonutTransparencyKey(std::span<const uint8_t> bytes,
+                                                            const DonutConfig& config);
+
+// Pillow's alpha_composite of value v with alpha a over opaque white (255), per band:
+// AlphaComposite.c with PRECISION_BITS 7.
+uint8_t CompositeOnWhite(uint8_t value, uint8_t alpha);
+
 // Rotates 90 degrees clockwise, as np.rot90(image, 3) on an HWC array. REQUIRES: a valid image.
 Image RotateClockwise(const Image& image);
 
 // The deterministic stages: align, shortest-edge resize (BILINEAR, no reducing gap), thumbnail
-// (BICUBIC, reducing_gap 2.0). `image` has 1 (L) or 3 (RGB) channels, as ToDonutInput returns,
+// (ResamplingOf(config)). `image` has 1 (L) or 3 (RGB) channels, as ToDonutInput returns,
 // and the result has the same channel count.
 // Errors: InvalidArgument for a bad config or image (including 2 or 4 channels), or a size that
 // ComputeDonutGeometry refuses.

@@ -84,21 +84,23 @@ Result<bool> MakeStreams(int32_t sw, int32_t sh, int32_t channels, const ScaledS
   out->pixels.resize(out->stride_bytes() * static_cast<size_t>(out->height));
   const StreamOutput final_rows{out->pixels.data(), static_cast<ptrdiff_t>(out->stride_bytes()),
                                 nullptr};
+  const DonutResampling r = ResamplingOf(config);
   StreamOutput first_out = final_rows;
   if (thumbnail) {
     DOCFEED_ASSIGN_OR_RETURN(
-        s->thumbnail,
-        MakeResizeStream(g.resized_width, g.resized_height, channels, g.thumb_width, g.thumb_height,
-                         ResampleFilter::kBicubic, nullptr, 2.0, final_rows));
+        s->thumbnail, MakeResizeStream(g.resized_width, g.resized_height, channels, g.thumb_width,
+                                       g.thumb_height, r.thumbnail_filter, nullptr,
+                                       r.thumbnail_reducing_gap, final_rows, r.arithmetic));
     if (s->thumbnail == nullptr) return false;
     first_out = StreamOutput{nullptr, 0, s->thumbnail.get()};
   }
   const double k = shape.scale_denom;
   const Box box{0, 0, shape.full_width / k, shape.full_height / k};
   const bool full_box = shape.scale_denom == 1;
-  DOCFEED_ASSIGN_OR_RETURN(s->first, MakeResizeStream(sw, sh, channels, g.resized_width,
-                                                      g.resized_height, ResampleFilter::kBilinear,
-                                                      full_box ? nullptr : &box, 0, first_out));
+  DOCFEED_ASSIGN_OR_RETURN(
+      s->first, MakeResizeStream(sw, sh, channels, g.resized_width, g.resized_height,
+                                 ResampleFilter::kBilinear, full_box ? nullptr : &box, 0, first_out,
+                                 r.arithmetic));
   return s->first != nullptr;
 }
 
@@ -127,7 +129,8 @@ Result<bool> StreamJpeg(std::span<const uint8_t> bytes, const DonutConfig& confi
   ScaledSource shape;
   shape.full_width = width;
   shape.full_height = height;
-  shape.scale_denom = mode == DonutDecodeMode::kFast
+  // torch's arithmetic has no box: the torchvision backend never scales the decode.
+  shape.scale_denom = mode == DonutDecodeMode::kFast && config.backend != DonutBackend::kTorchvision
                           ? ChooseJpegScaleDenom(width, height, g.resized_width, g.resized_height)
                           : 1;
   const int32_t channels = cinfo.num_components;

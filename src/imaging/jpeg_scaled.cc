@@ -116,8 +116,9 @@ Status DecodeJpegScaledInto(std::span<const uint8_t> bytes, int32_t scale_denom,
 Result<ScaledSource> DecodeForDonut(std::span<const uint8_t> bytes, const DonutConfig& config,
                                     DonutDecodeMode mode, const DecodeLimits& limits) {
   int32_t k = 1;
+  // torch's arithmetic has no box, so the torchvision backend always decodes at full size.
   if (mode == DonutDecodeMode::kFast && SniffCodec(bytes) == ImageCodec::kJpeg &&
-      config.do_resize) {
+      config.do_resize && config.backend != DonutBackend::kTorchvision) {
     DOCFEED_ASSIGN_OR_RETURN(const ImageInfo info, ProbeImage(bytes));
     DOCFEED_ASSIGN_OR_RETURN(const DonutGeometry g,
                              ComputeDonutGeometry(info.width, info.height, config));
@@ -134,7 +135,8 @@ Result<ScaledSource> DecodeForDonut(std::span<const uint8_t> bytes, const DonutC
     source.full_width = source.image.width;
     source.full_height = source.image.height;
   }
-  DOCFEED_ASSIGN_OR_RETURN(source.image, ToDonutInput(std::move(source.image)));
+  DOCFEED_ASSIGN_OR_RETURN(source.image, ToDonutInput(std::move(source.image), config,
+                                                      DonutTransparencyKey(bytes, config)));
   return source;
 }
 

@@ -21,9 +21,32 @@ uint32_t ShiftRoundEven(uint32_t value, int shift) {
   return (rem > half || (rem == half && (q & 1) != 0)) ? q + 1 : q;
 }
 
+// The torchvision backend's entry (transformers 5 TorchvisionBackend.rescale_and_normalize):
+// with both steps the rescale is folded into float32 tensors mean / rescale_factor and
+// std / rescale_factor (torch.tensor(mean) * (1.0 / rescale_factor): a float32 product with the
+// Python float rounded to float32), then tvF.normalize computes (float32(v) - mean') / std' in
+// float32. Rescale alone is float32(v) * float32(rescale_factor).
+float TorchTableValue(int v, int channel, const DonutConfig& config) {
+  const auto x = static_cast<float>(v);
+  if (config.do_normalize) {
+    auto mean = static_cast<float>(config.mean[channel]);
+    auto std = static_cast<float>(config.std[channel]);
+    if (config.do_rescale) {
+      const auto inverse = static_cast<float>(1.0 / config.rescale_factor);
+      mean = mean * inverse;
+      std = std * inverse;
+    }
+    const float centered = x - mean;
+    return centered / std;
+  }
+  if (config.do_rescale) return x * static_cast<float>(config.rescale_factor);
+  return x;
+}
+
 // The table entry exactly as numpy computes it (see normalize.h). Every operation is one IEEE
 // rounding in the named type: float32 arithmetic on x86-64 (SSE) has no excess precision.
 float TableValue(int v, int channel, const DonutConfig& config) {
+  if (config.backend == DonutBackend::kTorchvision) return TorchTableValue(v, channel, config);
   float x = static_cast<float>(v);
   if (config.do_rescale) {
     x = static_cast<float>(static_cast<double>(v) * config.rescale_factor);

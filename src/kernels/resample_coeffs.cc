@@ -5,6 +5,7 @@
 // weight and, rarely, a rounded coefficient.
 #include "kernels/resample_coeffs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -70,10 +71,11 @@ KernelFn KernelOf(ResampleFilter filter) {
   return nullptr;
 }
 
-// Round half away from zero into 22-bit fixed point (normalize_coeffs_8bpc).
-int32_t ToFixedPoint(double w) {
-  constexpr double kOne = static_cast<double>(1 << kPrecisionBits);
-  return w < 0 ? static_cast<int32_t>(-0.5 + w * kOne) : static_cast<int32_t>(0.5 + w * kOne);
+// Round half away from zero into `bits`-bit fixed point (normalize_coeffs_8bpc; torch rounds
+// its int16 weights the same way).
+int32_t ToFixedPoint(double w, int32_t bits = kPrecisionBits) {
+  const double one = static_cast<double>(1 << bits);
+  return w < 0 ? static_cast<int32_t>(-0.5 + w * one) : static_cast<int32_t>(0.5 + w * one);
 }
 
 // Computes the weights of output index `o` into `k` (length ksize) and returns {first, taps}.
@@ -101,6 +103,15 @@ void ComputeOne(KernelFn kernel, int32_t in_size, float in0, double scale, doubl
 
 }  // namespace
 
+int32_t TorchWeightsPrecision(double max_weight) {
+  int32_t p = 0;
+  for (; p < kPrecisionBits; ++p) {
+    const auto next = static_cast<int32_t>(0.5 + max_weight * static_cast<double>(1 << (p + 1)));
+    if (next >= (1 << 15)) break;
+  }
+  return p;
+}
+
 double FilterSupport(ResampleFilter filter) {
   switch (filter) {
     case ResampleFilter::kNearest:
@@ -119,7 +130,7 @@ double FilterSupport(ResampleFilter filter) {
 }
 
 Status ComputeCoeffs(int32_t in_size, float in0, float in1, int32_t out_size, ResampleFilter filter,
-                     CoeffTable* table) {
+                     CoeffTable* table, ResampleArithmetic arithmetic) {
   const KernelFn kernel = KernelOf(filter);
   if (kernel == nullptr || out_size < 1) {
     return InvalidArgumentError("ComputeCoeffs: filter has no kernel or out_size < 1");
@@ -140,11 +151,29 @@ Status ComputeCoeffs(int32_t in_size, float in0, float in1, int32_t out_size, Re
   table->weights.assign(static_cast<size_t>(out_size) * static_cast<size_t>(ksize), 0);
   std::vector<double> k(static_cast<size_t>(ksize));
   const double inv_filterscale = 1.0 / filterscale;
+  if (arithmetic == ResampleArithmetic::kPillow) {
+    for (int32_t o = 0; o < out_size; ++o) {
+      ComputeOne(kernel, in_size, in0, scale, support, inv_filterscale, o, k.data(), ksize,
+                 &table->bounds[2 * static_cast<size_t>(o)]);
+      int32_t* fixed = table->weights.data() + static_cast<size_t>(o) * static_cast<size_t>(ksize);
+      for (int32_t t = 0; t < ksize; ++t) fixed[t] = ToFixedPoint(k[static_cast<size_t>(t)]);
+    }
+    return Status::Ok();
+  }
+  // torch: all weights of the axis first (the precision depends on the largest), then int16 at
+  // that precision. Shifting them up to 22 bits keeps torch's rounding exactly: the accumulator
+  // and the rounding bias are both multiplied by 2^(22 - p).
+  std::vector<double> all(static_cast<size_t>(out_size) * static_cast<size_t>(ksize));
+  double max_weight = 0.0;
   for (int32_t o = 0; o < out_size; ++o) {
-    ComputeOne(kernel, in_size, in0, scale, support, inv_filterscale, o, k.data(), ksize,
+    double* row = all.data() + static_cast<size_t>(o) * static_cast<size_t>(ksize);
+    ComputeOne(kernel, in_size, in0, scale, support, inv_filterscale, o, row, ksize,
                &table->bounds[2 * static_cast<size_t>(o)]);
-    int32_t* fixed = table->weights.data() + static_cast<size_t>(o) * static_cast<size_t>(ksize);
-    for (int32_t t = 0; t < ksize; ++t) fixed[t] = ToFixedPoint(k[static_cast<size_t>(t)]);
+    for (int32_t t = 0; t < ksize; ++t) max_weight = std::max(max_weight, row[t]);
+  }
+  const int32_t p = TorchWeightsPrecision(max_weight);
+  for (size_t i = 0; i < all.size(); ++i) {
+    table->weights[i] = ToFixedPoint(all[i], p) * (int32_t{1} << (kPrecisionBits - p));
   }
   return Status::Ok();
 }

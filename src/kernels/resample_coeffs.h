@@ -42,8 +42,15 @@ double FilterSupport(ResampleFilter filter);
 // `out_size` pixels. in0/in1 are float32 because Pillow parses the box as C floats.
 // REQUIRES: filter != kNearest, out_size >= 1, 0 <= in0 < in1 <= in_size.
 // Errors: ResourceExhausted if the table would not fit in int32 indexing.
+// With kTorchUint8 (resize.h) the weights are torch's int16 ones, shifted up to kPrecisionBits.
 Status ComputeCoeffs(int32_t in_size, float in0, float in1, int32_t out_size, ResampleFilter filter,
-                     CoeffTable* table);
+                     CoeffTable* table,
+                     ResampleArithmetic arithmetic = ResampleArithmetic::kPillow);
+
+// torch's weights_precision for an axis whose largest normalized weight is `max_weight`: the
+// largest p < 22 with int(0.5 + max_weight * 2^(p + 1)) < 2^15 stopping the search
+// (_compute_index_ranges_int16_weights).
+int32_t TorchWeightsPrecision(double max_weight);
 
 }  // namespace docfeed::internal
 

@@ -110,9 +110,9 @@ bool VerticalFirst(int32_t src_w, int32_t src_h, int32_t dst_w, int32_t dst_h) {
 }
 
 // ImagingResampleInner: a pass runs only when its axis changes (size or box); with both, the
-// order follows VerticalFirst().
+// order follows VerticalFirst() (Pillow) or is always horizontal first (torch).
 Status Resample(const ImageView& src, const MutableImageView& dst, ResampleFilter filter,
-                const float box[4]) {
+                const float box[4], ResampleArithmetic arithmetic = ResampleArithmetic::kPillow) {
   const int32_t c = src.channels;
   const bool need_h =
       dst.width != src.width || box[0] != 0 || box[2] != static_cast<float>(dst.width);
@@ -120,13 +120,16 @@ Status Resample(const ImageView& src, const MutableImageView& dst, ResampleFilte
       dst.height != src.height || box[1] != 0 || box[3] != static_cast<float>(dst.height);
   CoeffTable x, y;
   if (need_h) {
-    DOCFEED_RETURN_IF_ERROR(ComputeCoeffs(src.width, box[0], box[2], dst.width, filter, &x));
+    DOCFEED_RETURN_IF_ERROR(
+        ComputeCoeffs(src.width, box[0], box[2], dst.width, filter, &x, arithmetic));
   }
   if (need_v) {
-    DOCFEED_RETURN_IF_ERROR(ComputeCoeffs(src.height, box[1], box[3], dst.height, filter, &y));
+    DOCFEED_RETURN_IF_ERROR(
+        ComputeCoeffs(src.height, box[1], box[3], dst.height, filter, &y, arithmetic));
   }
   if (need_h && need_v) {
-    if (VerticalFirst(src.width, src.height, dst.width, dst.height)) {
+    if (arithmetic == ResampleArithmetic::kPillow &&
+        VerticalFirst(src.width, src.height, dst.width, dst.height)) {
       ResampleVerticalFirst(src, dst, &x, y);
     } else {
       // ImagingResampleInner's order: horizontal pass over the rows the vertical weights read.
@@ -235,7 +238,7 @@ ImageView Premultiplied(const ImageView& src) {
 // pixels. Returns false for the cases the stream leaves to Resize.
 Result<bool> PlanStream(int32_t src_w, int32_t src_h, int32_t dst_w, int32_t dst_h,
                         ResampleFilter filter, const Box& box, double reducing_gap,
-                        StreamPlan* plan) {
+                        ResampleArithmetic arithmetic, StreamPlan* plan) {
   plan->out_width = dst_w;
   plan->out_height = dst_h;
   const bool is_full = box.x0 == 0 && box.y0 == 0 && box.x1 == src_w && box.y1 == src_h;
@@ -257,13 +260,29 @@ Result<bool> PlanStream(int32_t src_w, int32_t src_h, int32_t dst_w, int32_t dst
   plan->has_x = dst_w != src_w || fbox[0] != 0 || fbox[2] != static_cast<float>(dst_w);
   plan->has_y = dst_h != src_h || fbox[1] != 0 || fbox[3] != static_cast<float>(dst_h);
   if (plan->has_x) {
-    DOCFEED_RETURN_IF_ERROR(ComputeCoeffs(src_w, fbox[0], fbox[2], dst_w, filter, &plan->x));
+    DOCFEED_RETURN_IF_ERROR(
+        ComputeCoeffs(src_w, fbox[0], fbox[2], dst_w, filter, &plan->x, arithmetic));
   }
   if (plan->has_y) {
-    DOCFEED_RETURN_IF_ERROR(ComputeCoeffs(src_h, fbox[1], fbox[3], dst_h, filter, &plan->y));
+    DOCFEED_RETURN_IF_ERROR(
+        ComputeCoeffs(src_h, fbox[1], fbox[3], dst_h, filter, &plan->y, arithmetic));
   }
-  plan->vertical_first = plan->has_x && plan->has_y && VerticalFirst(src_w, src_h, dst_w, dst_h);
+  plan->vertical_first = arithmetic == ResampleArithmetic::kPillow && plan->has_x && plan->has_y &&
+                         VerticalFirst(src_w, src_h, dst_w, dst_h);
   return true;
+}
+
+// kTorchUint8 covers what torch's uint8 path does: BILINEAR/BICUBIC over the whole image, no
+// reduce() pre-step, no alpha.
+Status CheckTorchArithmetic(int32_t channels, ResampleFilter filter, const Box* box,
+                            double reducing_gap) {
+  if ((filter != ResampleFilter::kBilinear && filter != ResampleFilter::kBicubic) ||
+      box != nullptr || reducing_gap != 0 || (channels != 1 && channels != 3)) {
+    return InvalidArgumentError(
+        "torch uint8 arithmetic takes BILINEAR or BICUBIC on 1 or 3 channels, without box or "
+        "reducing_gap");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -272,7 +291,7 @@ Result<std::unique_ptr<RowSink>> MakeResizeStream(int32_t src_width, int32_t src
                                                   int32_t channels, int32_t dst_width,
                                                   int32_t dst_height, ResampleFilter filter,
                                                   const Box* box, double reducing_gap,
-                                                  StreamOutput out) {
+                                                  StreamOutput out, ResampleArithmetic arithmetic) {
   if (src_width < 1 || src_height < 1 || dst_width < 1 || dst_height < 1 || channels < 1 ||
       channels > 4) {
     return InvalidArgumentError("resize stream: bad sizes " + std::to_string(src_width) + "x" +
@@ -291,6 +310,9 @@ Result<std::unique_ptr<RowSink>> MakeResizeStream(int32_t src_width, int32_t src
     return InvalidArgumentError("reducing_gap must be 0 (none) or >= 1.0, got " +
                                 std::to_string(reducing_gap));
   }
+  if (arithmetic == ResampleArithmetic::kTorchUint8) {
+    DOCFEED_RETURN_IF_ERROR(CheckTorchArithmetic(channels, filter, box, reducing_gap));
+  }
   const Box b = box != nullptr
                     ? *box
                     : Box{0, 0, static_cast<double>(src_width), static_cast<double>(src_height)};
@@ -298,15 +320,15 @@ Result<std::unique_ptr<RowSink>> MakeResizeStream(int32_t src_width, int32_t src
   plan.src_width = src_width;
   plan.src_height = src_height;
   plan.channels = channels;
-  DOCFEED_ASSIGN_OR_RETURN(
-      const bool streamed,
-      PlanStream(src_width, src_height, dst_width, dst_height, filter, b, reducing_gap, &plan));
+  DOCFEED_ASSIGN_OR_RETURN(const bool streamed,
+                           PlanStream(src_width, src_height, dst_width, dst_height, filter, b,
+                                      reducing_gap, arithmetic, &plan));
   if (!streamed) return std::unique_ptr<RowSink>();
   return MakeResampleStream(std::move(plan), out);
 }
 
 Status Resize(const ImageView& src, const MutableImageView& dst, ResampleFilter filter,
-              const Box* box, double reducing_gap) {
+              const Box* box, double reducing_gap, ResampleArithmetic arithmetic) {
   DOCFEED_RETURN_IF_ERROR(ValidatePair(src, dst));
   if (!(reducing_gap == 0 || reducing_gap >= 1.0)) {
     return InvalidArgumentError("reducing_gap must be 0 (none) or >= 1.0, got " +
@@ -319,6 +341,12 @@ Status Resize(const ImageView& src, const MutableImageView& dst, ResampleFilter 
     CopyRows(src.data, src.stride_bytes, static_cast<int32_t>(RowBytes(src.width, src.channels)),
              src.height, dst.data, dst.stride_bytes);
     return Status::Ok();
+  }
+  if (arithmetic == ResampleArithmetic::kTorchUint8) {
+    DOCFEED_RETURN_IF_ERROR(CheckTorchArithmetic(src.channels, filter, box, reducing_gap));
+    float fbox[4];
+    ToFloatBox(full, fbox);
+    return Resample(src, dst, filter, fbox, arithmetic);
   }
   if (!HasAlpha(src.channels) || filter == ResampleFilter::kNearest) {
     return ResizeOpaque(src, dst, filter, b, reducing_gap);

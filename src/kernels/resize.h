@@ -51,6 +51,20 @@ struct MutableImageView {
   ptrdiff_t stride_bytes = 0;
 };
 
+// Whose fixed-point arithmetic a resize uses. Both compute the same double-precision weights
+// (Pillow's precompute_coeffs, which torch's antialiased upsampling copies); they differ in how
+// the weights become integers and in the pass order:
+//   kPillow      22-bit weights (normalize_coeffs_8bpc); vertical pass first when Pillow's
+//                ImagingResampleInner would choose it.
+//   kTorchUint8  torch's CPU uint8 antialiased path (UpSampleKernel.cpp
+//                _compute_index_ranges_int16_weights, the AVX2 loops adapted from Pillow-SIMD):
+//                int16 weights at the largest precision p < 22 for which the axis's largest
+//                weight still fits, horizontal pass always first. What torchvision's
+//                resize(uint8 tensor, antialias=True) gives on the CPU.
+// kTorchUint8 is implemented by scaling the int16 weights up to 22 bits (w << (22 - p)), which
+// gives exactly torch's (sum + 2^(p-1)) >> p, so the same kernels run both.
+enum class ResampleArithmetic { kPillow, kTorchUint8 };
+
 // Pillow's `box` argument: the source region (x0, y0) - (x1, y1) in pixel units, which may be
 // fractional for Resize(). Pillow passes it to C as float32, and so does Resize().
 struct Box {
@@ -68,8 +82,11 @@ struct Box {
 // Errors: InvalidArgument if a view is empty or inconsistent (null data, size < 1, channels
 // outside 1..4, stride smaller than a row, channel counts differ), the box lies outside the
 // image or is empty (Pillow accepts a zero-width box; docfeed does not), or 0 < reducing_gap < 1.
+// `arithmetic` kTorchUint8 (see above) takes BILINEAR or BICUBIC, no box and no reducing_gap,
+// and 1 or 3 channels (torch has no premultiplied-alpha step).
 Status Resize(const ImageView& src, const MutableImageView& dst, ResampleFilter filter,
-              const Box* box = nullptr, double reducing_gap = 0);
+              const Box* box = nullptr, double reducing_gap = 0,
+              ResampleArithmetic arithmetic = ResampleArithmetic::kPillow);
 
 // Writes into `dst` what PIL's `src.reduce((factor_x, factor_y), box)` returns: every output
 // pixel is the rounded mean of a factor_x x factor_y block of the box; the last column and row
@@ -109,11 +126,10 @@ struct StreamOutput {
 // bytes; out.next (if used) outlives the stream.
 // Errors: as Resize for bad sizes, channels, box or reducing_gap; InvalidArgument if out has
 // neither dst nor next.
-Result<std::unique_ptr<RowSink>> MakeResizeStream(int32_t src_width, int32_t src_height,
-                                                  int32_t channels, int32_t dst_width,
-                                                  int32_t dst_height, ResampleFilter filter,
-                                                  const Box* box, double reducing_gap,
-                                                  StreamOutput out);
+Result<std::unique_ptr<RowSink>> MakeResizeStream(
+    int32_t src_width, int32_t src_height, int32_t channels, int32_t dst_width, int32_t dst_height,
+    ResampleFilter filter, const Box* box, double reducing_gap, StreamOutput out,
+    ResampleArithmetic arithmetic = ResampleArithmetic::kPillow);
 
 }  // namespace docfeed::internal
 

@@ -74,7 +74,7 @@ Result<Plan> ScanSource(const MigrateOptions& options) {
 // of its values (or, with allow_lossy, the closest).
 Result<NormalizeCandidate> ChooseNormalization(const Plan& plan, const MigrateOptions& options) {
   const std::vector<NormalizeCandidate> candidates =
-      options.candidates.empty() ? DefaultCandidates() : options.candidates;
+      WithBothArithmetics(options.candidates.empty() ? DefaultCandidates() : options.candidates);
   const auto job =
       std::find_if(plan.jobs.begin(), plan.jobs.end(), [](const Job& j) { return j.rows > 0; });
   if (job == plan.jobs.end()) return candidates.front();
@@ -112,7 +112,7 @@ Result<NormalizeCandidate> ChooseNormalization(const Plan& plan, const MigrateOp
                 0);
     }
     if (all.off_grid == 0) return candidates[i];
-    tried += "; " + candidates[i].name + ": " + std::to_string(all.off_grid) + " of " +
+    tried += "; " + CandidateLabel(candidates[i]) + ": " + std::to_string(all.off_grid) + " of " +
              std::to_string(all.values) + " values off the grid, largest deviation " +
              std::to_string(all.max_deviation);
     if (!closest || all.max_deviation < closest->first) closest = {all.max_deviation, i};
@@ -288,7 +288,10 @@ std::string MigrationJson(const SplitSource& split, const SourceLayout& layout,
   j["pixel_column"] = options.pixel_column;
   j["tensor_type"] = layout.pixel_type;
   j["array3d"] = layout.array3d;
-  j["normalization"] = {{"name", norm.name}, {"mean", norm.mean}, {"std", norm.std}};
+  j["normalization"] = {{"name", norm.name},
+                        {"mean", norm.mean},
+                        {"std", norm.std},
+                        {"backend", DonutBackendName(norm.backend)}};
   j["box_policy"] = BoxPolicyName(options.box);
   j["samples"] = all.rows;
   j["tensor_height"] = all.height;
@@ -326,8 +329,10 @@ Status AssembleAll(const Plan& plan, const std::string& work, const NormalizeCan
     const std::string out = split.name.empty() ? final_dir : JoinPath(final_dir, split.name);
     DOCFEED_ASSIGN_OR_RETURN(
         uint64_t bytes,
-        AssembleSplit(dirs, out, MigrationJson(split, plan.layouts[s], norm, options, infos),
-                      NormalizationInfo{norm.mean, norm.std}, env));
+        AssembleSplit(
+            dirs, out, MigrationJson(split, plan.layouts[s], norm, options, infos),
+            NormalizationInfo{norm.mean, norm.std, std::string(DonutBackendName(norm.backend))},
+            env));
     SplitSummary ss;
     ss.name = split.name;
     ss.output = split.name.empty() ? options.output : JoinPath(options.output, split.name);

@@ -282,7 +282,14 @@ Status ProcessPiece(const PieceTask& task, const PieceConfig& config, const RowH
   Manifest manifest;
   manifest.codec = "ppm";
   manifest.source_bytes = stream.size_bytes();
-  if (info.rows > 0) manifest.preprocess = {kPreprocessDonut, info.height, info.width, false};
+  if (info.rows > 0) {
+    // The stored pages are padded back and normalized at load time: the record names the
+    // arithmetic the tensors were normalized with (a torchvision one only exists in 5.x).
+    const bool torch = config.inverter->candidate().backend == DonutBackend::kTorchvision;
+    manifest.preprocess = {kPreprocessDonut, info.height,
+                           info.width,       false,
+                           torch ? 5 : 4,    torch ? "torchvision" : "pil"};
+  }
   DOCFEED_RETURN_IF_ERROR(writer->Finish(std::move(manifest)).status());
   // Verified here, piece by piece, so the check maps one piece's files at a time.
   DOCFEED_RETURN_IF_ERROR(

@@ -48,8 +48,24 @@ size_t FloatTypeBytes(FloatType type) {
 }
 
 std::vector<NormalizeCandidate> DefaultCandidates() {
-  return {{"imagenet_standard", {0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}},
-          {"imagenet_default", {0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}}};
+  return {{"imagenet_standard", {0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}, DonutBackend::kPil},
+          {"imagenet_default", {0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}, DonutBackend::kPil}};
+}
+
+std::vector<NormalizeCandidate> WithBothArithmetics(std::vector<NormalizeCandidate> candidates) {
+  const size_t n = candidates.size();
+  for (size_t i = 0; i < n; ++i) {
+    candidates[i].backend = DonutBackend::kPil;
+    NormalizeCandidate torch = candidates[i];
+    torch.backend = DonutBackend::kTorchvision;
+    candidates.push_back(std::move(torch));
+  }
+  return candidates;
+}
+
+std::string CandidateLabel(const NormalizeCandidate& candidate) {
+  return candidate.backend == DonutBackend::kTorchvision ? candidate.name + " (torchvision)"
+                                                         : candidate.name;
 }
 
 void RecoveryStats::Merge(const RecoveryStats& other, int64_t base) {
@@ -83,6 +99,9 @@ Result<GridInverter> GridInverter::Create(const NormalizeCandidate& candidate) {
   DonutConfig config;
   config.mean = candidate.mean;
   config.std = candidate.std;
+  // Only the normalization table is used here; torchvision's arithmetic exists in 5.x only.
+  config.backend = candidate.backend;
+  config.hf_version = candidate.backend == DonutBackend::kTorchvision ? 5 : 4;
   Result<NormalizeTable> table = MakeNormalizeTable(config);
   if (!table.ok()) return table.status().WithContext("normalization " + candidate.name);
   GridInverter inverter;

@@ -42,6 +42,13 @@ using NormalizeCandidate = docfeed::MigrateNormalization;
 // 0.229, 0.224, 0.225, the Donut authors' code), the constants of transformers.image_utils.
 std::vector<NormalizeCandidate> DefaultCandidates();
 
+// `candidates` with numpy's arithmetic (kPil), followed by each of them again with torchvision's:
+// a float dataset made by transformers 5's torchvision processor is found on the second grid.
+std::vector<NormalizeCandidate> WithBothArithmetics(std::vector<NormalizeCandidate> candidates);
+
+// The candidate's name, with " (torchvision)" for that arithmetic (messages, summaries).
+std::string CandidateLabel(const NormalizeCandidate& candidate);
+
 // What recovering some values found.
 struct RecoveryStats {
   uint64_t values = 0;

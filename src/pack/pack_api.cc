@@ -41,6 +41,8 @@ internal::PackOptions ToInternal(const PackOptions& o) {
   p.encode.preprocess.height = o.preprocess.height;
   p.encode.preprocess.width = o.preprocess.width;
   p.encode.preprocess.align_long_axis = o.preprocess.align_long_axis;
+  p.encode.preprocess.hf_version = o.preprocess.hf_version;
+  p.encode.preprocess.backend = o.preprocess.backend;
   p.encode.keep_original = o.preprocess.keep_original;
   p.threads = o.threads;
   p.skip_bad = o.skip_bad;

@@ -181,12 +181,20 @@ Status ValidateOptions(const LoaderOptions& o) {
 
 // The preset's parameters: the options', with the normalization of the float outputs taken,
 // for each of mean/std, from the options if set, else from the manifest if it records one
-// (migrated datasets), else the preset's (0.5 / 0.5).
+// (migrated datasets, whose recorded processor generation also replaces the options'), else the
+// preset's (0.5 / 0.5).
 PresetParams MakePresetParams(const LoaderOptions& o, const Manifest& manifest) {
   PresetParams params = o.preset;
   if (manifest.normalization) {
     params.donut.mean = manifest.normalization->mean;
     params.donut.std = manifest.normalization->std;
+    // A migrated page is only padded and normalized: the generation that matters is the one
+    // whose arithmetic made the tensors, which the migration recorded.
+    if (manifest.preprocess.preprocessed()) {
+      params.donut.hf_version = manifest.preprocess.hf_version;
+      Result<DonutBackend> backend = ParseDonutBackend(manifest.preprocess.backend);
+      if (backend.ok()) params.donut.backend = *backend;
+    }
   }
   if (o.image_mean) params.donut.mean = *o.image_mean;
   if (o.image_std) params.donut.std = *o.image_std;

@@ -1,5 +1,6 @@
-// The Donut preset (DonutImageProcessor, transformers 4.x): docs/donut-preprocessing.md has the
-// processor's steps; imaging/ implements each of them bit-exactly. This file only sequences them.
+// The Donut preset (DonutImageProcessor of transformers 4.x, or 5.x with its PIL or torchvision
+// backend): docs/donut-preprocessing.md has the processor's steps; imaging/ implements each of them
+// bit-exactly. This file only sequences them.
 #include <utility>
 
 #include "base/clock.h"
@@ -9,9 +10,11 @@
 namespace docfeed::internal {
 namespace {
 
-std::string Describe(int32_t height, int32_t width, bool align) {
+std::string Describe(int32_t height, int32_t width, bool align, int32_t hf_version,
+                     std::string_view backend) {
   return std::to_string(height) + "x" + std::to_string(width) + (align ? " with" : " without") +
-         " align_long_axis";
+         " align_long_axis, transformers " + std::to_string(hf_version) + ".x " +
+         std::string(backend);
 }
 
 class DonutPreset final : public Preset {
@@ -48,14 +51,16 @@ class DonutPreset final : public Preset {
     Image oriented = ApplyOrientation(decoded, request.orientation);
     if (times != nullptr) times->decode += NanosSince(start);
     start = Clock::now();
-    DOCFEED_ASSIGN_OR_RETURN(Image input, ToDonutInput(std::move(oriented)));
+    DOCFEED_ASSIGN_OR_RETURN(Image input, ToDonutInput(std::move(oriented), config_,
+                                                       DonutTransparencyKey(bytes, config_)));
     DOCFEED_ASSIGN_OR_RETURN(*out, DonutResize(input, config_));
     if (times != nullptr) times->resize += NanosSince(start);
     return Status::Ok();
   }
 
   PreprocessInfo StoredInfo() const override {
-    return {kPreprocessDonut, config_.height, config_.width, config_.align_long_axis};
+    return {kPreprocessDonut,        config_.height,     config_.width,
+            config_.align_long_axis, config_.hf_version, BackendName()};
   }
 
   Status CheckStored(const PreprocessInfo& p, const std::string& dir) const override {
@@ -64,17 +69,21 @@ class DonutPreset final : public Preset {
                                      "\", which the donut preset cannot take");
     }
     if (p.height == config_.height && p.width == config_.width &&
-        p.align_long_axis == config_.align_long_axis) {
+        p.align_long_axis == config_.align_long_axis && p.hf_version == config_.hf_version &&
+        p.backend == BackendName()) {
       return Status::Ok();
     }
     return FailedPreconditionError(
         dir + " holds pages resized at pack time for " +
-        Describe(p.height, p.width, p.align_long_axis) + ", but the loader was asked for " +
-        Describe(config_.height, config_.width, config_.align_long_axis) +
+        Describe(p.height, p.width, p.align_long_axis, p.hf_version, p.backend) +
+        ", but the loader was asked for " +
+        Describe(config_.height, config_.width, config_.align_long_axis, config_.hf_version,
+                 BackendName()) +
         "; resizing them again would not give the processor's pixels. Re-pack with "
         "--preprocess donut --size " +
-        std::to_string(config_.height) + "x" + std::to_string(config_.width) +
-        " (from the originals, or from --keep-original), or load at the packed size");
+        std::to_string(config_.height) + "x" + std::to_string(config_.width) + " --hf-version " +
+        std::to_string(config_.hf_version) + " --backend " + std::string(BackendName()) +
+        " (from the originals, or from --keep-original), or load with the packed settings");
   }
 
   // The processor's padding (centred, or randint offsets drawn from the sample's key), then
@@ -111,6 +120,8 @@ class DonutPreset final : public Preset {
   }
 
  private:
+  std::string BackendName() const { return std::string(DonutBackendName(config_.backend)); }
+
   const DonutConfig config_;
   const PadMode pad_;
   const NormalizeTable table_;
@@ -143,6 +154,8 @@ Result<std::unique_ptr<const Preset>> PresetForStored(const PreprocessInfo& stor
   params.donut.height = stored.height;
   params.donut.width = stored.width;
   params.donut.align_long_axis = stored.align_long_axis;
+  params.donut.hf_version = stored.hf_version;
+  DOCFEED_ASSIGN_OR_RETURN(params.donut.backend, ParseDonutBackend(stored.backend));
   return MakePreset(params);
 }
 

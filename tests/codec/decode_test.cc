@@ -76,6 +76,22 @@ TEST(ProbeImage, GeometryAndModeMatchPillow) {
   }
 }
 
+// Pillow's info["transparency"] of a PNG colour key (gen/gray_trns.png: Pillow reads 78), which
+// the transformers 5 colour conversion applies; decoding itself keeps L, as Image.open does.
+TEST(ProbeImage, ReportsAPngColourKeyAsPillowReadsIt) {
+  Result<ImageInfo> gray = ProbeImage(ReadImage("gen/gray_trns.png"));
+  ASSERT_TRUE(gray.ok()) << gray.status().ToString();
+  ASSERT_TRUE(gray->transparency.has_value());
+  EXPECT_EQ((*gray->transparency)[0], 78);
+  EXPECT_EQ(gray->channels, 1);
+  Result<ImageInfo> palette = ProbeImage(ReadImage("gen/palette_trns.png"));
+  ASSERT_TRUE(palette.ok());
+  EXPECT_FALSE(palette->transparency.has_value());  // decoded as alpha instead
+  Result<ImageInfo> plain = ProbeImage(ReadImage("gen/interlaced.png"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->transparency.has_value());
+}
+
 TEST(ProbeImage, ReportsVariantFlags) {
   Result<ImageInfo> progressive = ProbeImage(ReadImage("gen/progressive.jpg"));
   ASSERT_TRUE(progressive.ok());

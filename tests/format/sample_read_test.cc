@@ -209,6 +209,26 @@ TEST(ManifestNormalizationTest, ZeroStdAndShortListsAreRefused) {
       << back.status().ToString();
 }
 
+// The arithmetic of a migration of transformers 5 torchvision tensors: written only when it is
+// not numpy's (older manifests read back equal), read back, and an unknown one refused.
+TEST(ManifestNormalizationTest, TheTorchvisionArithmeticRoundTripsAndUnknownOnesAreRefused) {
+  Manifest m;
+  m.normalization = NormalizationInfo{};
+  EXPECT_EQ(EncodeManifest(m).find("\"backend\""), std::string::npos);
+  m.normalization->backend = "torchvision";
+  const std::string text = EncodeManifest(m);
+  Result<Manifest> back = DecodeManifest(text, "docfeed.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->normalization, m.normalization);
+  m.normalization->backend = "cv2";
+  back = DecodeManifest(EncodeManifest(m), "x/docfeed.json");
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(back.status().message().find("normalization.backend"), std::string::npos)
+      << back.status().ToString();
+  EXPECT_NE(back.status().message().find("x/docfeed.json"), std::string::npos);
+}
+
 // The manifest_fuzz find: a count written as 1e47 was converted to uint64_t with undefined
 // behaviour; -1, 1.5 and true were read as 2^64-1, 1 and 1. Each is now Corruption naming the file
 // and the field.

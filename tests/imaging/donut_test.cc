@@ -137,6 +137,47 @@ TEST(ToDonutInput, DropsAlphaWithoutCompositing) {
   EXPECT_EQ(ToDonutInput(short_buffer).status().code(), StatusCode::kInvalidArgument);
 }
 
+// Pillow 13's Image.alpha_composite(white, RGBA (v, v, v, a)).convert("RGB") for these (v, a).
+TEST(ToDonutInput, Version5CompositesOntoWhiteAsPillow) {
+  const int pillow[][3] = {{0, 0, 255},    {0, 1, 254},    {0, 128, 127},
+                           {0, 255, 0},    {100, 37, 233}, {200, 200, 212},
+                           {255, 77, 255}, {13, 254, 14},  {77, 3, 253}};
+  for (const auto& [v, a, want] : pillow) {
+    EXPECT_EQ(CompositeOnWhite(static_cast<uint8_t>(v), static_cast<uint8_t>(a)), want)
+        << v << "," << a;
+  }
+  DonutConfig v5;
+  v5.hf_version = 5;
+  Image rgba{.width = 2, .height = 1, .channels = 4, .pixels = {0, 100, 200, 128, 7, 8, 9, 255}};
+  Result<Image> rgb = ToDonutInput(rgba, v5);
+  ASSERT_TRUE(rgb.ok());
+  EXPECT_EQ(rgb->channels, 3);
+  EXPECT_EQ(rgb->pixels[0], CompositeOnWhite(0, 128));
+  EXPECT_EQ(rgb->pixels[2], CompositeOnWhite(200, 128));
+  EXPECT_EQ((std::vector<uint8_t>(rgb->pixels.begin() + 3, rgb->pixels.end())),
+            (std::vector<uint8_t>{7, 8, 9}));
+  Image la{.width = 1, .height = 1, .channels = 2, .pixels = {0, 0}};
+  Result<Image> l = ToDonutInput(la, v5);
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->channels, 1);
+  EXPECT_EQ(l->pixels, (std::vector<uint8_t>{255}));  // fully transparent: white
+  DonutConfig v4;
+  EXPECT_EQ(ToDonutInput(la, v4)->pixels, (std::vector<uint8_t>{0}));  // 4.x drops alpha
+}
+
+TEST(ValidateDonutConfig, GenerationAndBackend) {
+  DonutConfig config;
+  config.hf_version = 3;
+  EXPECT_NE(ValidateDonutConfig(config).message().find("hf_version"), std::string_view::npos);
+  config.hf_version = 4;
+  config.backend = DonutBackend::kTorchvision;
+  EXPECT_NE(ValidateDonutConfig(config).message().find("torchvision"), std::string_view::npos);
+  config.hf_version = 5;
+  EXPECT_TRUE(ValidateDonutConfig(config).ok());
+  EXPECT_EQ(ParseDonutBackend("torchvision").value(), DonutBackend::kTorchvision);
+  EXPECT_EQ(ParseDonutBackend("cv2").status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(RotateClockwise, MatchesNumpyRot90K3) {
   // in (H=2, W=3): rows {0 1 2} {3 4 5}; np.rot90(in, 3) = {3 0} {4 1} {5 2}.
   Image in{.width = 3, .height = 2, .channels = 1, .pixels = {0, 1, 2, 3, 4, 5}};

@@ -39,7 +39,7 @@ Image ExpectedResized(const std::vector<uint8_t>& source, const DonutConfig& con
   EXPECT_TRUE(info.ok());
   Result<Image> decoded = DecodeImage(source);
   EXPECT_TRUE(decoded.ok());
-  Result<Image> input = ToDonutInput(ApplyOrientation(*decoded, info->exif_orientation));
+  Result<Image> input = ToDonutInput(ApplyOrientation(*decoded, info->exif_orientation), config);
   EXPECT_TRUE(input.ok());
   Result<Image> resized = DonutResize(*input, config);
   EXPECT_TRUE(resized.ok()) << resized.status().ToString();
@@ -118,6 +118,39 @@ TEST(PreprocessPackTest, AlignLongAxisAndUncompressedBodies) {
   ASSERT_TRUE(ds.ok());
   EXPECT_TRUE((*ds)->manifest().preprocess.align_long_axis);
   EXPECT_TRUE((*ds)->manifest().original_column.empty());
+}
+
+// The processor generation travels into the stored pages and the manifest.
+TEST(PreprocessPackTest, Transformers5TorchvisionPagesAreRecorded) {
+  TempDir dir;
+  testing::MakeSmallFolder(dir.Join("src"));
+  PackOptions o = PreprocessOptions(dir.Join("src"), dir.Join("out"), 6, 12, false);
+  o.encode.preprocess.hf_version = 5;
+  o.encode.preprocess.backend = "torchvision";
+  o.encode.keep_original = false;
+  Result<PackSummary> summary = Pack(o);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  DonutConfig config;
+  config.height = 6;
+  config.width = 12;
+  config.hf_version = 5;
+  config.backend = DonutBackend::kTorchvision;
+  ExpectStoredPagesAreDonutResize(dir.Join("src"), dir.Join("out"), config);
+  Result<std::unique_ptr<Dataset>> ds = Dataset::Open(dir.Join("out"));
+  ASSERT_TRUE(ds.ok());
+  EXPECT_EQ((*ds)->manifest().preprocess.hf_version, 5);
+  EXPECT_EQ((*ds)->manifest().preprocess.backend, "torchvision");
+}
+
+TEST(PreprocessPackTest, UnknownBackendIsRefused) {
+  TempDir dir;
+  testing::MakeSmallFolder(dir.Join("src"));
+  PackOptions o = PreprocessOptions(dir.Join("src"), dir.Join("out"), 6, 12, false);
+  o.encode.preprocess.backend = "torchvision";  // with hf_version 4
+  Result<PackSummary> summary = Pack(o);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(summary.status().message().find("torchvision"), std::string::npos);
 }
 
 TEST(PreprocessPackTest, KeepOriginalNeedsPreprocess) {

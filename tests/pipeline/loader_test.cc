@@ -427,6 +427,21 @@ TEST(Loader, RefusesAPreprocessedDatasetOfAnotherSize) {
       << l.status().ToString();
 }
 
+// The shared preprocessed dataset was packed for transformers 4.x (the default); a loader asked
+// for 5.x pages must refuse too, saying how to re-pack.
+TEST(Loader, RefusesAPreprocessedDatasetOfAnotherGeneration) {
+  LoaderOptions o = Options(Shared().preprocessed);
+  o.preset.donut.hf_version = 5;
+  o.preset.donut.backend = DonutBackend::kTorchvision;
+  Result<std::unique_ptr<Loader>> l = Loader::Create(o);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(l.status().message().find("transformers 4.x pil"), std::string::npos)
+      << l.status().ToString();
+  EXPECT_NE(l.status().message().find("--hf-version 5 --backend torchvision"), std::string::npos)
+      << l.status().ToString();
+}
+
 // A dataset that records no normalization (packed from images) loads with Donut's 0.5 / 0.5;
 // image_mean / image_std override it per channel (migrated datasets: tests/migrate).
 TEST(Loader, NormalizesWithTheDefaultOrTheGivenMeanAndStd) {

@@ -1,8 +1,10 @@
 """`docfeed doctor` (issue 7): the report on seed-like datasets made with the real libraries.
 
-Runs in .venv/train (torch, datasets 4.x, transformers 4.57.6 in process). The inputs are made as
-the Donut recipe makes them: the real DonutImageProcessor turns generated documents (small,
-64 x 48, so the test is fast) into pixel_values, centred or with random_padding=True, and the
+Runs in both front environments (.venv/train: datasets 4.x, transformers 4.57.6; .venv/hf5:
+datasets 5.x, transformers 5.x; torch in both). The inputs are made as the Donut recipe makes
+them: the real DonutImageProcessor turns generated documents (small, 64 x 48, so the test is
+fast) into pixel_values, centred or with random padding (4.x: random_padding=True; 5.x, whose
+call always centres, through the processor's own pad_image(random_padding=True)), and the
 real `datasets` stores them with labels and target_sequence via save_to_disk (float32 nested
 lists, the recipe's format-less state). Checked:
 * the pathologies doctor names: float32 nested lists, frozen padding (centred vs off-centre, as
@@ -60,11 +62,22 @@ def pages(n):
 
 
 def processed(images, random_padding):
-    proc = transformers.DonutImageProcessor(size={"height": SMALL[0], "width": SMALL[1]},
-                                            do_align_long_axis=False)
+    size = {"height": SMALL[0], "width": SMALL[1]}
     np.random.seed(0)  # the processor draws random padding with np.random
-    return [proc(im, random_padding=random_padding, return_tensors="np")["pixel_values"][0]
-            for im in images]
+    if int(transformers.__version__.split(".")[0]) < 5:
+        proc = transformers.DonutImageProcessor(size=size, do_align_long_axis=False)
+        return [proc(im, random_padding=random_padding, return_tensors="np")["pixel_values"][0]
+                for im in images]
+
+    class Padding(transformers.DonutImageProcessorPil):
+        """5.x's call pads centred always; its pad_image still draws random offsets."""
+
+        def pad_image(self, image, size, random_padding=False):
+            return super().pad_image(image, size, random_padding=random_padding_wanted)
+
+    random_padding_wanted = random_padding
+    proc = Padding(size=size, do_align_long_axis=False)
+    return [proc(im, return_tensors="np")["pixel_values"][0] for im in images]
 
 
 def save(path, tensors, fmt=None):

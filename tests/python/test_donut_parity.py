@@ -115,6 +115,18 @@ def make_image(path, w, h, mode, seed=0):
     elif mode == "PA":  # palette with a transparent entry (decodes to RGBA)
         img = Image.fromarray(smooth_noise(w, h, 3, seed)).quantize(colors=23)
         img.info["transparency"] = 3
+    elif mode.endswith("+key"):  # a tRNS colour key (mode 1, L or RGB): every 6th row is it
+        base = mode[:-4]
+        channels = 3 if base == "RGB" else 1
+        arr = smooth_noise(w, h, channels, seed)
+        key = (200, 40, 90)[:channels] if base != "1" else (0,)
+        arr[::6] = key
+        if base == "1":
+            img = Image.fromarray(arr[..., 0] > 127)
+        else:
+            img = Image.fromarray(arr[..., 0] if channels == 1 else arr, base)
+        img.save(path, transparency=key if channels == 3 else key[0])
+        return
     else:
         channels = len(mode)
         arr = smooth_noise(w, h, channels, seed)
@@ -144,6 +156,11 @@ GENERATED = [
     ("palette-transparent", 229, 311, "PA", "155x120", False),
     ("rgba", 402, 503, "RGBA", "155x120", False),
     ("la", 167, 233, "LA", "155x120", False),
+    # A tRNS colour key: 4.x's convert("RGB") ignores it, 5.x's convert_to_rgb makes those
+    # pixels transparent and composites them onto white.
+    ("gray-colour-key", 233, 311, "L+key", "155x120", False),
+    ("rgb-colour-key", 311, 233, "RGB+key", "155x120", False),
+    ("1bit-colour-key", 250, 333, "1+key", "155x120", False),
     # Thumbnails shrinking >= 4x run Pillow's reduce() first (here 3x3 and 2x2 with a
     # fractional box); very-tall, very-wide and tall-doc-example do too.
     ("reduce-step-3x", 250, 2400, "RGB", "60x40", False),

@@ -282,4 +282,4 @@ def test_dataset_info_reads_the_manifest(original_ds, preprocessed_ds):
     assert [c[0] for c in info["columns"]] == [c["name"] for c in manifest["columns"]]
     pre = _docfeed.dataset_info(str(preprocessed_ds))["preprocess"]
     assert pre == {"preset": "donut", "height": SIZE[0], "width": SIZE[1],
-                   "align_long_axis": False}
+                   "align_long_axis": False, "hf_version": 4, "backend": "pil"}

@@ -1,8 +1,10 @@
 """docfeed.Loader (the Python front, python/docfeed) against the real DonutImageProcessor.
 
-Runs in .venv/train (torch + transformers 4.57.6 in one process; `make test-python`). Checks:
-tensors equal DonutImageProcessor's pixel_values bit for bit with centred padding (datasets of
-original images and `--preprocess donut` ones), the dtypes, the GPU path's table normalization
+Runs in both front environments (`make test-python`: .venv/train with transformers 4.57.6 and
+.venv/hf5 with 5.x). Checks: tensors equal the installed transformers' processor's pixel_values
+bit for bit with centred padding (datasets of original images and `--preprocess donut` ones; on
+4.x DonutImageProcessor, on 5.x both backends, DonutImageProcessorPil and the torchvision
+DonutImageProcessor, each against the loader's matching hf_version/backend), the dtypes, the GPU path's table normalization
 on CPU tensors, order/state/resume semantics, rank splitting, and batch lifetime (hold, drop,
 stop early, outlive the loader).
 """
@@ -49,18 +51,56 @@ def preprocessed_ds(tmp_path_factory):
                 "--size", f"{SIZE[0]}x{SIZE[1]}")
 
 
-@pytest.fixture(scope="session")
-def reference():
-    """DonutImageProcessor (transformers 4.57.6, PIL path) pixel_values per sample id."""
+def _transformers_major():
     import transformers
-    from transformers import DonutImageProcessor
 
-    assert transformers.__version__ == "4.57.6", transformers.__version__
-    proc = DonutImageProcessor(size={"height": SIZE[0], "width": SIZE[1]})
-    out = []
-    for path in sample_files():
-        with Image.open(path) as img:
-            out.append(proc(img, return_tensors="np")["pixel_values"][0])
+    return int(transformers.__version__.split(".")[0])
+
+
+# The processor generations of the installed transformers: (hf_version, backend) as the
+# loader names them.
+GENERATIONS = [(4, "pil")] if _transformers_major() < 5 else [(5, "pil"), (5, "torchvision")]
+AUTO_GENERATION = GENERATIONS[-1]  # what AutoImageProcessor builds (torchvision is installed)
+
+
+def processor(generation):
+    """The real processor of `generation` at SIZE. On 5.x with do_convert_rgb=True: its default
+    (None) passes L pages through with one channel, and normalize then fails on them."""
+    import transformers
+
+    size = {"height": SIZE[0], "width": SIZE[1]}
+    if generation[0] == 4:
+        assert transformers.__version__ == "4.57.6", transformers.__version__
+        return transformers.DonutImageProcessor(size=size)
+    if generation[1] == "pil":
+        return transformers.DonutImageProcessorPil(size=size, do_convert_rgb=True)
+    torch.set_num_threads(1)
+    proc = transformers.DonutImageProcessor(size=size, do_convert_rgb=True)
+    assert proc.backend == "torchvision"
+    return proc
+
+
+def processor_pixels(proc, path):
+    with Image.open(path) as img:
+        return np.asarray(proc(img, return_tensors="np")["pixel_values"][0])
+
+
+@pytest.fixture(scope="session")
+def references():
+    """pixel_values per sample id for each installed generation."""
+    return {g: [processor_pixels(processor(g), path) for path in sample_files()]
+            for g in GENERATIONS}
+
+
+@pytest.fixture(scope="session")
+def preprocessed_by_generation(tmp_path_factory, preprocessed_ds):
+    out = {(4, "pil"): preprocessed_ds}
+    for version, backend in GENERATIONS:
+        if (version, backend) not in out:
+            out[(version, backend)] = pack(
+                SAMPLE_DOCS, tmp_path_factory.mktemp(f"pre{version}{backend}") / "ds",
+                "--preprocess", "donut", "--size", f"{SIZE[0]}x{SIZE[1]}", "--hf-version",
+                version, "--backend", backend)
     return out
 
 
@@ -75,12 +115,15 @@ def digest(batch):
     return h.hexdigest()
 
 
+@pytest.mark.parametrize("generation", GENERATIONS, ids=lambda g: f"{g[0]}.x-{g[1]}")
 @pytest.mark.parametrize("kind", ["original", "preprocessed"])
-def test_center_padding_equals_donut_image_processor(kind, original_ds, preprocessed_ds,
-                                                     reference):
-    ds = original_ds if kind == "original" else preprocessed_ds
+def test_center_padding_equals_donut_image_processor(kind, generation, original_ds,
+                                                     preprocessed_by_generation, references):
+    ds = original_ds if kind == "original" else preprocessed_by_generation[generation]
+    reference = references[generation]
     loader = docfeed.Loader(ds, batch_size=3, image_size=SIZE, shuffle=False, pad="center",
-                            drop_last=False, num_threads=2)
+                            drop_last=False, num_threads=2, hf_version=generation[0],
+                            backend=generation[1])
     assert loader.preprocessed == (kind == "preprocessed")
     assert loader.num_samples == len(reference) and len(loader) == 7
     seen = []
@@ -226,7 +269,7 @@ def test_pack_from_python_dataset_with_tokenizer(tmp_path):
     serves the images' processor pixels and the tokenizer's ids (pad -> -100)."""
     import datasets
     from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import DonutImageProcessor, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     files = sample_files()[:5]
     texts = ["<s_total>9.00</s_total>", "hello world", "a b c d e f g h", "", "x" * 3]
@@ -239,13 +282,13 @@ def test_pack_from_python_dataset_with_tokenizer(tmp_path):
     core.pre_tokenizer = pre_tokenizers.Split("", "isolated")
     tok = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", unk_token="<unk>")
     out = docfeed.pack(ds, tmp_path / "packed", tokenizer=tok, max_length=12)
+    version, backend = AUTO_GENERATION  # what the installed AutoImageProcessor gives
     loader = docfeed.Loader(out, batch_size=5, image_size=SIZE, shuffle=False, pad="center",
-                            drop_last=False)
+                            drop_last=False, hf_version=version, backend=backend)
     batch = next(iter(loader))
-    proc = DonutImageProcessor(size={"height": SIZE[0], "width": SIZE[1]})
+    proc = processor(AUTO_GENERATION)
     for i, path in enumerate(files):
-        with Image.open(path) as img:
-            want = proc(img, return_tensors="np")["pixel_values"][0]
+        want = processor_pixels(proc, path)
         assert torch.equal(batch["pixel_values"][i], torch.from_numpy(want))
         ids = tok(texts[i], add_special_tokens=False, max_length=12, truncation=True)["input_ids"]
         row = batch["labels"][i].tolist()

@@ -207,7 +207,8 @@ def check_exact(out, tensors, mean=(0.5,) * 3, std=(0.5,) * 3, seed=0):
     run_docfeed("verify", out)
     manifest = json.loads((out / "docfeed.json").read_text())
     assert manifest["preprocess"] == {"preset": "donut", "height": height, "width": width,
-                                      "align_long_axis": False}
+                                      "align_long_axis": False, "hf_version": 4,
+                                      "backend": "pil"}
     # What the loader normalizes with (tested through docfeed.Loader below).
     assert manifest["normalization"] == {"mean": list(mean), "std": list(std)}
     return json.loads((out / "migration.json").read_text())

@@ -101,7 +101,7 @@ def test_inspect_and_verify_show_the_preprocessing(packed):
     out = run_docfeed("inspect", packed["dirs"]["aligned"], "--json").stdout
     info = json.loads(out)
     assert info["preprocess"] == {"preset": "donut", "height": 96, "width": 160,
-                                  "align_long_axis": True}
+                                  "align_long_axis": True, "hf_version": 4, "backend": "pil"}
     run_docfeed("verify", packed["dirs"]["page"])
 
 
@@ -117,3 +117,51 @@ def test_pack_refuses_bad_preprocess_arguments(tmp_path, args, message):
     proc = run_docfeed("pack", SAMPLE_DOCS, "-o", tmp_path / "out", *args, check=False)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def rewrite_manifest(ds_dir, edit):
+    """Applies `edit` to docfeed.json and re-seals it as docs/format.md says: XXH3-64 of the text
+    with manifest_xxh3 zeroed, written as 16 lowercase hex digits."""
+    import xxhash
+
+    manifest = json.loads((ds_dir / "docfeed.json").read_text())
+    edit(manifest)
+    manifest["manifest_xxh3"] = "0" * 16
+    text = json.dumps(manifest, indent=1) + "\n"
+    digest = xxhash.xxh3_64_hexdigest(text.encode())
+    (ds_dir / "docfeed.json").write_text(text.replace('"0000000000000000"', f'"{digest}"'))
+
+
+def test_manifest_without_generation_reads_as_transformers_4(packed, tmp_path):
+    """Datasets packed before hf_version/backend existed: their pages are 4.x's."""
+    import shutil
+
+    ds = tmp_path / "old"
+    shutil.copytree(packed["dirs"]["aligned"], ds)
+
+    def drop(manifest):
+        del manifest["preprocess"]["hf_version"], manifest["preprocess"]["backend"]
+
+    rewrite_manifest(ds, drop)
+    assert "hf_version" not in json.loads((ds / "docfeed.json").read_text())["preprocess"]
+    info = json.loads(run_docfeed("inspect", ds, "--json").stdout)
+    assert info["preprocess"]["hf_version"] == 4 and info["preprocess"]["backend"] == "pil"
+    run_docfeed("verify", ds)
+
+    def bad(manifest):
+        manifest["preprocess"]["backend"] = "opencv"
+
+    rewrite_manifest(ds, bad)
+    proc = run_docfeed("inspect", ds, "--json", check=False)
+    assert proc.returncode != 0 and "preprocess.backend" in proc.stderr, proc.stderr
+
+
+def test_pack_records_the_processor_generation(tmp_path):
+    ds = tmp_path / "v5"
+    run_docfeed("pack", SAMPLE_DOCS / "sroie", "-o", ds, "--preprocess", "donut", "--size",
+                "96x160", "--hf-version", "5", "--backend", "torchvision")
+    meta = json.loads((ds / "docfeed.json").read_text())
+    assert meta["preprocess"]["hf_version"] == 5 and meta["preprocess"]["backend"] == "torchvision"
+    proc = run_docfeed("pack", SAMPLE_DOCS / "sroie", "-o", tmp_path / "x", "--hf-version", "5",
+                       check=False)
+    assert proc.returncode == 2 and "need --preprocess" in proc.stderr

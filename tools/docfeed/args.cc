@@ -46,4 +46,20 @@ Result<int> ParseInt(const std::string& name, const std::string& text, int min, 
   return v;
 }
 
+Result<Generation> ParseGeneration(const ParsedArgs& parsed) {
+  Generation g;
+  DOCFEED_ASSIGN_OR_RETURN(g.hf_version,
+                           ParseInt("--hf-version", parsed.Get("--hf-version", "4"), 4, 5));
+  g.backend = parsed.Get("--backend", "pil");
+  if (g.backend != "pil" && g.backend != "torchvision") {
+    return InvalidArgumentError("--backend must be pil or torchvision, got \"" + g.backend + "\"");
+  }
+  if (g.backend == "torchvision" && g.hf_version != 5) {
+    return InvalidArgumentError(
+        "--backend torchvision needs --hf-version 5 (transformers 4's fast processor is not "
+        "reproduced)");
+  }
+  return g;
+}
+
 }  // namespace docfeed::tools

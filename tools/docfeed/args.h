@@ -3,6 +3,7 @@
 #ifndef DOCFEED_TOOLS_ARGS_H_
 #define DOCFEED_TOOLS_ARGS_H_
 
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -34,6 +35,22 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string_view>& args,
                              const std::set<std::string>& options);
 
 Result<int> ParseInt(const std::string& name, const std::string& text, int min, int max);
+
+// --hf-version 4|5 (default 4) and --backend pil|torchvision (default pil; torchvision needs 5):
+// which DonutImageProcessor generation and backend the Donut preset reproduces
+// (docfeed/preprocess.h DonutBackend). Errors: InvalidArgument naming the option.
+struct Generation {
+  int32_t hf_version = 4;
+  std::string backend = "pil";
+};
+Result<Generation> ParseGeneration(const ParsedArgs& parsed);
+
+// The help lines of those two options (a literal, to concatenate into a usage text).
+#define DOCFEED_GENERATION_HELP                                                             \
+  "  --hf-version 4|5       the transformers generation to reproduce (default 4: the 4.x\n" \
+  "                         DonutImageProcessor; 5: transformers 5.x)\n"                    \
+  "  --backend pil|torchvision  with --hf-version 5: DonutImageProcessorPil (pil, the\n"    \
+  "                         default) or the torchvision DonutImageProcessor on the CPU\n"
 
 // The start every option-taking subcommand shares: parses `args` (`flags` and `options` as
 // ParseArgs; "--help" and "-h" are accepted whatever `flags` says) and converts them with

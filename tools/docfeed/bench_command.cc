@@ -116,6 +116,8 @@ Status SizeFromDataset(BenchConfig* c) {
     o.preset.donut.height = info.height;
     o.preset.donut.width = info.width;
     o.preset.donut.align_long_axis = info.align_long_axis;
+    o.preset.donut.hf_version = info.hf_version;
+    DOCFEED_ASSIGN_OR_RETURN(o.preset.donut.backend, ParseDonutBackend(info.backend));
   }
   return Status::Ok();
 }

@@ -32,11 +32,14 @@ void PrintText(const DatasetStats& s) {
     std::printf(" %s=%llu", codec.c_str(), static_cast<unsigned long long>(n));
   }
   if (!m.preset.empty()) {
-    std::printf("\npreprocessing   %s resized stage for size %dx%d (HxW)%s, stored as PGM/PPM%s",
-                m.preset.c_str(), m.height, m.width, m.align_long_axis ? ", align_long_axis" : "",
-                s.info.original_column.empty()
-                    ? ""
-                    : (", originals in column \"" + s.info.original_column + "\"").c_str());
+    std::printf(
+        "\npreprocessing   %s resized stage for size %dx%d (HxW)%s, transformers %d.x %s, "
+        "stored as PGM/PPM%s",
+        m.preset.c_str(), m.height, m.width, m.align_long_axis ? ", align_long_axis" : "",
+        m.hf_version, m.backend.c_str(),
+        s.info.original_column.empty()
+            ? ""
+            : (", originals in column \"" + s.info.original_column + "\"").c_str());
   } else {
     std::printf("\npreprocessing   none (original images)");
   }

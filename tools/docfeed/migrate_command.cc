@@ -124,10 +124,12 @@ void PrintSummary(const MigrateOptions& o, const MigrateSummary& s) {
               s.output_bytes > 0
                   ? static_cast<double>(s.input_bytes) / static_cast<double>(s.output_bytes)
                   : 0.0);
-  std::printf("  pixels     normalization %s (mean %g,%g,%g std %g,%g,%g); ",
+  std::printf("  pixels     normalization %s (mean %g,%g,%g std %g,%g,%g; %s arithmetic); ",
               s.normalization.name.c_str(), s.normalization.mean[0], s.normalization.mean[1],
               s.normalization.mean[2], s.normalization.std[0], s.normalization.std[1],
-              s.normalization.std[2]);
+              s.normalization.std[2],
+              s.normalization.backend == DonutBackend::kTorchvision ? "transformers 5 torchvision"
+                                                                    : "numpy");
   if (s.off_grid_values == 0) {
     std::printf("every value exact (largest deviation 0)\n");
   } else {

@@ -42,7 +42,7 @@ constexpr char kPackHelp[] =
     "                         align, resize, thumbnail) as PGM/PPM, so loading only pads;\n"
     "                         default --compression lz4_frame, one sample per record batch\n"
     "  --size HxW             the DonutImageProcessor size, e.g. 1553x1200 (height x width)\n"
-    "  --align-long-axis      the processor's do_align_long_axis\n"
+    "  --align-long-axis      the processor's do_align_long_axis\n" DOCFEED_GENERATION_HELP
     "  --keep-original        also store the source file in an Image column `original`\n"
     "\n"
     "Donut labels (the columns labels and target_sequence, and OUT/tokenizer/):\n"
@@ -68,11 +68,13 @@ Status ParsePreprocess(const ParsedArgs& parsed, PackPreprocess* p) {
   const std::string preset = parsed.Get("--preprocess", "");
   const bool has_size = parsed.options.count("--size") > 0;
   const bool has_flags =
-      has_size || parsed.Has("--align-long-axis") || parsed.Has("--keep-original");
+      has_size || parsed.Has("--align-long-axis") || parsed.Has("--keep-original") ||
+      parsed.options.count("--hf-version") > 0 || parsed.options.count("--backend") > 0;
   if (preset.empty()) {
     if (has_flags) {
       return InvalidArgumentError(
-          "--size, --align-long-axis and --keep-original need --preprocess");
+          "--size, --align-long-axis, --hf-version, --backend and --keep-original need "
+          "--preprocess");
     }
     return Status::Ok();
   }
@@ -88,6 +90,9 @@ Status ParsePreprocess(const ParsedArgs& parsed, PackPreprocess* p) {
   p->preset = preset;
   DOCFEED_RETURN_IF_ERROR(ParseSize(parsed.Get("--size", ""), p));
   p->align_long_axis = parsed.Has("--align-long-axis");
+  DOCFEED_ASSIGN_OR_RETURN(const Generation generation, ParseGeneration(parsed));
+  p->hf_version = generation.hf_version;
+  p->backend = generation.backend;
   p->keep_original = parsed.Has("--keep-original");
   return Status::Ok();
 }
@@ -176,14 +181,14 @@ void PrintSummary(const PackOptions& o, const PackSummary& s) {
 int RunPack(const Args& args) {
   // A save_to_disk directory of float pixel_values tensors: the migration (src/migrate/).
   if (IsSavedDatasetSource(args)) return RunPackSavedDataset(args);
-  auto start =
-      StartCommand("pack", args,
-                   {"--skip-bad", "--overwrite", "--follow-symlinks", "--strict", "--no-pad-labels",
-                    "--align-long-axis", "--keep-original"},
-                   {"-o", "--output", "--codec", "--quality", "--threads", "--compression",
-                    "--max-file-mb", "--tokenizer", "--target-field", "--task-token",
-                    "--prompt-end-token", "--recipe", "--max-length", "--preprocess", "--size"},
-                   kPackHelp, &ToOptions);
+  auto start = StartCommand(
+      "pack", args,
+      {"--skip-bad", "--overwrite", "--follow-symlinks", "--strict", "--no-pad-labels",
+       "--align-long-axis", "--keep-original"},
+      {"-o", "--output", "--codec", "--quality", "--threads", "--compression", "--max-file-mb",
+       "--tokenizer", "--target-field", "--task-token", "--prompt-end-token", "--recipe",
+       "--max-length", "--preprocess", "--size", "--hf-version", "--backend"},
+      kPackHelp, &ToOptions);
   if (const int* exit_code = std::get_if<int>(&start)) return *exit_code;
   PackOptions* options = &std::get<PackOptions>(start);
   ProgressBar bar("packing");

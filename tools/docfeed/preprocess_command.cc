@@ -22,7 +22,7 @@ constexpr char kUsage[] =
     "usage: docfeed preprocess IMAGE --preset donut [--size HxW] [--pad center|random]\n"
     "       [--seed N] [--stage resized|padded|normalized] [--layout chw|hwc]\n"
     "       [--dtype float32|float16] [--align-long-axis] [--fast] [--repeat N]\n"
-    "       -o OUT.npy|OUT.png\n"
+    "       [--hf-version 4|5] [--backend pil|torchvision] -o OUT.npy|OUT.png\n"
     "\n"
     "  --size HxW     output height x width (default 2560x1920, the processor's default). A\n"
     "                 legacy list size=[1200, 1553] in a processor config is width, height: "
@@ -35,7 +35,8 @@ constexpr char kUsage[] =
     "                 pixel-identical to transformers)\n"
     "  --repeat N     run N times and print the mean CPU time of the preset's Prepare\n"
     "                 (decode+resize) and Finish (pad+normalize) to stderr\n"
-    "  -o OUT         .npy keeps dtype and shape; .png for the uint8 stages\n";
+    "  -o OUT         .npy keeps dtype and shape; .png for the uint8 stages\n"
+    "\n" DOCFEED_GENERATION_HELP;
 
 enum class Stage { kResized, kPadded, kNormalized };
 
@@ -123,6 +124,9 @@ Result<Options> ParseOptions(const ParsedArgs& p) {
   DOCFEED_ASSIGN_OR_RETURN(o.seed, ParseSeed(p.Get("--seed", "0")));
   DOCFEED_ASSIGN_OR_RETURN(o.repeat, ParseInt("--repeat", p.Get("--repeat", "0"), 0, 1000000));
   o.config.align_long_axis = p.Has("--align-long-axis");
+  DOCFEED_ASSIGN_OR_RETURN(const Generation generation, ParseGeneration(p));
+  o.config.hf_version = generation.hf_version;
+  DOCFEED_ASSIGN_OR_RETURN(o.config.backend, ParseDonutBackend(generation.backend));
   if (p.Has("--fast")) o.mode = PrepareMode::kFast;
   return o;
 }
@@ -281,9 +285,10 @@ Status Run(const Options& o) {
 }  // namespace
 
 int RunPreprocess(const Args& args, Env* env) {
-  Result<ParsedArgs> parsed = ParseArgs(args, {"--fast", "--align-long-axis", "--help", "-h"},
-                                        {"--preset", "--size", "--pad", "--seed", "--stage",
-                                         "--layout", "--dtype", "--repeat", "-o"});
+  Result<ParsedArgs> parsed =
+      ParseArgs(args, {"--fast", "--align-long-axis", "--help", "-h"},
+                {"--preset", "--size", "--pad", "--seed", "--stage", "--layout", "--dtype",
+                 "--repeat", "-o", "--hf-version", "--backend"});
   if (parsed.ok() && (parsed->Has("--help") || parsed->Has("-h"))) {
     std::fputs(kUsage, stdout);
     return 0;

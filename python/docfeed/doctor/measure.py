@@ -375,10 +375,11 @@ def measure_user_imagefolder(stored: Stored, k: int, batch: int, workers: int,
         from transformers import DonutImageProcessor
 
         proc = DonutImageProcessor(size={"height": h, "width": w}, do_align_long_axis=False)
+        pad = {"random_padding": True} if _takes_random_padding(proc) else {}
 
         def transform(b: Dict[str, Any]) -> Dict[str, Any]:
-            px = proc([im.convert("RGB") for im in b["image"]], random_padding=True,
-                      return_tensors="pt")["pixel_values"]
+            px = proc([im.convert("RGB") for im in b["image"]], return_tensors="pt",
+                      **pad)["pixel_values"]
             return {"pixel_values": list(px)}
 
         label = "DonutImageProcessor"
@@ -422,3 +423,16 @@ def measure_user(stored: Stored, k: int, batch: int, workers: int,
     if stored.kind == "imagefolder":
         return measure_user_imagefolder(stored, k, batch, workers, budget)
     return Measurements()
+
+
+def _takes_random_padding(proc: Any) -> bool:
+    """Whether the processor's call accepts random_padding: transformers 4.x's does (the
+    recipe's flag), 5.x's DonutImageProcessor refuses the keyword with a TypeError (its padding
+    is centred), so the user's path is measured without it there. Probed on one tiny image."""
+    from PIL import Image
+
+    try:
+        proc(Image.new("RGB", (8, 8)), random_padding=True, return_tensors="np")
+    except TypeError:
+        return False
+    return True
