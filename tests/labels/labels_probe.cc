@@ -3,10 +3,13 @@
 //
 // IN: {"json2token": {"recipe", "start", "prompt_end", "special": [...], "docs": [...]},
 //      "tokenize": {"tokenizer": DIR, "add": [...], "texts": [...], "max_length": N (optional),
-//                   "prompt_end": T (optional), "bench_reps": R (optional)}}
+//                   "prompt_end": T (optional), "bench_reps": R (optional),
+//                   "save": OUT_DIR (optional: the extended tokenizer is saved there)}}
 // OUT: {"json2token": {"targets": [[...] | {"error": ...}], "tokens_to_add": [...]},
 //       "tokenize": {"ids": [[...]], "labels": [[...]], "size": N, "token_ids": {...},
-//                    "bench_seconds": S, "bench_labels": K}}
+//                    "warning": W, "saved": [files] | {"error"}, "bench_seconds": S,
+//                    "bench_labels": K} | {"error": ...}}
+// DIR goes through LoadLabelTokenizer, the folder rule pack uses.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -14,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "labels/json2token.h"
+#include "labels/label_tokenizer.h"
 #include "labels/tokenizer.h"
 
 namespace docfeed::internal {
@@ -38,10 +42,16 @@ Json RunJson2Token(const Json& in) {
 }
 
 Json RunTokenize(const Json& in) {
-  auto tok = XlmRobertaTokenizer::Load(in.at("tokenizer").get<std::string>());
-  if (!tok.ok()) return {{"error", tok.status().ToString()}};
+  auto loaded = LoadLabelTokenizer(in.at("tokenizer").get<std::string>());
+  if (!loaded.ok()) return {{"error", loaded.status().ToString()}};
+  LabelTokenizer* tok_ptr = loaded->tokenizer.get();
+  auto* tok = &tok_ptr;
   (*tok)->AddSpecialTokens(in.value("add", std::vector<std::string>{}));
-  Json out = {{"size", (*tok)->size()}};
+  Json out = {{"size", (*tok)->size()}, {"warning", loaded->warning}};
+  if (in.contains("save")) {
+    Status st = (*tok)->Save(in["save"].get<std::string>(), 512, nullptr);
+    out["saved"] = st.ok() ? Json((*tok)->FileNames()) : Json{{"error", st.ToString()}};
+  }
   LabelShape shape;
   shape.max_length = in.value("max_length", 512);
   if (in.contains("prompt_end"))
