@@ -348,6 +348,15 @@ Result<std::optional<std::variant<uint64_t, std::string_view>>> FindField(std::s
 
 }  // namespace
 
+Result<std::string> SentencePieceCharsmap(std::string_view model_bytes) {
+  // ModelProto.normalizer_spec = 3; NormalizerSpec.precompiled_charsmap = 2.
+  DOCFEED_ASSIGN_OR_RETURN(auto spec, FindField(model_bytes, 3));
+  if (!spec || !std::holds_alternative<std::string_view>(*spec)) return std::string();
+  DOCFEED_ASSIGN_OR_RETURN(auto map, FindField(std::get<std::string_view>(*spec), 2));
+  if (!map || !std::holds_alternative<std::string_view>(*map)) return std::string();
+  return std::string(std::get<std::string_view>(*map));
+}
+
 Result<SentencePieceType> SentencePieceModelType(std::string_view model_bytes) {
   // ModelProto.trainer_spec = 2; TrainerSpec.model_type = 3 (UNIGRAM = 1, BPE = 2).
   DOCFEED_ASSIGN_OR_RETURN(auto spec, FindField(model_bytes, 2));

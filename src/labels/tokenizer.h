@@ -24,6 +24,9 @@ enum class SentencePieceType { kUnigram, kBpe, kOther };
 // Reads TrainerSpec.model_type from the serialized ModelProto (UNIGRAM when absent, as protobuf
 // defaults it). InvalidArgument if the bytes are not a protobuf message.
 Result<SentencePieceType> SentencePieceModelType(std::string_view model_bytes);
+// NormalizerSpec.precompiled_charsmap of a serialized ModelProto ("" when absent), the bytes
+// tokenizer.json's Precompiled normalizer holds in base64.
+Result<std::string> SentencePieceCharsmap(std::string_view model_bytes);
 
 // Ownership: owns the SentencePiece model. Thread safety: AddSpecialTokens is not thread-safe;
 // every const method may run on many threads at once (SentencePiece encoding is const).
