@@ -169,6 +169,7 @@ std::string ApplyNormalizer(const NormalizerStep& step, std::string s) {
 
 struct FastTokenizer::Impl {
   std::string where;  // the folder, for errors
+  std::string warning;
   Json tokenizer_json;
   Json config;
   int generation = 4;
@@ -580,6 +581,7 @@ std::vector<std::string> FastTokenizer::SpecialTokens() const {
   return out;
 }
 int FastTokenizer::generation() const { return impl_->generation; }
+const std::string& FastTokenizer::warning() const { return impl_->warning; }
 const std::vector<AddedTokenSpec>& FastTokenizer::added_tokens() const { return impl_->added; }
 std::vector<std::string> FastTokenizer::FileNames() const {
   return {kTokenizerJsonName, kTokenizerConfigName};
@@ -660,8 +662,20 @@ Result<std::unique_ptr<FastTokenizer>> FastTokenizer::FromJson(std::string_view 
                                                       config["extra_special_tokens"].is_array())
                            ? 5
                            : 4;
-    if (impl->generation == 5 && config.value("tokenizer_class", "") == "XLMRobertaTokenizer") {
+    const std::string cls = config.value("tokenizer_class", "");
+    if (impl->generation == 5 && cls == "XLMRobertaTokenizer") {
       DOCFEED_RETURN_IF_ERROR(CheckRebuiltPipeline(tj, config, file));
+    }
+    if (impl->generation == 4 &&
+        (cls == "XLMRobertaTokenizer" || cls == "XLMRobertaTokenizerFast") &&
+        !CheckRebuiltPipeline(tj, config, file).ok()) {
+      impl->warning =
+          config_file +
+          " was written by transformers 4.x: labels are the ids its AutoTokenizer gives. "
+          "transformers 5 rebuilds XLMRobertaTokenizer from tokenizer.json (normalizer "
+          "Precompiled only, then WhitespaceSplit and Metaspace) and can give other ids "
+          "(src/labels/README.md: <mask> after runs of whitespace); to train with 5.x, save the "
+          "tokenizer with it and pack with --tokenizer pointing there";
     }
     for (const Json& t : tj.value("added_tokens", Json::array())) {
       impl->Put(ParseAddedToken(t, t.at("id").get<int64_t>()));

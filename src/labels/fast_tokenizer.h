@@ -55,6 +55,8 @@ class FastTokenizer final : public LabelTokenizer {
   std::vector<std::string> FileNames() const override;
 
   int generation() const;  // 4 or 5: the transformers that wrote tokenizer_config.json
+  // Non-empty for a 4.x XLM-R folder that transformers 5 would rebuild with another pipeline.
+  const std::string& warning() const;
   const std::vector<AddedTokenSpec>& added_tokens() const;  // by id
 
  private:

@@ -20,7 +20,9 @@ Result<LoadedTokenizer> LoadLabelTokenizer(const std::string& dir, Env* env) {
   if (has_json) {
     DOCFEED_ASSIGN_OR_RETURN(std::string text, env->ReadTextFile(json_path));
     if (!(has_model && FastTokenizer::ModelType(text) == "BPE")) {
-      DOCFEED_ASSIGN_OR_RETURN(out.tokenizer, FastTokenizer::Load(dir, env));
+      DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<FastTokenizer> fast, FastTokenizer::Load(dir, env));
+      out.warning = fast->warning();
+      out.tokenizer = std::move(fast);
       return out;
     }
     // transformers 4.x saves a BPE SentencePiece tokenizer (Donut's) with a tokenizers BPE model

@@ -19,6 +19,7 @@
 #include "format/value.h"
 #include "labels/json2token.h"
 #include "labels/label_tokenizer.h"
+#include "labels/tokenizer.h"
 #include "pack/image_folder.h"
 
 namespace docfeed::internal {
