@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "base/file.h"
+#include "labels/bpe.h"
 #include "labels/precompiled.h"
 #include "labels/unigram.h"
 
@@ -175,7 +176,7 @@ struct FastTokenizer::Impl {
   int generation = 4;
   std::vector<NormalizerStep> normalizers;
   std::vector<PreTokenizerStep> pre_tokenizers;
-  std::optional<UnigramModel> model;
+  std::unique_ptr<SubwordModel> model;
   std::vector<AddedTokenSpec> added;  // by id
   std::unordered_map<std::string, size_t> added_index;
   std::vector<std::string> normalized_content;  // `added[i]` as matched (normalized if flagged)
@@ -452,22 +453,62 @@ Status ParsePreTokenizer(const Json& j, const std::string& file, const std::stri
   return Status::Ok();
 }
 
-Result<UnigramModel> ParseModel(const Json& j, const std::string& file) {
-  const std::string type = TypeOf(j);
-  if (type != "Unigram") {
-    return UnsupportedField(file, "model.type", "'" + type + "'",
-                            "Unigram; a BPE tokenizer.json is read only beside "
-                            "sentencepiece.bpe.model, README.md in src/labels");
-  }
+Result<std::unique_ptr<SubwordModel>> ParseUnigram(const Json& j, const std::string& file) {
   std::vector<std::pair<std::string, double>> pieces;
-  for (const Json& p : j.at("vocab"))
+  for (const Json& p : j.at("vocab")) {
     pieces.emplace_back(p.at(0).get<std::string>(), p.at(1).get<double>());
+  }
   std::optional<int64_t> unk;
   if (j.contains("unk_id") && !j["unk_id"].is_null()) unk = j["unk_id"].get<int64_t>();
   Result<UnigramModel> m =
       UnigramModel::Create(std::move(pieces), unk, j.value("byte_fallback", false));
   if (!m.ok()) return m.status().WithContext(file + ": model");
-  return m;
+  return std::unique_ptr<SubwordModel>(new UnigramModel(std::move(m).value()));
+}
+
+Result<std::unique_ptr<SubwordModel>> ParseBpe(const Json& j, const std::string& file) {
+  for (const char* field : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    if (j.contains(field) && !j[field].is_null() && !j[field].get<std::string>().empty()) {
+      return UnsupportedField(file, std::string("model.") + field,
+                              "'" + j[field].get<std::string>() + "'",
+                              "BPE without subword prefix or suffix");
+    }
+  }
+  if (j.contains("dropout") && !j["dropout"].is_null() && j["dropout"].get<double>() != 0) {
+    return UnsupportedField(file, "model.dropout", "(random merges)", "BPE without dropout");
+  }
+  std::unordered_map<std::string, int64_t> vocab;
+  for (const auto& [piece, id] : j.at("vocab").items()) vocab[piece] = id.get<int64_t>();
+  std::vector<std::pair<std::string, std::string>> merges;
+  for (const Json& m : j.at("merges")) {
+    if (m.is_array()) {
+      merges.emplace_back(m.at(0).get<std::string>(), m.at(1).get<std::string>());
+      continue;
+    }
+    std::string line = m.get<std::string>();  // the legacy "a b" form
+    size_t space = line.find(' ');
+    if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) {
+      return InvalidArgumentError(file + ": model.merges: '" + line + "' is not two tokens");
+    }
+    merges.emplace_back(line.substr(0, space), line.substr(space + 1));
+  }
+  BpeOptions options;
+  if (j.contains("unk_token") && !j["unk_token"].is_null()) {
+    options.unk_token = j["unk_token"].get<std::string>();
+  }
+  options.fuse_unk = j.value("fuse_unk", false);
+  options.byte_fallback = j.value("byte_fallback", false);
+  options.ignore_merges = j.value("ignore_merges", false);
+  Result<BpeModel> m = BpeModel::Create(std::move(vocab), merges, std::move(options));
+  if (!m.ok()) return m.status().WithContext(file + ": model");
+  return std::unique_ptr<SubwordModel>(new BpeModel(std::move(m).value()));
+}
+
+Result<std::unique_ptr<SubwordModel>> ParseModel(const Json& j, const std::string& file) {
+  const std::string type = TypeOf(j);
+  if (type == "Unigram") return ParseUnigram(j, file);
+  if (type == "BPE") return ParseBpe(j, file);
+  return UnsupportedField(file, "model.type", "'" + type + "'", "Unigram and BPE");
 }
 
 AddedTokenSpec ParseAddedToken(const Json& t, int64_t id) {
@@ -587,11 +628,6 @@ std::vector<std::string> FastTokenizer::FileNames() const {
   return {kTokenizerJsonName, kTokenizerConfigName};
 }
 
-std::string FastTokenizer::ModelType(std::string_view tokenizer_text) {
-  Json j = Json::parse(tokenizer_text, nullptr, /*allow_exceptions=*/false);
-  return j.is_object() && j.contains("model") ? TypeOf(j["model"]) : "";
-}
-
 namespace {
 
 // transformers 5 rebuilds XLMRobertaTokenizer from tokenizer.json's vocabulary and charsmap
@@ -650,8 +686,7 @@ Result<std::unique_ptr<FastTokenizer>> FastTokenizer::FromJson(std::string_view 
                                   ": tokenizer.json or tokenizer_config.json is not a "
                                   "JSON object");
     }
-    DOCFEED_ASSIGN_OR_RETURN(UnigramModel model, ParseModel(tj.at("model"), file));
-    impl->model.emplace(std::move(model));
+    DOCFEED_ASSIGN_OR_RETURN(impl->model, ParseModel(tj.at("model"), file));
     impl->size = impl->model->size();
     DOCFEED_RETURN_IF_ERROR(
         ParseNormalizer(tj.value("normalizer", Json()), file, "normalizer", &impl->normalizers));
@@ -669,13 +704,17 @@ Result<std::unique_ptr<FastTokenizer>> FastTokenizer::FromJson(std::string_view 
     if (impl->generation == 4 &&
         (cls == "XLMRobertaTokenizer" || cls == "XLMRobertaTokenizerFast") &&
         !CheckRebuiltPipeline(tj, config, file).ok()) {
+      const bool bpe = TypeOf(tj.at("model")) == "BPE";
       impl->warning =
-          config_file +
-          " was written by transformers 4.x: labels are the ids its AutoTokenizer gives. "
-          "transformers 5 rebuilds XLMRobertaTokenizer from tokenizer.json (normalizer "
-          "Precompiled only, then WhitespaceSplit and Metaspace) and can give other ids "
-          "(src/labels/README.md: <mask> after runs of whitespace); to train with 5.x, save the "
-          "tokenizer with it and pack with --tokenizer pointing there";
+          config_file + " was written by transformers 4.x: labels are the ids its AutoTokenizer " +
+          "gives. " +
+          (bpe ? "transformers 5 cannot load this tokenizer.json (it rebuilds "
+                 "XLMRobertaTokenizer as a Unigram model, and a BPE vocabulary fails there)"
+               : "transformers 5 rebuilds XLMRobertaTokenizer from tokenizer.json (normalizer "
+                 "Precompiled only, then WhitespaceSplit and Metaspace) and can give other ids "
+                 "(src/labels/README.md: <mask> after runs of whitespace)") +
+          "; to train with 5.x, save the tokenizer with it and pack with --tokenizer pointing "
+          "there";
     }
     for (const Json& t : tj.value("added_tokens", Json::array())) {
       impl->Put(ParseAddedToken(t, t.at("id").get<int64_t>()));

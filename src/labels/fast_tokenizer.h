@@ -4,12 +4,13 @@
 //
 //   text ─▶ added tokens not normalized (leftmost-longest; lstrip/rstrip/single_word)
 //        ─▶ each other piece: normalizer (Precompiled, Strip, Replace) ─▶ normalized added tokens
-//        ─▶ pre-tokenizer (WhitespaceSplit, Metaspace) ─▶ Unigram model ─▶ ids
+//        ─▶ pre-tokenizer (WhitespaceSplit, Metaspace) ─▶ Unigram or BPE model ─▶ ids
 //
 // Followed: tokenizers/src/tokenizer/added_vocabulary.rs (find_matches, extract_and_normalize),
 // pre_tokenizers/metaspace.rs and whitespace.rs, normalizers/strip.rs and replace.rs (v0.22.2,
-// v0.23). Anything else tokenizer.json may hold (a BPE or WordPiece model, other normalizers or
-// pre-tokenizers) is Unsupported, naming the file and the JSON field.
+// v0.23); the models in unigram.h and bpe.h. Anything else tokenizer.json may hold (a WordPiece
+// or WordLevel model, other normalizers or pre-tokenizers, BPE dropout) is Unsupported, naming
+// the file and the JSON field.
 #ifndef DOCFEED_LABELS_FAST_TOKENIZER_H_
 #define DOCFEED_LABELS_FAST_TOKENIZER_H_
 
@@ -35,8 +36,6 @@ class FastTokenizer final : public LabelTokenizer {
   static Result<std::unique_ptr<FastTokenizer>> FromJson(std::string_view tokenizer_text,
                                                          std::string_view config_text,
                                                          const std::string& where);
-  // The "model"."type" of a tokenizer.json text ("" when unreadable).
-  static std::string ModelType(std::string_view tokenizer_text);
 
   FastTokenizer(const FastTokenizer&) = delete;
   FastTokenizer& operator=(const FastTokenizer&) = delete;

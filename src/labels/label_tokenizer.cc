@@ -18,25 +18,14 @@ Result<LoadedTokenizer> LoadLabelTokenizer(const std::string& dir, Env* env) {
   }
   LoadedTokenizer out;
   if (has_json) {
-    DOCFEED_ASSIGN_OR_RETURN(std::string text, env->ReadTextFile(json_path));
-    if (!(has_model && FastTokenizer::ModelType(text) == "BPE")) {
-      DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<FastTokenizer> fast, FastTokenizer::Load(dir, env));
-      out.warning = fast->warning();
-      out.tokenizer = std::move(fast);
-      return out;
-    }
-    // transformers 4.x saves a BPE SentencePiece tokenizer (Donut's) with a tokenizers BPE model
-    // beside the SentencePiece file; transformers 5 cannot load that tokenizer.json.
-    out.warning = json_path + " holds a BPE model, which docfeed does not read: labels come from " +
-                  model_path +
-                  " (transformers 4.x XLMRobertaTokenizer ids; XLMRobertaTokenizerFast gives the "
-                  "same on document text, src/labels/README.md lists where it differs). "
-                  "transformers 5 does not load this tokenizer.json; to train with 5.x, save the "
-                  "tokenizer with it and pack with --tokenizer pointing there";
+    DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<FastTokenizer> fast, FastTokenizer::Load(dir, env));
+    out.warning = fast->warning();
+    out.tokenizer = std::move(fast);
+    return out;
   }
   DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<XlmRobertaTokenizer> tok,
                            XlmRobertaTokenizer::Load(dir, env));
-  if (!has_json && tok->model_type() == SentencePieceType::kBpe) {
+  if (tok->model_type() == SentencePieceType::kBpe) {
     out.warning = model_path +
                   " is a BPE SentencePiece model: labels are transformers 4.x "
                   "XLMRobertaTokenizer ids; transformers 5 converts this file to a Unigram "

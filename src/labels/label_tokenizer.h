@@ -62,12 +62,12 @@ struct LoadedTokenizer {
   std::string warning;  // non-empty: ids another transformers generation would give can differ
 };
 
-// The folder rule: DIR/tokenizer.json wins (AutoTokenizer loads it in 4.x and 5.x); a
-// tokenizer.json with a BPE model beside sentencepiece.bpe.model (4.x's save of a BPE
-// SentencePiece tokenizer) keeps the SentencePiece path with a warning; sentencepiece.bpe.model
-// alone gives 4.x slow ids, with a warning when it is a BPE model (transformers 5 converts it to
-// Unigram). NotFound when DIR has neither file; Unsupported / InvalidArgument name the file and
-// field docfeed cannot reproduce or that disagree with each other.
+// The folder rule: DIR/tokenizer.json wins (AutoTokenizer loads it in 4.x and 5.x), read as the
+// generation that wrote tokenizer_config.json would, with a warning for a 4.x folder that
+// transformers 5 would rebuild differently; sentencepiece.bpe.model alone gives 4.x slow ids,
+// with a warning when it is a BPE model (transformers 5 converts it to Unigram). NotFound when
+// DIR has neither file; Unsupported / InvalidArgument name the file and field docfeed cannot
+// reproduce or that disagree with each other.
 Result<LoadedTokenizer> LoadLabelTokenizer(const std::string& dir, Env* env = nullptr);
 
 }  // namespace docfeed::internal

@@ -17,11 +17,12 @@
 #include <vector>
 
 #include "docfeed/status.h"
+#include "labels/subword_model.h"
 
 namespace docfeed::internal {
 
 // Immutable once built; Encode is const and thread-safe.
-class UnigramModel {
+class UnigramModel final : public SubwordModel {
  public:
   // `pieces` in id order; InvalidArgument if empty or unk_id is out of range.
   static Result<UnigramModel> Create(std::vector<std::pair<std::string, double>> pieces,
@@ -29,11 +30,11 @@ class UnigramModel {
 
   // Appends the ids of `piece` (one pre-token). InvalidArgument when a code point has no piece
   // and the model has no unk_id (tokenizers' MissingUnkId).
-  Status Encode(std::string_view piece, std::vector<int64_t>* ids) const;
+  Status Encode(std::string_view piece, std::vector<int64_t>* ids) const override;
 
-  std::optional<int64_t> PieceToId(std::string_view piece) const;
+  std::optional<int64_t> PieceToId(std::string_view piece) const override;
   const std::string& IdToPiece(int64_t id) const { return pieces_[static_cast<size_t>(id)].first; }
-  size_t size() const { return pieces_.size(); }
+  size_t size() const override { return pieces_.size(); }
   std::optional<int64_t> unk_id() const { return unk_id_; }
   bool byte_fallback() const { return byte_fallback_; }
 

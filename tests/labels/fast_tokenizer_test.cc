@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "base/file.h"
+#include "labels/bpe.h"
 #include "labels/precompiled.h"
 #include "labels/tokenizer.h"
 #include "labels/unigram.h"
@@ -163,13 +164,128 @@ TEST(FastTokenizer, AddedSpecialTokensTakeTheNextIds) {
   EXPECT_EQ(Encode(*tok, "<s_total>xab</s_total>"), (Ids{22, 4, 3, 7, 23}));
 }
 
+// A BPE tokenizer.json as transformers 4.x writes for a BPE SentencePiece model, tiny: merges
+// with equal ranks at several positions, unknown characters, and byte fallback's quirk (bytes do
+// not end a pending unknown, so "x©y" gives the bytes of © before the fused <unk> of x and y).
+Json TinyBpeJson(bool fuse_unk, bool byte_fallback) {
+  Json vocab = Json::object();
+  int64_t id = 0;
+  for (const char* piece : {"<s>", "<pad>", "</s>", "<unk>", "\u2581", "a", "b", "c", "ab", "bc",
+                            "\u2581a", "abc", "aa", "aaa", "<0xC2>", "<0xA9>", "\u2581ab"}) {
+    vocab[piece] = id++;
+  }
+  Json merges = Json::array({Json{"a", "b"}, Json{"b", "c"}, Json{"\u2581", "a"}, Json{"ab", "c"},
+                             Json{"a", "a"}, Json{"aa", "a"}, "\u2581 ab"});
+  Json tj = TinyJson();
+  tj["normalizer"] = nullptr;
+  tj["added_tokens"] = Json::array({Token(0, "<s>", false, false, false, false, true)});
+  tj["model"] = {{"type", "BPE"},
+                 {"dropout", nullptr},
+                 {"unk_token", "<unk>"},
+                 {"continuing_subword_prefix", nullptr},
+                 {"end_of_word_suffix", nullptr},
+                 {"fuse_unk", fuse_unk},
+                 {"byte_fallback", byte_fallback},
+                 {"ignore_merges", false},
+                 {"vocab", vocab},
+                 {"merges", merges}};
+  return tj;
+}
+
+TEST(FastTokenizer, BpeMatchesTokenizers) {
+  const std::vector<const char*> texts = {"ab",      "abc",   "bc",   "aaaa",     "aaa",
+                                          "cab",     "xyz",   "axyb", "x\u00a9y", "\u00a9x",
+                                          "a\u00a9", "abxab", "",     "<s>abc"};
+  // (fuse_unk, byte_fallback) -> ids, from tokenizers 0.22.2 and 0.23.3.
+  const std::vector<std::pair<std::pair<bool, bool>, std::vector<Ids>>> want = {
+      {{true, false},
+       {{16},
+        {4, 11},
+        {4, 9},
+        {10, 13},
+        {10, 12},
+        {4, 7, 8},
+        {4, 3},
+        {10, 3, 6},
+        {4, 3},
+        {4, 3},
+        {10, 3},
+        {16, 3, 8},
+        {},
+        {0, 4, 11}}},
+      {{true, true},
+       {{16},
+        {4, 11},
+        {4, 9},
+        {10, 13},
+        {10, 12},
+        {4, 7, 8},
+        {4, 3},
+        {10, 3, 6},
+        {4, 14, 15, 3},
+        {4, 14, 15, 3},
+        {10, 14, 15},
+        {16, 3, 8},
+        {},
+        {0, 4, 11}}},
+      {{false, false},
+       {{16},
+        {4, 11},
+        {4, 9},
+        {10, 13},
+        {10, 12},
+        {4, 7, 8},
+        {4, 3, 3, 3},
+        {10, 3, 3, 6},
+        {4, 3, 3, 3},
+        {4, 3, 3},
+        {10, 3},
+        {16, 3, 8},
+        {},
+        {0, 4, 11}}},
+      {{false, true},
+       {{16},
+        {4, 11},
+        {4, 9},
+        {10, 13},
+        {10, 12},
+        {4, 7, 8},
+        {4, 3, 3, 3},
+        {10, 3, 3, 6},
+        {4, 14, 15, 3, 3},
+        {4, 14, 15, 3},
+        {10, 14, 15},
+        {16, 3, 8},
+        {},
+        {0, 4, 11}}},
+  };
+  for (const auto& [flags, ids] : want) {
+    auto tok = FromJson(TinyBpeJson(flags.first, flags.second));
+    ASSERT_NE(tok, nullptr);
+    for (size_t i = 0; i < texts.size(); ++i) {
+      EXPECT_EQ(Encode(*tok, texts[i]), ids[i])
+          << texts[i] << " fuse_unk=" << flags.first << " byte_fallback=" << flags.second;
+    }
+  }
+  Json bad = TinyBpeJson(true, false);
+  bad["model"]["merges"].push_back(Json{"c", "c"});  // "cc" is not in the vocabulary
+  auto r = FastTokenizer::FromJson(bad.dump(), "", "dir");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().ToString().find("'cc' is not in the vocabulary"), std::string::npos);
+  Json dropout = TinyBpeJson(true, false);
+  dropout["model"]["dropout"] = 0.1;
+  EXPECT_EQ(FastTokenizer::FromJson(dropout.dump(), "", "dir").status().code(),
+            StatusCode::kUnsupported);
+}
+
 TEST(FastTokenizer, RejectsWhatItDoesNotImplementNamingTheField) {
-  Json bpe = TinyJson();
-  bpe["model"] = {{"type", "BPE"}, {"vocab", Json::object()}, {"merges", Json::array()}};
-  auto r = FastTokenizer::FromJson(bpe.dump(), "", "dir");
+  Json wordpiece = TinyJson();
+  wordpiece["model"] = {{"type", "WordPiece"}, {"vocab", Json::object()}};
+  auto r = FastTokenizer::FromJson(wordpiece.dump(), "", "dir");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(r.status().ToString().find("dir/tokenizer.json: model.type 'BPE'"), std::string::npos)
+  EXPECT_NE(r.status().ToString().find("dir/tokenizer.json: model.type 'WordPiece'"),
+            std::string::npos)
       << r.status().ToString();
 
   Json nfkc = TinyJson();
