@@ -1,7 +1,5 @@
 #include "labels/fast_tokenizer.h"
 
-#include <unicode/uchar.h>
-
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -10,114 +8,10 @@
 #include <utility>
 
 #include "base/file.h"
-#include "labels/bpe.h"
-#include "labels/precompiled.h"
-#include "labels/unigram.h"
+#include "labels/text_pipeline.h"
 
 namespace docfeed::internal {
 namespace {
-
-constexpr char kMetaspaceMark[] = "\xe2\x96\x81";  // U+2581, the default Metaspace replacement
-
-bool IsWhiteSpace(UChar32 c) { return u_isUWhiteSpace(c) != 0; }  // Rust char::is_whitespace, \s
-
-// Rust regex \w: Alphabetic, Mark, Decimal_Number, Connector_Punctuation, Join_Control.
-bool IsWordChar(UChar32 c) {
-  int8_t t = u_charType(c);
-  return u_hasBinaryProperty(c, UCHAR_ALPHABETIC) || t == U_NON_SPACING_MARK ||
-         t == U_ENCLOSING_MARK || t == U_COMBINING_SPACING_MARK || t == U_DECIMAL_DIGIT_NUMBER ||
-         t == U_CONNECTOR_PUNCTUATION || u_hasBinaryProperty(c, UCHAR_JOIN_CONTROL);
-}
-
-// UTF-8 helpers for text already checked by IsValidUtf8 (ICU's U8_ macros trip -Wconversion).
-size_t CharLength(uint8_t lead) { return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4; }
-
-UChar32 DecodeAt(std::string_view s, size_t at, size_t* length) {
-  auto lead = static_cast<uint8_t>(s[at]);
-  size_t n = std::min(CharLength(lead), s.size() - at);
-  *length = n;
-  if (n == 1) return lead;
-  UChar32 c = lead & (0x7F >> n);
-  for (size_t i = 1; i < n; ++i) c = (c << 6) | (static_cast<uint8_t>(s[at + i]) & 0x3F);
-  return c;
-}
-
-// Start of the code point that ends at `end` (> 0).
-size_t PrevStart(std::string_view s, size_t end) {
-  size_t i = end - 1;
-  while (i > 0 && (static_cast<uint8_t>(s[i]) & 0xC0) == 0x80) --i;
-  return i;
-}
-
-UChar32 FirstChar(std::string_view s) {
-  size_t n = 0;
-  return DecodeAt(s, 0, &n);
-}
-
-UChar32 LastChar(std::string_view s) {
-  size_t n = 0;
-  return DecodeAt(s, PrevStart(s, s.size()), &n);
-}
-
-// Byte length of the whitespace run ending `s` / starting `s`.
-size_t TrailingSpace(std::string_view s) {
-  size_t i = s.size();
-  while (i > 0) {
-    size_t prev = PrevStart(s, i);
-    size_t n = 0;
-    if (!IsWhiteSpace(DecodeAt(s, prev, &n))) break;
-    i = prev;
-  }
-  return s.size() - i;
-}
-
-size_t LeadingSpace(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    size_t n = 0;
-    if (!IsWhiteSpace(DecodeAt(s, i, &n))) break;
-    i += n;
-  }
-  return i;
-}
-
-// What Rust accepts as a str: no overlong forms, surrogates or code points past U+10FFFF.
-bool IsValidUtf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    auto lead = static_cast<uint8_t>(s[i]);
-    size_t n = CharLength(lead);
-    if ((lead >= 0x80 && lead < 0xC2) || lead > 0xF4 || i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k) {
-      if ((static_cast<uint8_t>(s[i + k]) & 0xC0) != 0x80) return false;
-    }
-    size_t len = 0;
-    UChar32 c = DecodeAt(s, i, &len);
-    if ((n == 3 && (c < 0x800 || (c >= 0xD800 && c <= 0xDFFF))) ||
-        (n == 4 && (c < 0x10000 || c > 0x10FFFF))) {
-      return false;
-    }
-    i += n;
-  }
-  return true;
-}
-
-// One normalizer of tokenizer.json's "normalizer" (a Sequence is flattened).
-struct NormalizerStep {
-  enum class Kind { kPrecompiled, kStrip, kReplace } kind = Kind::kPrecompiled;
-  std::shared_ptr<PrecompiledCharsmap> charsmap;
-  bool strip_left = false;
-  bool strip_right = false;
-  std::string pattern;     // Replace: the literal, or the repeated character of "c{n,}"
-  size_t min_repeats = 0;  // 0: `pattern` is a literal string
-  std::string content;
-};
-
-struct PreTokenizerStep {
-  enum class Kind { kWhitespaceSplit, kMetaspace } kind = Kind::kMetaspace;
-  std::string replacement = std::string(kMetaspaceMark);
-  enum class Prepend { kAlways, kFirst, kNever } prepend = Prepend::kAlways;
-  bool split = true;
-};
 
 // A piece of the input: text for the pipeline, or an added token (index into `added`).
 struct Piece {
@@ -125,46 +19,6 @@ struct Piece {
   int token = -1;
   bool at_origin = false;  // starts at byte 0 of the input (Metaspace "first")
 };
-
-std::string ReplaceAll(std::string_view s, std::string_view from, std::string_view to) {
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    if (!from.empty() && s.compare(i, from.size(), from) == 0) {
-      out.append(to);
-      i += from.size();
-    } else {
-      out.push_back(s[i++]);
-    }
-  }
-  return out;
-}
-
-std::string ApplyNormalizer(const NormalizerStep& step, std::string s) {
-  switch (step.kind) {
-    case NormalizerStep::Kind::kPrecompiled:
-      return step.charsmap->Normalize(s);
-    case NormalizerStep::Kind::kStrip: {
-      if (step.strip_right) s.resize(s.size() - TrailingSpace(s));
-      if (step.strip_left) s.erase(0, LeadingSpace(s));
-      return s;
-    }
-    case NormalizerStep::Kind::kReplace:
-      break;
-  }
-  if (step.min_repeats == 0) return ReplaceAll(s, step.pattern, step.content);
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    size_t n = 0;
-    while (s.compare(i + n * step.pattern.size(), step.pattern.size(), step.pattern) == 0) ++n;
-    if (n >= step.min_repeats) {
-      out.append(step.content);
-      i += n * step.pattern.size();
-    } else {
-      out.push_back(s[i++]);
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -174,8 +28,7 @@ struct FastTokenizer::Impl {
   Json tokenizer_json;
   Json config;
   int generation = 4;
-  std::vector<NormalizerStep> normalizers;
-  std::vector<PreTokenizerStep> pre_tokenizers;
+  TextPipeline pipeline;
   std::unique_ptr<SubwordModel> model;
   std::vector<AddedTokenSpec> added;  // by id
   std::unordered_map<std::string, size_t> added_index;
@@ -184,11 +37,6 @@ struct FastTokenizer::Impl {
   std::array<std::vector<size_t>, 256> norm_by_byte;  // normalized, longest first
   std::vector<std::string> extra_special;             // additional/extra special tokens, in order
   size_t size = 0;
-
-  std::string Normalize(std::string s) const {
-    for (const NormalizerStep& step : normalizers) s = ApplyNormalizer(step, std::move(s));
-    return s;
-  }
 
   std::optional<int64_t> TokenToId(std::string_view token) const {
     auto it = added_index.find(std::string(token));
@@ -223,7 +71,7 @@ struct FastTokenizer::Impl {
     for (auto& v : norm_by_byte) v.clear();
     for (size_t i = 0; i < added.size(); ++i) {
       added_index[added[i].content] = i;
-      normalized_content.push_back(added[i].normalized ? Normalize(added[i].content)
+      normalized_content.push_back(added[i].normalized ? pipeline.Normalize(added[i].content)
                                                        : added[i].content);
       const std::string& c = normalized_content.back();
       if (c.empty()) continue;
@@ -263,17 +111,15 @@ struct FastTokenizer::Impl {
       size_t stop = i + normalized_content[static_cast<size_t>(hit)].size();
       i = stop;
       if (tok.single_word) {
-        bool alone_left =
-            start == 0 || !IsWordChar(LastChar(std::string_view(text).substr(0, start)));
-        bool alone_right =
-            stop == text.size() || !IsWordChar(FirstChar(std::string_view(text).substr(stop)));
+        bool alone_left = !EndsWithWordChar(std::string_view(text).substr(0, start));
+        bool alone_right = !StartsWithWordChar(std::string_view(text).substr(stop));
         if (!alone_left || !alone_right) continue;
       }
       if (tok.lstrip) {
-        start =
-            std::max(start - TrailingSpace(std::string_view(text).substr(0, start)), piece_start);
+        start = std::max(start - TrailingWhiteSpace(std::string_view(text).substr(0, start)),
+                         piece_start);
       }
-      if (tok.rstrip) stop += LeadingSpace(std::string_view(text).substr(stop));
+      if (tok.rstrip) stop += LeadingWhiteSpace(std::string_view(text).substr(stop));
       if (piece_start < start) {
         out->push_back(
             {text.substr(piece_start, start - piece_start), -1, in.at_origin && piece_start == 0});
@@ -286,230 +132,9 @@ struct FastTokenizer::Impl {
       out->push_back({text.substr(piece_start), -1, in.at_origin && piece_start == 0});
     }
   }
-
-  // Metaspace and WhitespaceSplit over one piece; empty pieces are dropped, as tokenizers does.
-  std::vector<Piece> PreTokenize(Piece piece) const {
-    std::vector<Piece> pieces{std::move(piece)};
-    for (const PreTokenizerStep& step : pre_tokenizers) {
-      std::vector<Piece> next;
-      for (Piece& p : pieces) {
-        if (step.kind == PreTokenizerStep::Kind::kWhitespaceSplit) {
-          SplitWhitespace(p, &next);
-        } else {
-          ApplyMetaspace(step, std::move(p), &next);
-        }
-      }
-      pieces = std::move(next);
-    }
-    return pieces;
-  }
-
-  static void SplitWhitespace(const Piece& p, std::vector<Piece>* out) {
-    std::string_view s = p.text;
-    size_t start = 0;
-    for (size_t i = 0; i < s.size();) {
-      size_t n = 0;
-      UChar32 c = DecodeAt(s, i, &n);
-      if (IsWhiteSpace(c)) {
-        if (i > start)
-          out->push_back({std::string(s.substr(start, i - start)), -1, p.at_origin && start == 0});
-        start = i + n;
-      }
-      i += n;
-    }
-    if (start < s.size())
-      out->push_back({std::string(s.substr(start)), -1, p.at_origin && start == 0});
-  }
-
-  static void ApplyMetaspace(const PreTokenizerStep& step, Piece p, std::vector<Piece>* out) {
-    std::string s = ReplaceAll(p.text, " ", step.replacement);
-    bool starts = s.compare(0, step.replacement.size(), step.replacement) == 0;
-    if (!starts && (step.prepend == PreTokenizerStep::Prepend::kAlways ||
-                    (step.prepend == PreTokenizerStep::Prepend::kFirst && p.at_origin))) {
-      s.insert(0, step.replacement);
-    }
-    if (!step.split) {
-      if (!s.empty()) out->push_back({std::move(s), -1, p.at_origin});
-      return;
-    }
-    // MergedWithNext: every replacement starts a new piece.
-    size_t start = 0;
-    for (size_t i = step.replacement.size(); i <= s.size(); ++i) {
-      if (i == s.size() || s.compare(i, step.replacement.size(), step.replacement) == 0) {
-        if (i > start) out->push_back({s.substr(start, i - start), -1, p.at_origin && start == 0});
-        start = i;
-      }
-    }
-  }
 };
 
 namespace {
-
-Status UnsupportedField(const std::string& file, const std::string& field, const std::string& what,
-                        const std::string& supported) {
-  return UnsupportedError(file + ": " + field + " " + what + " is not supported (docfeed reads " +
-                          supported + ")");
-}
-
-std::string TypeOf(const Json& j) {
-  return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>()
-                                                                      : "";
-}
-
-// Replace's pattern: {"String": s}, or {"Regex": r} where r is a literal or "c{n,}" / "c+".
-Status ParseReplacePattern(const Json& pattern, const std::string& file, const std::string& field,
-                           NormalizerStep* step) {
-  if (pattern.contains("String")) {
-    step->pattern = pattern["String"].get<std::string>();
-    return Status::Ok();
-  }
-  std::string re = pattern.at("Regex").get<std::string>();
-  auto is_meta = [](char c) { return std::strchr("\\.^$|?*+()[]{}", c) != nullptr; };
-  if (!re.empty() && std::none_of(re.begin(), re.end(), is_meta)) {
-    step->pattern = re;
-    return Status::Ok();
-  }
-  size_t brace = re.find('{');
-  if (re.size() >= 2 && !is_meta(re[0]) &&
-      (re.substr(1) == "+" ||
-       (brace == 1 && re.back() == '}' && re[re.size() - 2] == ',' && re.size() > 4 &&
-        std::all_of(re.begin() + 2, re.end() - 2, [](char c) { return c >= '0' && c <= '9'; })))) {
-    step->pattern = re.substr(0, 1);
-    step->min_repeats = re[1] == '+' ? 1 : std::stoul(re.substr(2, re.size() - 4));
-    if (step->min_repeats > 0) return Status::Ok();
-  }
-  return UnsupportedField(file, field + ".pattern", "Regex '" + re + "'",
-                          "a literal or one character repeated, as \" {2,}\"");
-}
-
-Status ParseNormalizer(const Json& j, const std::string& file, const std::string& field,
-                       std::vector<NormalizerStep>* out) {
-  if (j.is_null()) return Status::Ok();
-  const std::string type = TypeOf(j);
-  NormalizerStep step;
-  if (type == "Sequence") {
-    const Json& list = j.at("normalizers");
-    for (size_t i = 0; i < list.size(); ++i) {
-      DOCFEED_RETURN_IF_ERROR(
-          ParseNormalizer(list[i], file, field + ".normalizers[" + std::to_string(i) + "]", out));
-    }
-    return Status::Ok();
-  }
-  if (type == "Precompiled") {
-    const Json& blob = j.at("precompiled_charsmap");
-    if (blob.is_null()) return Status::Ok();  // an empty map rewrites nothing
-    DOCFEED_ASSIGN_OR_RETURN(std::string bytes, DecodeBase64(blob.get<std::string>()));
-    Result<PrecompiledCharsmap> map = PrecompiledCharsmap::Parse(bytes);
-    if (!map.ok()) return map.status().WithContext(file + ": " + field);
-    step.charsmap = std::make_shared<PrecompiledCharsmap>(std::move(map).value());
-  } else if (type == "Strip") {
-    step.kind = NormalizerStep::Kind::kStrip;
-    step.strip_left = j.value("strip_left", false);
-    step.strip_right = j.value("strip_right", false);
-  } else if (type == "Replace") {
-    step.kind = NormalizerStep::Kind::kReplace;
-    step.content = j.at("content").get<std::string>();
-    DOCFEED_RETURN_IF_ERROR(ParseReplacePattern(j.at("pattern"), file, field, &step));
-  } else {
-    return UnsupportedField(file, field, "type '" + type + "'",
-                            "Precompiled, Strip, Replace and Sequence");
-  }
-  out->push_back(std::move(step));
-  return Status::Ok();
-}
-
-Status ParsePreTokenizer(const Json& j, const std::string& file, const std::string& field,
-                         std::vector<PreTokenizerStep>* out) {
-  if (j.is_null()) return Status::Ok();
-  const std::string type = TypeOf(j);
-  PreTokenizerStep step;
-  if (type == "Sequence") {
-    const Json& list = j.at("pretokenizers");
-    for (size_t i = 0; i < list.size(); ++i) {
-      DOCFEED_RETURN_IF_ERROR(ParsePreTokenizer(
-          list[i], file, field + ".pretokenizers[" + std::to_string(i) + "]", out));
-    }
-    return Status::Ok();
-  }
-  if (type == "WhitespaceSplit") {
-    step.kind = PreTokenizerStep::Kind::kWhitespaceSplit;
-  } else if (type == "Metaspace") {
-    step.replacement = j.value("replacement", std::string(kMetaspaceMark));
-    std::string scheme = j.contains("prepend_scheme")
-                             ? j["prepend_scheme"].get<std::string>()
-                             : (j.value("add_prefix_space", true) ? "always" : "never");
-    if (scheme == "first") step.prepend = PreTokenizerStep::Prepend::kFirst;
-    if (scheme == "never") step.prepend = PreTokenizerStep::Prepend::kNever;
-    if (scheme != "always" && scheme != "first" && scheme != "never") {
-      return UnsupportedField(file, field + ".prepend_scheme", "'" + scheme + "'",
-                              "always, first and never");
-    }
-    step.split = j.value("split", true);
-  } else {
-    return UnsupportedField(file, field, "type '" + type + "'",
-                            "Metaspace, WhitespaceSplit and Sequence");
-  }
-  out->push_back(std::move(step));
-  return Status::Ok();
-}
-
-Result<std::unique_ptr<SubwordModel>> ParseUnigram(const Json& j, const std::string& file) {
-  std::vector<std::pair<std::string, double>> pieces;
-  for (const Json& p : j.at("vocab")) {
-    pieces.emplace_back(p.at(0).get<std::string>(), p.at(1).get<double>());
-  }
-  std::optional<int64_t> unk;
-  if (j.contains("unk_id") && !j["unk_id"].is_null()) unk = j["unk_id"].get<int64_t>();
-  Result<UnigramModel> m =
-      UnigramModel::Create(std::move(pieces), unk, j.value("byte_fallback", false));
-  if (!m.ok()) return m.status().WithContext(file + ": model");
-  return std::unique_ptr<SubwordModel>(new UnigramModel(std::move(m).value()));
-}
-
-Result<std::unique_ptr<SubwordModel>> ParseBpe(const Json& j, const std::string& file) {
-  for (const char* field : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    if (j.contains(field) && !j[field].is_null() && !j[field].get<std::string>().empty()) {
-      return UnsupportedField(file, std::string("model.") + field,
-                              "'" + j[field].get<std::string>() + "'",
-                              "BPE without subword prefix or suffix");
-    }
-  }
-  if (j.contains("dropout") && !j["dropout"].is_null() && j["dropout"].get<double>() != 0) {
-    return UnsupportedField(file, "model.dropout", "(random merges)", "BPE without dropout");
-  }
-  std::unordered_map<std::string, int64_t> vocab;
-  for (const auto& [piece, id] : j.at("vocab").items()) vocab[piece] = id.get<int64_t>();
-  std::vector<std::pair<std::string, std::string>> merges;
-  for (const Json& m : j.at("merges")) {
-    if (m.is_array()) {
-      merges.emplace_back(m.at(0).get<std::string>(), m.at(1).get<std::string>());
-      continue;
-    }
-    std::string line = m.get<std::string>();  // the legacy "a b" form
-    size_t space = line.find(' ');
-    if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) {
-      return InvalidArgumentError(file + ": model.merges: '" + line + "' is not two tokens");
-    }
-    merges.emplace_back(line.substr(0, space), line.substr(space + 1));
-  }
-  BpeOptions options;
-  if (j.contains("unk_token") && !j["unk_token"].is_null()) {
-    options.unk_token = j["unk_token"].get<std::string>();
-  }
-  options.fuse_unk = j.value("fuse_unk", false);
-  options.byte_fallback = j.value("byte_fallback", false);
-  options.ignore_merges = j.value("ignore_merges", false);
-  Result<BpeModel> m = BpeModel::Create(std::move(vocab), merges, std::move(options));
-  if (!m.ok()) return m.status().WithContext(file + ": model");
-  return std::unique_ptr<SubwordModel>(new BpeModel(std::move(m).value()));
-}
-
-Result<std::unique_ptr<SubwordModel>> ParseModel(const Json& j, const std::string& file) {
-  const std::string type = TypeOf(j);
-  if (type == "Unigram") return ParseUnigram(j, file);
-  if (type == "BPE") return ParseBpe(j, file);
-  return UnsupportedField(file, "model.type", "'" + type + "'", "Unigram and BPE");
-}
 
 AddedTokenSpec ParseAddedToken(const Json& t, int64_t id) {
   AddedTokenSpec spec{t.at("content").get<std::string>(), id};
@@ -569,7 +194,7 @@ Result<std::vector<int64_t>> FastTokenizer::Encode(std::string_view text) const 
       ids.push_back(impl.added[static_cast<size_t>(p.token)].id);
       continue;
     }
-    p.text = impl.Normalize(std::move(p.text));
+    p.text = impl.pipeline.Normalize(std::move(p.text));
     std::vector<Piece> normalized;
     impl.SplitOn(p, impl.norm_by_byte, &normalized);
     for (Piece& q : normalized) {
@@ -577,8 +202,8 @@ Result<std::vector<int64_t>> FastTokenizer::Encode(std::string_view text) const 
         ids.push_back(impl.added[static_cast<size_t>(q.token)].id);
         continue;
       }
-      for (const Piece& pre : impl.PreTokenize(std::move(q))) {
-        DOCFEED_RETURN_IF_ERROR(impl.model->Encode(pre.text, &ids));
+      for (const std::string& pre : impl.pipeline.PreTokenize(std::move(q.text), q.at_origin)) {
+        DOCFEED_RETURN_IF_ERROR(impl.model->Encode(pre, &ids));
       }
     }
   }
@@ -642,18 +267,18 @@ Status CheckRebuiltPipeline(const Json& tj, const Json& config, const std::strin
         "other ids: save the tokenizer again with the transformers you train with");
   };
   const Json& n = tj.value("normalizer", Json());
-  if (!n.is_null() && TypeOf(n) != "Precompiled") return disagree("normalizer", "Precompiled");
+  if (!n.is_null() && JsonType(n) != "Precompiled") return disagree("normalizer", "Precompiled");
   std::string scheme = config.value("add_prefix_space", true) ? "always" : "never";
   const Json& p = tj.value("pre_tokenizer", Json());
-  bool ok = TypeOf(p) == "Sequence" && p.at("pretokenizers").size() == 2 &&
-            TypeOf(p["pretokenizers"][0]) == "WhitespaceSplit" &&
-            TypeOf(p["pretokenizers"][1]) == "Metaspace" &&
+  bool ok = JsonType(p) == "Sequence" && p.at("pretokenizers").size() == 2 &&
+            JsonType(p["pretokenizers"][0]) == "WhitespaceSplit" &&
+            JsonType(p["pretokenizers"][1]) == "Metaspace" &&
             p["pretokenizers"][1].value("replacement", "") == kMetaspaceMark &&
             p["pretokenizers"][1].value("prepend_scheme", "") == scheme &&
             p["pretokenizers"][1].value("split", true);
   if (!ok) return disagree("pre_tokenizer", "WhitespaceSplit then Metaspace, " + scheme);
   const Json& m = tj.at("model");
-  if (TypeOf(m) != "Unigram") return disagree("model.type", "Unigram");
+  if (JsonType(m) != "Unigram") return disagree("model.type", "Unigram");
   if (m.value("unk_id", Json()) != Json(3) || m.value("byte_fallback", false)) {
     return disagree("model.unk_id/byte_fallback", "unk_id 3, no byte_fallback");
   }
@@ -686,12 +311,11 @@ Result<std::unique_ptr<FastTokenizer>> FastTokenizer::FromJson(std::string_view 
                                   ": tokenizer.json or tokenizer_config.json is not a "
                                   "JSON object");
     }
-    DOCFEED_ASSIGN_OR_RETURN(impl->model, ParseModel(tj.at("model"), file));
+    DOCFEED_ASSIGN_OR_RETURN(impl->model, ParseSubwordModel(tj.at("model"), file));
     impl->size = impl->model->size();
-    DOCFEED_RETURN_IF_ERROR(
-        ParseNormalizer(tj.value("normalizer", Json()), file, "normalizer", &impl->normalizers));
-    DOCFEED_RETURN_IF_ERROR(ParsePreTokenizer(tj.value("pre_tokenizer", Json()), file,
-                                              "pre_tokenizer", &impl->pre_tokenizers));
+    DOCFEED_ASSIGN_OR_RETURN(impl->pipeline,
+                             TextPipeline::Parse(tj.value("normalizer", Json()),
+                                                 tj.value("pre_tokenizer", Json()), file));
     // 5.x marks its tokenizer_config.json with "backend" and lists extra_special_tokens.
     impl->generation = config.contains("backend") || (config.contains("extra_special_tokens") &&
                                                       config["extra_special_tokens"].is_array())
@@ -704,7 +328,7 @@ Result<std::unique_ptr<FastTokenizer>> FastTokenizer::FromJson(std::string_view 
     if (impl->generation == 4 &&
         (cls == "XLMRobertaTokenizer" || cls == "XLMRobertaTokenizerFast") &&
         !CheckRebuiltPipeline(tj, config, file).ok()) {
-      const bool bpe = TypeOf(tj.at("model")) == "BPE";
+      const bool bpe = JsonType(tj.at("model")) == "BPE";
       impl->warning =
           config_file + " was written by transformers 4.x: labels are the ids its AutoTokenizer " +
           "gives. " +

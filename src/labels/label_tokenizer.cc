@@ -5,6 +5,32 @@
 #include "labels/tokenizer.h"
 
 namespace docfeed::internal {
+namespace {
+
+// A folder holding both files must hold one vocabulary: AutoTokenizer reads tokenizer.json, the
+// slow XLMRobertaTokenizer (4.x) reads sentencepiece.bpe.model, and save_pretrained writes both
+// from one tokenizer, SentencePiece id i at id i + 1 from i = 3 on.
+Status CheckSameVocabulary(const FastTokenizer& fast, const std::string& dir,
+                           const std::string& model_path, Env* env) {
+  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<XlmRobertaTokenizer> slow,
+                           XlmRobertaTokenizer::FromModelFile(model_path, env));
+  std::vector<std::string> pieces = slow->Pieces();
+  for (size_t i = 3; i < pieces.size(); ++i) {
+    std::optional<int64_t> id = fast.TokenToId(pieces[i]);
+    if (id == static_cast<int64_t>(i) + 1) continue;
+    return InvalidArgumentError(
+        dir + ": tokenizer.json and " + kSentencePieceModelName +
+        " hold different vocabularies ('" + pieces[i] + "' is id " +
+        (id ? std::to_string(*id) : std::string("absent")) + " in tokenizer.json, " +
+        std::to_string(i + 1) +
+        " by the model file): AutoTokenizer reads tokenizer.json, the "
+        "slow XLMRobertaTokenizer the model file; remove the stale one or save the tokenizer "
+        "again");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<LoadedTokenizer> LoadLabelTokenizer(const std::string& dir, Env* env) {
   env = EnvOrDefault(env);
@@ -19,6 +45,7 @@ Result<LoadedTokenizer> LoadLabelTokenizer(const std::string& dir, Env* env) {
   LoadedTokenizer out;
   if (has_json) {
     DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<FastTokenizer> fast, FastTokenizer::Load(dir, env));
+    if (has_model) DOCFEED_RETURN_IF_ERROR(CheckSameVocabulary(*fast, dir, model_path, env));
     out.warning = fast->warning();
     out.tokenizer = std::move(fast);
     return out;

@@ -294,6 +294,12 @@ std::optional<int64_t> XlmRobertaTokenizer::TokenToId(std::string_view token) co
 
 size_t XlmRobertaTokenizer::size() const { return impl_->size; }
 
+std::vector<std::string> XlmRobertaTokenizer::Pieces() const {
+  std::vector<std::string> out;
+  for (int i = 0; i < impl_->sp.GetPieceSize(); ++i) out.push_back(impl_->sp.IdToPiece(i));
+  return out;
+}
+
 SentencePieceType XlmRobertaTokenizer::model_type() const {
   // The bytes already parsed as a model, so they parse as a message here.
   Result<SentencePieceType> type = SentencePieceModelType(impl_->model_bytes);

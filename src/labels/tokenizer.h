@@ -64,6 +64,8 @@ class XlmRobertaTokenizer final : public LabelTokenizer {
   // Contents of the special added tokens (`all_special_tokens` plus special added tokens).
   std::vector<std::string> SpecialTokens() const override;
   SentencePieceType model_type() const;
+  // The SentencePiece pieces by SentencePiece id (XLM-R id = SentencePiece id + 1 from id 3).
+  std::vector<std::string> Pieces() const;
   const std::vector<AddedTokenSpec>& added_tokens() const;  // by id
 
   // Writes what `save_pretrained` writes for the slow tokenizer into `dir` (which must exist):

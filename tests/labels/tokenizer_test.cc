@@ -121,7 +121,17 @@ TEST_F(TokenizerTest, FolderRule) {
   EXPECT_NE(dynamic_cast<XlmRobertaTokenizer*>(loaded->tokenizer.get()), nullptr);
   EXPECT_NE(loaded->warning.find("is a BPE SentencePiece model"), std::string::npos);
   EXPECT_EQ(Load()->model_type(), SentencePieceType::kBpe);
-  // A tokenizer.json beside it wins, and one docfeed cannot read is an error naming the field.
+  // A tokenizer.json beside it wins; it must hold the model file's vocabulary.
+  ASSERT_TRUE(WriteTextFile(dir_->Join(kTokenizerJsonName),
+                            R"({"model": {"type": "Unigram", "unk_id": 0,
+                                          "vocab": [["<unk>", 0], ["x", -1]]}})")
+                  .ok());
+  loaded = LoadLabelTokenizer(dir_->path());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(loaded.status().ToString().find("hold different vocabularies"), std::string::npos)
+      << loaded.status().ToString();
+  // One docfeed cannot read is an error naming the field.
   ASSERT_TRUE(
       WriteTextFile(dir_->Join(kTokenizerJsonName), R"({"model": {"type": "WordPiece"}})").ok());
   loaded = LoadLabelTokenizer(dir_->path());
