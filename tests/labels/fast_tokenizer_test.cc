@@ -13,6 +13,7 @@
 #include <sentencepiece_trainer.h>
 
 #include <memory>
+#include <thread>
 
 #include "base/file.h"
 #include "labels/bpe.h"
@@ -346,6 +347,25 @@ TEST(FastTokenizer, SaveAndLoadKeepIds) {
   EXPECT_EQ(Encode(**again, "<s_a>ab</s_a>"), Encode(*tok, "<s_a>ab</s_a>"));
 }
 
+TEST(FastTokenizer, EncodesConcurrently) {
+  auto tok = FromJson(TinyJson());
+  ASSERT_NE(tok, nullptr);
+  std::vector<int> same(4, 1);
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < same.size(); ++k) {
+    threads.emplace_back([&, k] {
+      for (int rep = 0; rep < 50; ++rep) {
+        for (const Case& c : TinyCases()) {
+          Result<Ids> ids = tok->Encode(c.text);
+          if (!ids.ok() || *ids != c.ids) same[k] = 0;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(same, std::vector<int>(4, 1));
+}
+
 TEST(Base64, DecodesStandardAlphabetWithPadding) {
   EXPECT_EQ(*DecodeBase64(""), "");
   EXPECT_EQ(*DecodeBase64("Zg=="), "f");
@@ -420,6 +440,20 @@ TEST_F(PrecompiledTest, NormalizesLikeTokenizers) {
       {"TOTAL 9.00", "TOTAL 9.00"},
   };
   for (const auto& [in, want] : cases) EXPECT_EQ(map_->Normalize(in), want) << in;
+  // Each thread has its own ICU break iterator.
+  std::vector<int> same(4, 1);
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < same.size(); ++k) {
+    threads.emplace_back([&, k] {
+      for (int rep = 0; rep < 200; ++rep) {
+        for (const auto& [in, want] : cases) {
+          if (map_->Normalize(in) != want) same[k] = 0;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(same, std::vector<int>(4, 1));
 }
 
 TEST(PrecompiledCharsmap, RejectsBadSizes) {
