@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
-#include <map>
 #include <unordered_map>
 #include <utility>
 

@@ -16,6 +16,7 @@ it (BPE); where 5.x's ids differ is measured and documented (src/labels/README.m
 """
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -25,7 +26,9 @@ import pytest
 import test_labels_parity as parity
 from conftest import REPO, SAMPLE_DOCS, run_docfeed
 
-HF5_PYTHON = REPO / ".venv" / "hf5" / "bin" / "python"
+# The transformers 5 environment (python/requirements-hf5.txt); DOCFEED_HF5_PYTHON overrides it.
+HF5_PYTHON = pathlib.Path(os.environ.get("DOCFEED_HF5_PYTHON",
+                                         REPO / ".venv" / "hf5" / "bin" / "python"))
 
 # Runs in either generation: trains models, saves folders, loads folders and tokenizes.
 WORKER = r"""
@@ -114,21 +117,29 @@ def session(tmp_path_factory):
     run_worker(4, {"train": list(models.values()), "save": saves4}, tmp, "train4")
     for name in models:  # the folder transformers 5 converts from
         (tmp / name / "m.model").rename(tmp / name / "sentencepiece.bpe.model")
-        (tmp / name / "tokenizer_config.json").write_text('{"tokenizer_class": "XLMRobertaTokenizer"}')
+        (tmp / name / "tokenizer_config.json").write_text(
+            '{"tokenizer_class": "XLMRobertaTokenizer"}')
     # A 4.x folder with tokenizer.json alone: AutoTokenizer needs nothing else.
     (tmp / "hf4-unigram" / "sentencepiece.bpe.model").unlink()
-    saves5 = [{"src": str(tmp / m), "dir": str(tmp / name)}
-              for name, (gen, m) in FOLDERS.items() if gen == 5]
-    loads = {4: [], 5: []}
-    for name, (gen, _) in FOLDERS.items():
-        loads[gen].append({"name": name, "dir": str(tmp / name), "add": tokens, "texts": texts,
-                           "slow": name == "hf4-bpe"})
-    # transformers 5 also loads the 4.x Unigram folder (it rebuilds the pipeline from it).
-    loads[5].append({"name": "hf4-unigram@5", "dir": str(tmp / "hf4-unigram"), "add": tokens,
-                     "texts": texts})
-    ref = run_worker(5, {"save": saves5, "load": loads[5]}, tmp, "ref5")
-    ref.update(run_worker(4, {"load": loads[4]}, tmp, "ref4"))
+    loads = [{"name": name, "dir": str(tmp / name), "add": tokens, "texts": texts,
+              "slow": name == "hf4-bpe"} for name, (gen, _) in FOLDERS.items() if gen == 4]
+    ref = run_worker(4, {"load": loads}, tmp, "ref4")
     return {"tmp": tmp, "ref": ref, "tokens": tokens, "texts": texts, "doc_texts": doc_texts}
+
+
+@pytest.fixture(scope="module")
+def session5(session):
+    """The 5.x folders and references, added to `session` (skipped without .venv/hf5)."""
+    tmp, tokens, texts = session["tmp"], session["tokens"], session["texts"]
+    saves = [{"src": str(tmp / m), "dir": str(tmp / name)}
+             for name, (gen, m) in FOLDERS.items() if gen == 5]
+    loads = [{"name": name, "dir": str(tmp / name), "add": tokens, "texts": texts}
+             for name, (gen, _) in FOLDERS.items() if gen == 5]
+    # transformers 5 also loads the 4.x Unigram folder (it rebuilds the pipeline from it).
+    loads.append({"name": "hf4-unigram@5", "dir": str(tmp / "hf4-unigram"), "add": tokens,
+                  "texts": texts})
+    session["ref"].update(run_worker(5, {"save": saves, "load": loads}, tmp, "ref5"))
+    return session
 
 
 def probe(session, folder, tmp_path, save=None):
@@ -147,7 +158,9 @@ def mismatches(session, got, want):
 
 @pytest.mark.parametrize("folder", ["hf5-unigram", "hf5-bpe", "hf5-unigram300", "hf4-unigram",
                                     "hf4-bpe"])
-def test_ids_match_autotokenizer_of_the_saving_generation(session, tmp_path, folder):
+def test_ids_match_autotokenizer_of_the_saving_generation(session, tmp_path, folder, request):
+    if FOLDERS[folder][0] == 5:
+        request.getfixturevalue("session5")
     ref = session["ref"][folder]
     saved = tmp_path / "saved"
     saved.mkdir()
@@ -168,7 +181,8 @@ def test_ids_match_autotokenizer_of_the_saving_generation(session, tmp_path, fol
     assert not bad, (len(bad), bad[:5])
 
 
-def test_five_rebuilds_a_4x_folder_differently_where_documented(session, capsys):
+def test_five_rebuilds_a_4x_folder_differently_where_documented(session5, capsys):
+    session = session5
     # transformers 5 rebuilds XLMRobertaTokenizer (normalizer Precompiled only, WhitespaceSplit
     # + Metaspace) from a 4.x tokenizer.json (Precompiled, Strip, Replace " {2,}" -> "▁",
     # Metaspace), so a 4.x folder loaded by 5.x gives other ids than docfeed (= 4.x) exactly
@@ -204,7 +218,8 @@ def test_4x_bpe_folder_is_read_through_its_tokenizer_json(session, tmp_path, cap
               f"{len(session['texts'])} strings (src/labels/README.md)")
 
 
-def test_pack_with_a_5x_folder(session, tmp_path):
+def test_pack_with_a_5x_folder(session5, tmp_path):
+    session = session5
     folder = session["tmp"] / "hf5-bpe"
     out = tmp_path / "ds"
     proc = run_docfeed("pack", SAMPLE_DOCS, "-o", out, "--tokenizer", folder, "--skip-bad",
