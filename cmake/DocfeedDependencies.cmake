@@ -25,6 +25,8 @@ else()
   target_link_libraries(docfeed_sentencepiece INTERFACE ${SENTENCEPIECE_LIBRARY}
                         ${SENTENCEPIECE_TRAIN_LIBRARY})
 endif()
+# libicu-dev: extended grapheme clusters and Unicode properties for tokenizer.json's pipeline.
+pkg_check_modules(ICU REQUIRED IMPORTED_TARGET icu-uc)            # libicu-dev
 if(DOCFEED_BUILD_TESTS)
   find_package(GTest REQUIRED)                                 # libgtest-dev
 endif()

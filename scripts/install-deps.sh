@@ -16,6 +16,7 @@ packages=(
   libcairo2-dev libpango1.0-dev libfontconfig-dev    # docfeed synth: rendering and text layout
   fonts-liberation2 fonts-dejavu-core fonts-crosextra-carlito  # docfeed synth: the fonts
   libsentencepiece-dev sentencepiece                 # XLM-R tokenization of Donut labels
+  libicu-dev                                         # tokenizer.json: grapheme clusters, Unicode properties
   libgtest-dev libgmock-dev libbenchmark-dev         # tests and benchmarks
   python3 python3-venv python3-dev                   # .venv for the interop tests
 )

@@ -70,7 +70,7 @@ struct PackPreprocess {
 // Donut labels: the columns `labels` (list<int64>) and `target_sequence` (string), and the
 // extended tokenizer saved in OUT/tokenizer/.
 struct PackLabels {
-  std::string tokenizer_dir;  // XLM-RoBERTa folder with sentencepiece.bpe.model; "": no labels
+  std::string tokenizer_dir;  // XLM-R folder: tokenizer.json or sentencepiece.bpe.model; "": none
   std::string target_field = "ground_truth";  // the column holding the JSON ground truth
   std::string task_token = "<s>";             // start token of every target
   std::string prompt_end_token;               // mask labels up to this token; "" for none
@@ -132,6 +132,9 @@ struct PackSummary {
   uint64_t labels_truncated = 0;  // targets cut at max_length
   uint64_t new_tokens = 0;        // tokens added to the tokenizer
   uint64_t tokenizer_size = 0;    // len(tokenizer) after adding them
+  // Non-empty when the folder's ids are those of one transformers generation only (a BPE
+  // sentencepiece.bpe.model, which transformers 5 converts to Unigram): what to do instead.
+  std::string tokenizer_warning;
 };
 
 // Packs the image folder options.source.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 
 #include "base/file.h"
 #include "base/json.h"
@@ -166,8 +167,7 @@ Result<std::unique_ptr<XlmRobertaTokenizer>> XlmRobertaTokenizer::FromModelFile(
     const std::string& path, Env* env) {
   env = EnvOrDefault(env);
   if (!env->PathExists(path)) {
-    return NotFoundError(path + ": no SentencePiece model file (" + kSentencePieceModelName +
-                         "); docfeed needs it, tokenizer.json alone is not supported");
+    return NotFoundError(path + ": no SentencePiece model file (" + kSentencePieceModelName + ")");
   }
   auto impl = std::make_unique<Impl>();
   DOCFEED_ASSIGN_OR_RETURN(impl->model_bytes, env->ReadTextFile(path));
@@ -293,6 +293,89 @@ std::optional<int64_t> XlmRobertaTokenizer::TokenToId(std::string_view token) co
 }
 
 size_t XlmRobertaTokenizer::size() const { return impl_->size; }
+
+std::vector<std::string> XlmRobertaTokenizer::Pieces() const {
+  std::vector<std::string> out;
+  for (int i = 0; i < impl_->sp.GetPieceSize(); ++i) out.push_back(impl_->sp.IdToPiece(i));
+  return out;
+}
+
+SentencePieceType XlmRobertaTokenizer::model_type() const {
+  // The bytes already parsed as a model, so they parse as a message here.
+  Result<SentencePieceType> type = SentencePieceModelType(impl_->model_bytes);
+  return type.ok() ? *type : SentencePieceType::kOther;
+}
+
+namespace {
+
+// A protobuf varint at `*at`; false past the end or beyond 64 bits.
+bool ReadVarint(std::string_view s, size_t* at, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; shift < 64 && *at < s.size(); shift += 7) {
+    auto b = static_cast<uint8_t>(s[(*at)++]);
+    *v |= uint64_t{b & 0x7Fu} << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// The first field `number` of a message: its varint value (wire type 0) or its bytes (type 2).
+// nullopt when absent; InvalidArgument when the bytes are not a message.
+Result<std::optional<std::variant<uint64_t, std::string_view>>> FindField(std::string_view msg,
+                                                                          uint64_t number) {
+  size_t at = 0;
+  while (at < msg.size()) {
+    uint64_t tag = 0;
+    uint64_t v = 0;
+    if (!ReadVarint(msg, &at, &tag)) return InvalidArgumentError("not a protobuf message");
+    uint64_t wire = tag & 7;
+    size_t skip = 0;
+    if (wire == 0) {
+      if (!ReadVarint(msg, &at, &v)) return InvalidArgumentError("not a protobuf message");
+      if ((tag >> 3) == number) return std::optional<std::variant<uint64_t, std::string_view>>(v);
+    } else if (wire == 2) {
+      if (!ReadVarint(msg, &at, &v) || v > msg.size() - at) {
+        return InvalidArgumentError("not a protobuf message");
+      }
+      if ((tag >> 3) == number) {
+        return std::optional<std::variant<uint64_t, std::string_view>>(msg.substr(at, v));
+      }
+      skip = v;
+    } else if (wire == 1 || wire == 5) {
+      skip = wire == 1 ? 8 : 4;
+    } else {
+      return InvalidArgumentError("not a protobuf message");
+    }
+    if (skip > msg.size() - at) return InvalidArgumentError("not a protobuf message");
+    at += skip;
+  }
+  return std::optional<std::variant<uint64_t, std::string_view>>();
+}
+
+}  // namespace
+
+Result<std::string> SentencePieceCharsmap(std::string_view model_bytes) {
+  // ModelProto.normalizer_spec = 3; NormalizerSpec.precompiled_charsmap = 2.
+  DOCFEED_ASSIGN_OR_RETURN(auto spec, FindField(model_bytes, 3));
+  if (!spec || !std::holds_alternative<std::string_view>(*spec)) return std::string();
+  DOCFEED_ASSIGN_OR_RETURN(auto map, FindField(std::get<std::string_view>(*spec), 2));
+  if (!map || !std::holds_alternative<std::string_view>(*map)) return std::string();
+  return std::string(std::get<std::string_view>(*map));
+}
+
+Result<SentencePieceType> SentencePieceModelType(std::string_view model_bytes) {
+  // ModelProto.trainer_spec = 2; TrainerSpec.model_type = 3 (UNIGRAM = 1, BPE = 2).
+  DOCFEED_ASSIGN_OR_RETURN(auto spec, FindField(model_bytes, 2));
+  if (!spec || !std::holds_alternative<std::string_view>(*spec)) {
+    return SentencePieceType::kUnigram;
+  }
+  DOCFEED_ASSIGN_OR_RETURN(auto type, FindField(std::get<std::string_view>(*spec), 3));
+  if (!type || !std::holds_alternative<uint64_t>(*type)) return SentencePieceType::kUnigram;
+  uint64_t t = std::get<uint64_t>(*type);
+  return t == 1   ? SentencePieceType::kUnigram
+         : t == 2 ? SentencePieceType::kBpe
+                  : SentencePieceType::kOther;
+}
 size_t XlmRobertaTokenizer::vocab_size() const { return impl_->vocab_size; }
 const std::vector<AddedTokenSpec>& XlmRobertaTokenizer::added_tokens() const {
   return impl_->added;

@@ -14,25 +14,23 @@
 
 #include "base/env.h"
 #include "docfeed/status.h"
+#include "labels/label_tokenizer.h"
 
 namespace docfeed::internal {
 
-inline constexpr char kSentencePieceModelName[] = "sentencepiece.bpe.model";
+// The model type a SentencePiece model file was trained as (TrainerSpec.model_type).
+enum class SentencePieceType { kUnigram, kBpe, kOther };
 
-// A token matched in the text before SentencePiece runs (Hugging Face `AddedToken`).
-struct AddedTokenSpec {
-  std::string content;
-  int64_t id = 0;
-  bool lstrip = false;  // eats whitespace on its left
-  bool rstrip = false;  // eats whitespace on its right
-  bool single_word = false;
-  bool normalized = false;
-  bool special = true;
-};
+// Reads TrainerSpec.model_type from the serialized ModelProto (UNIGRAM when absent, as protobuf
+// defaults it). InvalidArgument if the bytes are not a protobuf message.
+Result<SentencePieceType> SentencePieceModelType(std::string_view model_bytes);
+// NormalizerSpec.precompiled_charsmap of a serialized ModelProto ("" when absent), the bytes
+// tokenizer.json's Precompiled normalizer holds in base64.
+Result<std::string> SentencePieceCharsmap(std::string_view model_bytes);
 
 // Ownership: owns the SentencePiece model. Thread safety: AddSpecialTokens is not thread-safe;
 // every const method may run on many threads at once (SentencePiece encoding is const).
-class XlmRobertaTokenizer {
+class XlmRobertaTokenizer final : public LabelTokenizer {
  public:
   // Loads DIR/sentencepiece.bpe.model and the added tokens of DIR/tokenizer_config.json
   // (`added_tokens_decoder`), DIR/added_tokens.json and DIR/special_tokens_map.json, as
@@ -46,32 +44,36 @@ class XlmRobertaTokenizer {
 
   XlmRobertaTokenizer(const XlmRobertaTokenizer&) = delete;
   XlmRobertaTokenizer& operator=(const XlmRobertaTokenizer&) = delete;
-  ~XlmRobertaTokenizer();
+  ~XlmRobertaTokenizer() override;
 
   // `add_special_tokens({"additional_special_tokens": tokens})`: each token not yet in the
   // vocabulary gets the next id (len(tokenizer)); tokens already in it keep their id and are no
   // longer split. Added with lstrip = rstrip = normalized = false. Returns how many were new.
-  int AddSpecialTokens(const std::vector<std::string>& tokens);
+  int AddSpecialTokens(const std::vector<std::string>& tokens) override;
 
   // `tokenizer(text, add_special_tokens=False)["input_ids"]`, untruncated.
   // InvalidArgument if SentencePiece refuses the text.
-  Result<std::vector<int64_t>> Encode(std::string_view text) const;
+  Result<std::vector<int64_t>> Encode(std::string_view text) const override;
 
   // The id of a token (added token or vocabulary piece); nullopt if it would be split.
-  std::optional<int64_t> TokenToId(std::string_view token) const;
+  std::optional<int64_t> TokenToId(std::string_view token) const override;
 
-  size_t size() const;        // len(tokenizer): vocabulary plus added tokens
-  size_t vocab_size() const;  // SentencePiece pieces + fairseq offset + <mask>
-  int64_t pad_id() const { return 1; }
+  size_t size() const override;  // len(tokenizer): vocabulary plus added tokens
+  size_t vocab_size() const;     // SentencePiece pieces + fairseq offset + <mask>
+  int64_t pad_id() const override { return 1; }
   // Contents of the special added tokens (`all_special_tokens` plus special added tokens).
-  std::vector<std::string> SpecialTokens() const;
+  std::vector<std::string> SpecialTokens() const override;
+  SentencePieceType model_type() const;
+  // The SentencePiece pieces by SentencePiece id (XLM-R id = SentencePiece id + 1 from id 3).
+  std::vector<std::string> Pieces() const;
   const std::vector<AddedTokenSpec>& added_tokens() const;  // by id
 
   // Writes what `save_pretrained` writes for the slow tokenizer into `dir` (which must exist):
   // the model, added_tokens.json, special_tokens_map.json, tokenizer_config.json.
   // `model_max_length` goes into tokenizer_config.json.
-  Status Save(const std::string& dir, int model_max_length, Env* env = nullptr) const;
+  Status Save(const std::string& dir, int model_max_length, Env* env = nullptr) const override;
   static std::vector<std::string> SavedFileNames();
+  std::vector<std::string> FileNames() const override { return SavedFileNames(); }
 
  private:
   struct Impl;

@@ -11,7 +11,7 @@ std::string FieldContext(const std::string& field) { return "field '" + field + 
 
 }  // namespace
 
-Labeler::Labeler(const LabelOptions& options, std::unique_ptr<XlmRobertaTokenizer> tokenizer,
+Labeler::Labeler(const LabelOptions& options, std::unique_ptr<LabelTokenizer> tokenizer,
                  size_t target_column)
     : options_(options), tokenizer_(std::move(tokenizer)), target_column_(target_column) {}
 
@@ -36,9 +36,10 @@ Result<std::unique_ptr<Labeler>> Labeler::Create(const LabelOptions& options,
                                 "' must hold JSON text (strings), not " +
                                 std::string(ColumnTypeName(folder.columns[column].type)));
   }
-  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<XlmRobertaTokenizer> tokenizer,
-                           XlmRobertaTokenizer::Load(options.tokenizer_dir, options.env));
-  std::unique_ptr<Labeler> l(new Labeler(options, std::move(tokenizer), column));
+  DOCFEED_ASSIGN_OR_RETURN(LoadedTokenizer loaded,
+                           LoadLabelTokenizer(options.tokenizer_dir, options.env));
+  std::unique_ptr<Labeler> l(new Labeler(options, std::move(loaded.tokenizer), column));
+  l->tokenizer_warning_ = std::move(loaded.warning);
   l->targets_ = std::make_unique<TargetBuilder>(options.target, l->tokenizer_->SpecialTokens());
   // Pass 1. A sample that fails here fails identically in Make(), which reports it.
   for (size_t i = 0; i < folder.samples.size(); ++i) {
@@ -86,9 +87,9 @@ std::vector<ColumnSpec> Labeler::Columns() {
   return {{kLabelsColumn, ColumnType::kInt64List}, {kTargetSequenceColumn, ColumnType::kString}};
 }
 
-std::vector<std::string> Labeler::TokenizerFileNames() {
+std::vector<std::string> Labeler::TokenizerFileNames() const {
   std::vector<std::string> names;
-  for (const std::string& f : XlmRobertaTokenizer::SavedFileNames()) {
+  for (const std::string& f : tokenizer_->FileNames()) {
     names.push_back(JoinPath(kTokenizerDirName, f));
   }
   return names;

@@ -18,6 +18,7 @@
 #include "docfeed/status.h"
 #include "format/value.h"
 #include "labels/json2token.h"
+#include "labels/label_tokenizer.h"
 #include "labels/tokenizer.h"
 #include "pack/image_folder.h"
 
@@ -42,7 +43,8 @@ class Labeler {
  public:
   // Loads the tokenizer and collects the new tokens over `folder`. InvalidArgument if the
   // target field is not a string column or the output columns already exist; NotFound if the
-  // tokenizer folder has no model file.
+  // tokenizer folder has neither tokenizer.json nor sentencepiece.bpe.model; Unsupported or
+  // InvalidArgument for a folder docfeed cannot reproduce (labels/label_tokenizer.h).
   static Result<std::unique_ptr<Labeler>> Create(const LabelOptions& options,
                                                  const ImageFolder& folder);
 
@@ -54,18 +56,21 @@ class Labeler {
   // Writes the extended tokenizer into `dir`/tokenizer/; returns the written files' names
   // relative to `dir`.
   Result<std::vector<std::string>> SaveTokenizer(const std::string& dir) const;
-  static std::vector<std::string> TokenizerFileNames();
+  std::vector<std::string> TokenizerFileNames() const;
 
   uint64_t truncated() const { return truncated_.load(); }
   size_t new_tokens() const { return new_tokens_; }
   size_t tokenizer_size() const { return tokenizer_->size(); }
+  // Non-empty when another transformers generation could give other ids (LoadLabelTokenizer).
+  const std::string& tokenizer_warning() const { return tokenizer_warning_; }
 
  private:
-  Labeler(const LabelOptions& options, std::unique_ptr<XlmRobertaTokenizer> tokenizer,
+  Labeler(const LabelOptions& options, std::unique_ptr<LabelTokenizer> tokenizer,
           size_t target_column);
 
   LabelOptions options_;
-  std::unique_ptr<XlmRobertaTokenizer> tokenizer_;
+  std::unique_ptr<LabelTokenizer> tokenizer_;
+  std::string tokenizer_warning_;
   std::unique_ptr<TargetBuilder> targets_;
   size_t target_column_;
   LabelShape shape_;

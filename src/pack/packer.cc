@@ -152,7 +152,7 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
     label_options.env = env;
     DOCFEED_ASSIGN_OR_RETURN(labeler, Labeler::Create(label_options, folder));
     for (const ColumnSpec& c : Labeler::Columns()) wopts.columns.push_back(c);
-    wopts.extra_files = Labeler::TokenizerFileNames();
+    wopts.extra_files = labeler->TokenizerFileNames();
   }
   wopts.label_column = PickLabelColumn(wopts.columns);
   wopts.compression = options.compression;
@@ -185,6 +185,7 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
     state.summary.labels_truncated = labeler->truncated();
     state.summary.new_tokens = labeler->new_tokens();
     state.summary.tokenizer_size = labeler->tokenizer_size();
+    state.summary.tokenizer_warning = labeler->tokenizer_warning();
   }
   Manifest manifest;
   manifest.codec = std::string(CodecChoiceName(options.encode.codec));

@@ -3,10 +3,13 @@
 //
 // IN: {"json2token": {"recipe", "start", "prompt_end", "special": [...], "docs": [...]},
 //      "tokenize": {"tokenizer": DIR, "add": [...], "texts": [...], "max_length": N (optional),
-//                   "prompt_end": T (optional), "bench_reps": R (optional)}}
+//                   "prompt_end": T (optional), "bench_reps": R (optional),
+//                   "save": OUT_DIR (optional: the extended tokenizer is saved there)}}
 // OUT: {"json2token": {"targets": [[...] | {"error": ...}], "tokens_to_add": [...]},
 //       "tokenize": {"ids": [[...]], "labels": [[...]], "size": N, "token_ids": {...},
-//                    "bench_seconds": S, "bench_labels": K}}
+//                    "warning": W, "saved": [files] | {"error"}, "bench_seconds": S,
+//                    "bench_labels": K} | {"error": ...}}
+// DIR goes through LoadLabelTokenizer, the folder rule pack uses.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -14,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "labels/json2token.h"
+#include "labels/label_tokenizer.h"
 #include "labels/tokenizer.h"
 
 namespace docfeed::internal {
@@ -38,19 +42,24 @@ Json RunJson2Token(const Json& in) {
 }
 
 Json RunTokenize(const Json& in) {
-  auto tok = XlmRobertaTokenizer::Load(in.at("tokenizer").get<std::string>());
-  if (!tok.ok()) return {{"error", tok.status().ToString()}};
-  (*tok)->AddSpecialTokens(in.value("add", std::vector<std::string>{}));
-  Json out = {{"size", (*tok)->size()}};
+  auto loaded = LoadLabelTokenizer(in.at("tokenizer").get<std::string>());
+  if (!loaded.ok()) return {{"error", loaded.status().ToString()}};
+  LabelTokenizer* tok = loaded->tokenizer.get();
+  tok->AddSpecialTokens(in.value("add", std::vector<std::string>{}));
+  Json out = {{"size", tok->size()}, {"warning", loaded->warning}};
+  if (in.contains("save")) {
+    Status st = tok->Save(in["save"].get<std::string>(), 512, nullptr);
+    out["saved"] = st.ok() ? Json(tok->FileNames()) : Json{{"error", st.ToString()}};
+  }
   LabelShape shape;
   shape.max_length = in.value("max_length", 512);
   if (in.contains("prompt_end"))
-    shape.prompt_end_id = (*tok)->TokenToId(in["prompt_end"].get<std::string>());
+    shape.prompt_end_id = tok->TokenToId(in["prompt_end"].get<std::string>());
   Json ids = Json::array();
   Json labels = Json::array();
   std::vector<std::string> texts = in.at("texts").get<std::vector<std::string>>();
   for (const std::string& t : texts) {
-    Result<std::vector<int64_t>> r = (*tok)->Encode(t);
+    Result<std::vector<int64_t>> r = tok->Encode(t);
     ids.push_back(r.ok() ? Json(*r) : Json{{"error", r.status().ToString()}});
     if (r.ok()) labels.push_back(MakeLabels(*r, shape).labels);
   }
@@ -58,7 +67,7 @@ Json RunTokenize(const Json& in) {
   out["labels"] = labels;
   Json token_ids = Json::object();
   for (const std::string& t : in.value("add", std::vector<std::string>{})) {
-    token_ids[t] = (*tok)->TokenToId(t).value_or(-1);
+    token_ids[t] = tok->TokenToId(t).value_or(-1);
   }
   out["token_ids"] = token_ids;
   int reps = in.value("bench_reps", 0);
@@ -67,7 +76,7 @@ Json RunTokenize(const Json& in) {
     size_t count = 0;
     for (int rep = 0; rep < reps; ++rep) {
       for (const std::string& t : texts) {
-        count += MakeLabels(*(*tok)->Encode(t), shape).labels.size() > 0 ? 1 : 0;
+        count += MakeLabels(*tok->Encode(t), shape).labels.size() > 0 ? 1 : 0;
       }
     }
     out["bench_seconds"] =

@@ -114,6 +114,42 @@ TEST_F(TokenizerTest, MissingModelIsNotFound) {
   EXPECT_EQ(XlmRobertaTokenizer::Load(empty.path()).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST_F(TokenizerTest, FolderRule) {
+  // sentencepiece.bpe.model alone, a BPE model: 4.x slow ids, and a warning about 5.x.
+  auto loaded = LoadLabelTokenizer(dir_->path());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_NE(dynamic_cast<XlmRobertaTokenizer*>(loaded->tokenizer.get()), nullptr);
+  EXPECT_NE(loaded->warning.find("is a BPE SentencePiece model"), std::string::npos);
+  EXPECT_EQ(Load()->model_type(), SentencePieceType::kBpe);
+  // A tokenizer.json beside it wins; it must hold the model file's vocabulary.
+  ASSERT_TRUE(WriteTextFile(dir_->Join(kTokenizerJsonName),
+                            R"({"model": {"type": "Unigram", "unk_id": 0,
+                                          "vocab": [["<unk>", 0], ["x", -1]]}})")
+                  .ok());
+  loaded = LoadLabelTokenizer(dir_->path());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(loaded.status().ToString().find("hold different vocabularies"), std::string::npos)
+      << loaded.status().ToString();
+  // One docfeed cannot read is an error naming the field.
+  ASSERT_TRUE(
+      WriteTextFile(dir_->Join(kTokenizerJsonName), R"({"model": {"type": "WordPiece"}})").ok());
+  loaded = LoadLabelTokenizer(dir_->path());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(loaded.status().ToString().find("tokenizer.json: model.type 'WordPiece'"),
+            std::string::npos)
+      << loaded.status().ToString();
+  ASSERT_TRUE(RemoveAll(dir_->Join(kTokenizerJsonName)).ok());
+  // Neither file.
+  testing::TempDir empty;
+  loaded = LoadLabelTokenizer(empty.path());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(loaded.status().ToString().find("no tokenizer.json or sentencepiece.bpe.model"),
+            std::string::npos);
+}
+
 TEST_F(TokenizerTest, EncodesConcurrently) {
   auto tok = Load();
   tok->AddSpecialTokens({"<s_company>", "</s_company>"});

@@ -46,7 +46,8 @@ constexpr char kPackHelp[] =
     "  --keep-original        also store the source file in an Image column `original`\n"
     "\n"
     "Donut labels (the columns labels and target_sequence, and OUT/tokenizer/):\n"
-    "  --tokenizer DIR        XLM-RoBERTa tokenizer folder with sentencepiece.bpe.model\n"
+    "  --tokenizer DIR        XLM-RoBERTa tokenizer folder: tokenizer.json (wins) or\n"
+    "                         sentencepiece.bpe.model (src/labels/README.md)\n"
     "  --target-field F       column holding the JSON ground truth (default ground_truth)\n"
     "  --task-token T         start token of every target (default <s>)\n"
     "  --prompt-end-token T   mask labels up to this token (Donut's DocVQA recipe)\n"
@@ -156,6 +157,9 @@ void PrintSummary(const PackOptions& o, const PackSummary& s) {
     if (s.labels_truncated > 0) {
       std::printf("  truncated  %llu target(s) longer than --max-length %d\n",
                   static_cast<unsigned long long>(s.labels_truncated), o.labels.max_length);
+    }
+    if (!s.tokenizer_warning.empty()) {
+      std::fprintf(stderr, "warning: %s\n", s.tokenizer_warning.c_str());
     }
   }
   if (s.rejected > 0) {
