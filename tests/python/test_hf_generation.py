@@ -131,3 +131,31 @@ def test_loader_validates_its_generation_arguments(packed):
                           ({"backend": "torchvision"}, "hf_version=5")):
         with pytest.raises(docfeed.InvalidArgumentError, match=named):
             docfeed.Loader(packed, batch_size=2, image_size=(64, 48), **kwargs)
+
+
+def test_the_default_choice_gives_the_installed_processors_pixels(packed, tmp_path):
+    """End to end in the installed stack: DocfeedDataset's own choice (no arguments) serves the
+    pixels of the processor AutoImageProcessor builds from a saved Donut config (on 5.x with
+    do_convert_rgb=True, which grayscale pages need), centred as the processor pads."""
+    import numpy as np
+    import transformers
+    from PIL import Image
+
+    size = (64, 48)
+    transformers.DonutImageProcessor(size={"height": size[0], "width": size[1]}).save_pretrained(
+        tmp_path)
+    five = int(transformers.__version__.split(".")[0]) >= 5
+    auto = transformers.AutoImageProcessor.from_pretrained(
+        tmp_path, **({"do_convert_rgb": True} if five else {}))
+    # The folder has no metadata.jsonl: samples are its files in sorted order.
+    files = sorted(str(p) for p in (SAMPLE_DOCS / "sroie").iterdir() if p.is_file())
+    ds = DocfeedDataset(packed, image_size=size)
+    loader = ds.loader(batch_size=len(files), shuffle=False, pad="center", drop_last=False)
+    assert ds.generation[:2] == ((5, "torchvision") if five else (4, "pil"))
+    batch = next(iter(loader))
+    for row, sid in enumerate(batch.sample_ids.tolist()):
+        with Image.open(files[sid]) as img:
+            want = np.asarray(auto(img, return_tensors="np")["pixel_values"][0])
+        got = batch["pixel_values"][row].numpy()
+        assert got.tobytes() == want.astype(np.float32).tobytes(), files[sid]
+    loader.close()
