@@ -148,3 +148,23 @@ def test_inspect_json_reports_sizes_and_labels(packed_keep):
     assert stats["samples_without_label"] == 6
     text = run_docfeed("inspect", packed_keep).stdout
     assert "struct<bytes: binary, path: string>" in text and "longest" in text
+
+
+def test_bench_takes_the_processor_generation(tmp_path):
+    """`docfeed bench --hf-version/--backend` run the loader with that generation's preset on
+    original images (generations_bench.py relies on it); bad combinations are usage errors."""
+    import json
+
+    src = copy_samples(tmp_path, ["sroie/000.jpg", "invoices/simple-invoice.png"])
+    run_docfeed("pack", src, "-o", tmp_path / "ds")
+    for extra, want in (([], (4, "pil")), (["--hf-version", "5"], (5, "pil")),
+                        (["--hf-version", "5", "--backend", "torchvision"], (5, "torchvision"))):
+        proc = run_docfeed("bench", tmp_path / "ds", "--size", "64x48", "--json", "--threads", "1",
+                           "--batch-size", "1", *extra)
+        out = json.loads(proc.stdout)
+        # The first batch is timed apart: 1 of the 2 pages counts for pages/s.
+        assert (out["hf_version"], out["backend"]) == want and out["pages"] == 1, (extra, out)
+    for extra in (["--backend", "torchvision"], ["--hf-version", "6"], ["--backend", "cv2"]):
+        proc = run_docfeed("bench", tmp_path / "ds", *extra, check=False)
+        assert proc.returncode == 2 and ("--backend" in proc.stderr or "--hf-version" in
+                                         proc.stderr), (extra, proc.stderr)

@@ -38,6 +38,9 @@ constexpr char kBenchHelp[] =
     "  --max-batches N    stop each epoch after N batches (default: the whole epoch)\n"
     "  --size HxW         output size (default: the size a preprocessed dataset was packed for,\n"
     "                     else 1553x1200)\n"
+    "  --hf-version 4|5   the DonutImageProcessor generation of original images (default 4; a\n"
+    "                     preprocessed dataset uses the one it was packed for)\n"
+    "  --backend B        with --hf-version 5: pil (default) or torchvision\n"
     "  --dtype T          uint8 (padded pixels, HWC), float32 (default), float16, bfloat16\n"
     "  --pad P            random (default) or center\n"
     "  --prefetch N       batches filled ahead (default 4)\n"
@@ -105,6 +108,9 @@ Result<BenchConfig> ToConfig(const ParsedArgs& p) {
   DOCFEED_ASSIGN_OR_RETURN(auto hw, ParseSize(size.empty() ? "1553x1200" : size));
   o.preset.donut.height = hw.first;
   o.preset.donut.width = hw.second;
+  DOCFEED_ASSIGN_OR_RETURN(const Generation generation, ParseGeneration(p));
+  o.preset.donut.hf_version = generation.hf_version;
+  DOCFEED_ASSIGN_OR_RETURN(o.preset.donut.backend, ParseDonutBackend(generation.backend));
   return c;
 }
 
@@ -239,10 +245,12 @@ void PrintTable(const BenchConfig& c, const RunResult& r, double baseline_s) {
   const double mb_s = r.seconds > 0 ? static_cast<double>(s.stored_bytes) / 1e6 /
                                           (r.seconds + r.first_batch_seconds)
                                     : 0;
-  std::printf("%s: %s, %d threads, batch %u, %dx%d %s\n", c.loader.path.c_str(),
-              r.preprocessed ? "preprocessed" : "original images", r.threads, c.loader.batch_size,
-              c.loader.preset.donut.height, c.loader.preset.donut.width,
-              c.loader.dtype == DType::kUint8 ? "uint8 HWC" : "normalized CHW");
+  std::printf("%s: %s, %d threads, batch %u, %dx%d %s, transformers %d.x %s\n",
+              c.loader.path.c_str(), r.preprocessed ? "preprocessed" : "original images", r.threads,
+              c.loader.batch_size, c.loader.preset.donut.height, c.loader.preset.donut.width,
+              c.loader.dtype == DType::kUint8 ? "uint8 HWC" : "normalized CHW",
+              c.loader.preset.donut.hf_version,
+              std::string(DonutBackendName(c.loader.preset.donut.backend)).c_str());
   std::printf("  time to first batch   %8.3f s\n", r.first_batch_seconds);
   std::printf("  pages/s               %8.1f  (%.1f per thread; after the first batch)\n", pages_s,
               pages_s / r.threads);
@@ -289,6 +297,8 @@ void PrintJson(const BenchConfig& c, const RunResult& r, double baseline_s) {
   j["batch_size"] = c.loader.batch_size;
   j["height"] = c.loader.preset.donut.height;
   j["width"] = c.loader.preset.donut.width;
+  j["hf_version"] = c.loader.preset.donut.hf_version;
+  j["backend"] = DonutBackendName(c.loader.preset.donut.backend);
   j["dtype"] = c.loader.dtype == DType::kUint8 ? "uint8" : "float";
   j["pages"] = r.pages;
   j["seconds"] = r.seconds;
@@ -317,7 +327,7 @@ int RunBench(const Args& args, Env* env) {
   Result<ParsedArgs> parsed =
       ParseArgs(args, {"--help", "-h", "--json"},
                 {"--batch-size", "--threads", "--epochs", "--max-batches", "--size", "--dtype",
-                 "--pad", "--prefetch", "--seed", "--baseline"});
+                 "--pad", "--prefetch", "--seed", "--baseline", "--hf-version", "--backend"});
   if (parsed.ok() && parsed->Has("--help")) {
     std::fputs(kBenchHelp, stdout);
     return 0;
