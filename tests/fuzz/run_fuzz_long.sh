@@ -20,7 +20,6 @@ runs="${2:-10000000}"
 out="${root}/build/fuzz"
 long="${out}/long"
 mkdir -p "${long}"
-"${root}/tests/fuzz/run_fuzz.sh" 1 > "${long}/build.log" 2>&1 || { cat "${long}/build.log"; exit 1; }
 
 # target  binary  seed-dir-made-by-the-short-run  max_len
 targets=(
@@ -35,11 +34,13 @@ targets=(
 )
 only="${FUZZ_TARGETS:-}"
 if [[ -n "${only}" ]]; then
-  # A misspelt name would otherwise run nothing and report success.
+  # Checked before the build: a misspelt name would otherwise build everything, run nothing and
+  # report success.
   for want in ${only}; do
     printf '%s\n' "${targets[@]}" | grep -q "^${want} " || { echo "unknown target: ${want}"; exit 2; }
   done
 fi
+"${root}/tests/fuzz/run_fuzz.sh" 1 > "${long}/build.log" 2>&1 || { cat "${long}/build.log"; exit 1; }
 summary="${long}/summary.txt"
 : > "${summary}"
 status=0
