@@ -210,19 +210,9 @@ Result<std::vector<int64_t>> FastTokenizer::Encode(std::string_view text) const 
 
 int FastTokenizer::AddSpecialTokens(const std::vector<std::string>& tokens) {
   Impl& impl = *impl_;
-  int added = 0;
-  for (const std::string& t : tokens) {
-    if (t.empty()) continue;
-    if (std::find(impl.extra_special.begin(), impl.extra_special.end(), t) ==
-        impl.extra_special.end()) {
-      impl.extra_special.push_back(t);
-    }
-    if (impl.added_index.count(t) > 0) continue;
-    std::optional<int64_t> existing = impl.model->PieceToId(t);
-    if (!existing) ++added;
-    impl.Put({t, existing ? *existing : impl.NextId()});
-  }
-  return added;
+  return AddSpecialTokensTo(
+      impl, tokens, [&](const std::string& t) { return impl.model->PieceToId(t); },
+      [&] { return impl.NextId(); });
 }
 
 std::optional<int64_t> FastTokenizer::TokenToId(std::string_view token) const {

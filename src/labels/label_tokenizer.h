@@ -4,6 +4,7 @@
 #ifndef DOCFEED_LABELS_LABEL_TOKENIZER_H_
 #define DOCFEED_LABELS_LABEL_TOKENIZER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -69,6 +70,28 @@ struct LoadedTokenizer {
 // DIR has neither file; Unsupported / InvalidArgument name the file and field docfeed cannot
 // reproduce or that disagree with each other.
 Result<LoadedTokenizer> LoadLabelTokenizer(const std::string& dir, Env* env = nullptr);
+
+// LabelTokenizer::AddSpecialTokens for both implementations: `impl` has `extra_special`
+// (additional special tokens, in order), `added_index` (content -> index) and
+// Put(AddedTokenSpec); `vocab_id(token)` is the token's id in the model's vocabulary, if any,
+// and `next_id()` the id a new token gets (len(tokenizer)). Returns how many were new.
+template <typename Impl, typename VocabId, typename NextId>
+int AddSpecialTokensTo(Impl& impl, const std::vector<std::string>& tokens, const VocabId& vocab_id,
+                       const NextId& next_id) {
+  int added = 0;
+  for (const std::string& t : tokens) {
+    if (t.empty()) continue;
+    if (std::find(impl.extra_special.begin(), impl.extra_special.end(), t) ==
+        impl.extra_special.end()) {
+      impl.extra_special.push_back(t);
+    }
+    if (impl.added_index.count(t) > 0) continue;
+    const std::optional<int64_t> existing = vocab_id(t);
+    if (!existing) ++added;
+    impl.Put({t, existing ? *existing : next_id()});
+  }
+  return added;
+}
 
 }  // namespace docfeed::internal
 

@@ -252,20 +252,9 @@ Result<std::unique_ptr<XlmRobertaTokenizer>> XlmRobertaTokenizer::Load(const std
 
 int XlmRobertaTokenizer::AddSpecialTokens(const std::vector<std::string>& tokens) {
   Impl& impl = *impl_;
-  int added = 0;
-  for (const std::string& t : tokens) {
-    if (t.empty()) continue;
-    if (std::find(impl.extra_special.begin(), impl.extra_special.end(), t) ==
-        impl.extra_special.end()) {
-      impl.extra_special.push_back(t);
-    }
-    if (impl.added_index.count(t) > 0) continue;
-    std::optional<int64_t> existing = impl.VocabId(t);
-    int64_t id = existing ? *existing : static_cast<int64_t>(impl.size);
-    if (!existing) ++added;
-    impl.Put({t, id});
-  }
-  return added;
+  return AddSpecialTokensTo(
+      impl, tokens, [&](const std::string& t) { return impl.VocabId(t); },
+      [&] { return static_cast<int64_t>(impl.size); });
 }
 
 Result<std::vector<int64_t>> XlmRobertaTokenizer::Encode(std::string_view text) const {
