@@ -55,12 +55,15 @@ venv: $(VENV)/.installed $(TRAIN_VENV)/.installed $(HF5_VENV)/.installed
 # wheel (incrementally, in build/python/) and that wheel installed into both front venvs: the
 # extension depends only on CPython 3.11 and nanobind (the same pin in both), not on torch or
 # transformers, so one build serves both stacks.
+# `make demo` needs .venv/train only; `make test` (through `venv`) makes .venv/hf5 first, and
+# the wheel goes into every front venv that is installed.
 PY_WHEELS := build/python/dist
-python-install: $(TRAIN_VENV)/.installed $(HF5_VENV)/.installed
+python-install: $(TRAIN_VENV)/.installed
 	rm -rf $(PY_WHEELS)
 	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(TRAIN_VENV)/bin/pip wheel -q --no-build-isolation --no-deps \
 	  -w $(PY_WHEELS) .
 	for v in $(TRAIN_VENV) $(HF5_VENV); do \
+	  [ -f $$v/.installed ] || continue; \
 	  $$v/bin/pip install -q --no-deps --force-reinstall $(PY_WHEELS)/docfeed-*.whl || exit 1; \
 	done
 
