@@ -70,8 +70,71 @@ Result<Plan> ScanSource(const MigrateOptions& options) {
   return plan;
 }
 
+// Every value of `tensor` recovered with `inverter` (scratch holds 3 bytes a pixel).
+RecoveryStats RecoverRow(const GridInverter& inverter, const TensorRow& tensor, FloatType type,
+                         std::vector<uint8_t>& scratch) {
+  const size_t plane = static_cast<size_t>(tensor.height) * static_cast<size_t>(tensor.width);
+  const size_t bytes = FloatTypeBytes(type);
+  scratch.resize(plane * 3);
+  RecoveryStats all;
+  for (int c = 0; c < 3; ++c) {
+    all.Merge(
+        inverter.Recover(c, type, tensor.values.data() + static_cast<size_t>(c) * plane * bytes,
+                         plane, scratch.data() + c, 3),
+        0);
+  }
+  return all;
+}
+
+// The first file's rows, one tensor at a time (values fetched), `row` counting from 0.
+class FirstRows {
+ public:
+  FirstRows(SourceStream stream, const SourceLayout& layout, const MigrateOptions& options,
+            std::string label)
+      : stream_(std::move(stream)), layout_(layout), options_(options), label_(std::move(label)) {
+    stream_.set_deferred_buffer(
+        TensorValuesBuffer(stream_.schema(), static_cast<size_t>(layout_.pixel_column)));
+  }
+
+  // The next tensor, or nullopt at the end of the file.
+  Result<std::optional<TensorRow>> Next() {
+    while (next_in_batch_ >= batch_.num_rows) {
+      DOCFEED_ASSIGN_OR_RETURN(bool more, stream_.Next(&batch_));
+      if (!more) return std::optional<TensorRow>();
+      next_in_batch_ = 0;
+    }
+    const std::string where = label_ + ": row " + std::to_string(row_);
+    Result<TensorRow> tensor =
+        ReadTensorRow(batch_.columns[static_cast<size_t>(layout_.pixel_column)], next_in_batch_++,
+                      layout_.float_type);
+    if (!tensor.ok()) return tensor.status().WithContext(where);
+    DOCFEED_ASSIGN_OR_RETURN(tensor->values, stream_.Fetch(tensor->values));
+    if (tensor->channels != 3) {
+      return InvalidArgumentError(where + ": column '" + options_.pixel_column + "' holds " +
+                                  std::to_string(tensor->channels) +
+                                  " channels; Donut pixel_values have 3 (C x H x W)");
+    }
+    ++row_;
+    return std::optional<TensorRow>(std::move(*tensor));
+  }
+
+ private:
+  SourceStream stream_;
+  const SourceLayout& layout_;
+  const MigrateOptions& options_;
+  std::string label_;
+  arrow::RecordBatch batch_;
+  int64_t next_in_batch_ = 0;
+  int64_t row_ = 0;
+};
+
+// Rows of the first file looked at, at most, to tell apart normalizations that all hold row 0
+// (a blank page is on numpy's and torchvision's grid alike).
+constexpr int kMaxRowsToDisambiguate = 256;
+
 // Tries each normalization on the dataset's first tensor and returns the first that holds all
-// of its values (or, with allow_lossy, the closest).
+// of its values (or, with allow_lossy, the closest). When several hold it, the next rows of the
+// same file decide: the first candidate that holds every row looked at wins.
 Result<NormalizeCandidate> ChooseNormalization(const Plan& plan, const MigrateOptions& options) {
   const std::vector<NormalizeCandidate> candidates =
       WithBothArithmetics(options.candidates.empty() ? DefaultCandidates() : options.candidates);
@@ -81,42 +144,43 @@ Result<NormalizeCandidate> ChooseNormalization(const Plan& plan, const MigrateOp
   const SourceLayout& layout = plan.layouts[job->split];
   DOCFEED_ASSIGN_OR_RETURN(SourceStream stream,
                            SourceStream::Open(EnvOrDefault(options.env), job->path, job->label));
-  stream.set_deferred_buffer(
-      TensorValuesBuffer(stream.schema(), static_cast<size_t>(layout.pixel_column)));
-  arrow::RecordBatch batch;
-  do {
-    DOCFEED_ASSIGN_OR_RETURN(bool more, stream.Next(&batch));
-    if (!more) return InternalError(job->label + ": rows vanished");
-  } while (batch.num_rows == 0);
-  Result<TensorRow> tensor =
-      ReadTensorRow(batch.columns[static_cast<size_t>(layout.pixel_column)], 0, layout.float_type);
-  if (!tensor.ok()) return tensor.status().WithContext(job->label + ": row 0");
-  DOCFEED_ASSIGN_OR_RETURN(tensor->values, stream.Fetch(tensor->values));
-  if (tensor->channels != 3) {
-    return InvalidArgumentError(job->label + ": row 0: column '" + options.pixel_column +
-                                "' holds " + std::to_string(tensor->channels) +
-                                " channels; Donut pixel_values have 3 (C x H x W)");
+  FirstRows rows(std::move(stream), layout, options, job->label);
+  DOCFEED_ASSIGN_OR_RETURN(std::optional<TensorRow> first, rows.Next());
+  if (!first) return InternalError(job->label + ": rows vanished");
+  std::vector<GridInverter> inverters;
+  for (const NormalizeCandidate& c : candidates) {
+    DOCFEED_ASSIGN_OR_RETURN(GridInverter inv, GridInverter::Create(c));
+    inverters.push_back(std::move(inv));
   }
-  const size_t plane = static_cast<size_t>(tensor->height) * static_cast<size_t>(tensor->width);
-  const size_t bytes = FloatTypeBytes(layout.float_type);
-  std::vector<uint8_t> scratch(plane * 3);
+  std::vector<uint8_t> scratch;
+  std::vector<size_t> holding;
   std::string tried;
   std::optional<std::pair<double, size_t>> closest;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    DOCFEED_ASSIGN_OR_RETURN(GridInverter inv, GridInverter::Create(candidates[i]));
-    RecoveryStats all;
-    for (int c = 0; c < 3; ++c) {
-      all.Merge(inv.Recover(c, layout.float_type,
-                            tensor->values.data() + static_cast<size_t>(c) * plane * bytes, plane,
-                            scratch.data() + c, 3),
-                0);
+    const RecoveryStats all = RecoverRow(inverters[i], *first, layout.float_type, scratch);
+    if (all.off_grid == 0) {
+      holding.push_back(i);
+      continue;
     }
-    if (all.off_grid == 0) return candidates[i];
     tried += "; " + CandidateLabel(candidates[i]) + ": " + std::to_string(all.off_grid) + " of " +
              std::to_string(all.values) + " values off the grid, largest deviation " +
              std::to_string(all.max_deviation);
     if (!closest || all.max_deviation < closest->first) closest = {all.max_deviation, i};
   }
+  for (int n = 1; holding.size() > 1 && n < kMaxRowsToDisambiguate; ++n) {
+    DOCFEED_ASSIGN_OR_RETURN(std::optional<TensorRow> row, rows.Next());
+    if (!row) break;
+    std::vector<size_t> still;
+    for (size_t i : holding) {
+      if (RecoverRow(inverters[i], *row, layout.float_type, scratch).off_grid == 0) {
+        still.push_back(i);
+      }
+    }
+    // A row on no grid is the migration's to report (naming it); keep what row 0 allowed.
+    if (still.empty()) break;
+    holding = std::move(still);
+  }
+  if (!holding.empty()) return candidates[holding.front()];
   if (options.allow_lossy && closest && std::isfinite(closest->first)) {
     return candidates[closest->second];
   }

@@ -81,3 +81,28 @@ def test_the_torchvision_grid_is_not_numpy_s():
     numpy_grid = ((v * (1 / 255)).astype(np.float32) - np.float32(0.5)) / np.float32(0.5)
     assert np.isin(pil, numpy_grid).all()
     assert not np.isin(tv, numpy_grid).all()
+
+
+def test_a_blank_first_page_does_not_decide_the_arithmetic(tmp_path):
+    """A white page is on numpy's and torchvision's grids alike (1.0 and -1.0 only): when the
+    first tensor cannot tell them apart, the next rows do, and every value stays exact."""
+    proc = processor("torchvision")
+    want = [np.asarray(proc(Image.new("RGB", (300, 400), "white"),
+                            return_tensors="np")["pixel_values"][0], np.float32)]
+    for name in DOCS[:2]:
+        with Image.open(SAMPLE_DOCS / name) as img:
+            want.append(np.asarray(proc(img, return_tensors="np")["pixel_values"][0], np.float32))
+    assert set(np.unique(want[0]).tolist()) <= {-1.0, 1.0}
+    src = tmp_path / "recipe.hf"
+    datasets.Dataset.from_dict({"pixel_values": want}).save_to_disk(str(src))
+    out = tmp_path / "migrated"
+    run = subprocess.run([str(docfeed_bin()), "pack", str(src), "-o", str(out)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "transformers 5 torchvision arithmetic); every value exact" in run.stdout, run.stdout
+    loader = docfeed.Loader(out, batch_size=len(want), image_size=SIZE, shuffle=False,
+                            pad="center", drop_last=False)
+    batch = next(iter(loader))
+    for i, sid in enumerate(batch.sample_ids.tolist()):
+        assert batch["pixel_values"][i].numpy().tobytes() == want[sid].tobytes(), sid
+    loader.close()
