@@ -372,7 +372,7 @@ def test_the_model_on_hand_made_measurements():
     assert overlapped.batch_s == pytest.approx(0.08) and list(overlapped.stages) == ["disk read"]
     assert overlapped.gpu_busy == 1.0 and overlapped.epoch_s == pytest.approx(125 * 0.5)
     run = doctor.LoaderRun(dataset="x", preprocessed=True, threads=4, batch_size=8, height=64,
-                           width=48, dtype="uint8", pages=80, seconds=0.4, pages_per_s=200.0,
+                           width=48, hf_version=4, backend="pil", dtype="uint8", pages=80, seconds=0.4, pages_per_s=200.0,
                            first_batch_s=0.1, stored_bytes=1, ms_per_page={"read": 1.0},
                            consumer_wait_s=0.0, buffer_wait_s=0.0, peak_rss_bytes=1,
                            pool_bytes=1, bad_samples=0, rss_after_epoch=(5, 6))

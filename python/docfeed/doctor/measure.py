@@ -66,6 +66,8 @@ class LoaderRun:
     batch_size: int
     height: int
     width: int
+    hf_version: int  # the DonutImageProcessor generation reproduced (4 or 5)
+    backend: str  # its backend: "pil" or (5 only) "torchvision"
     dtype: str
     pages: int
     seconds: float
