@@ -99,6 +99,12 @@ struct PackOptions {
   // Pack: read images through symlinks that lead outside `source` (by default such a link is
   // skipped, and a metadata.jsonl row naming one is a bad sample).
   bool follow_symlinks = false;
+  // A Hugging Face dataset on disk (`save_to_disk`, with an Image column `image`): pack only
+  // this split of a DatasetDict ("" packs every split); the output keeps the split layout.
+  std::string split;
+  // ... and read the images of cells that hold only a `path` from this directory (confined to
+  // it like an image folder's files); "" refuses such rows.
+  std::string image_root;
   std::string compression = "none";       // Arrow IPC body compression: none, zstd, lz4_frame
   uint64_t max_file_bytes = 500'000'000;  // start a new data file after this many bytes
   PackLabels labels;
@@ -126,7 +132,8 @@ struct PackSummary {
   std::vector<std::string> unlisted_images;  // images metadata.jsonl does not name
   uint64_t other_files = 0;                  // non-image files of the source (ignored)
   std::vector<SkippedEntry> skipped;         // entries of the source listing not read
-  std::vector<std::string> data_files;
+  std::vector<std::string> data_files;       // relative to the output (SPLIT/... for a DatasetDict)
+  std::vector<std::string> splits;           // the packed splits of a DatasetDict; empty otherwise
   double seconds = 0;
   // With PackLabels::tokenizer_dir:
   uint64_t labels_truncated = 0;  // targets cut at max_length
@@ -137,7 +144,16 @@ struct PackSummary {
   std::string tokenizer_warning;
 };
 
-// Packs the image folder options.source.
+// True when `path` is a Hugging Face `save_to_disk` directory (docfeed::IsSavedDataset) whose
+// features (those of its first split's dataset_info.json) hold an Image feature (Pack takes one
+// Image column named "image" and says what to do with others) and no `pixel_values` column (a
+// dataset of processor tensors is Migrate's input, docfeed/migrate.h). Pack reads such a directory.
+bool IsSavedImageDataset(const std::string& path, Env* env = nullptr);
+
+// Packs options.source: an image folder, or a Hugging Face dataset on disk (`save_to_disk`
+// output, Dataset or DatasetDict) whose images are an Image column named `image`, detected from
+// its files. A DatasetDict gives OUT/<split>/ per split plus OUT/dataset_dict.json, placed as
+// one directory.
 Result<PackSummary> Pack(const PackOptions& options);
 
 // Where PackFrom's images come from; the listing of the samples is passed to PackFrom.

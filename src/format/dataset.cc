@@ -29,6 +29,8 @@ Json ColumnFeature(ColumnType type) {
       return {{"feature", ValueFeature("float64")}, {"_type", "List"}};
     case ColumnType::kStringList:
       return {{"feature", ValueFeature("string")}, {"_type", "List"}};
+    case ColumnType::kArrow:
+      break;  // the column's own feature (Features below)
   }
   return nullptr;
 }
@@ -36,7 +38,10 @@ Json ColumnFeature(ColumnType type) {
 Json Features(const std::vector<ColumnSpec>& columns, bool keep_original) {
   Json features;
   features[kImageColumn] = {{"_type", "Image"}};
-  for (const ColumnSpec& c : columns) features[c.name] = ColumnFeature(c.type);
+  for (const ColumnSpec& c : columns) {
+    features[c.name] =
+        c.type == ColumnType::kArrow ? Json::parse(c.feature) : ColumnFeature(c.type);
+  }
   if (keep_original) features[kOriginalColumn] = {{"_type", "Image"}};
   return features;
 }

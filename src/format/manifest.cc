@@ -7,6 +7,7 @@
 
 #include "base/hash.h"
 #include "base/json.h"
+#include "format/arrow_column.h"
 
 namespace docfeed::internal {
 namespace {
@@ -96,9 +97,9 @@ Result<FileEntry> FileFromJson(const Json& j, const std::string& where) {
 }
 
 Result<ColumnType> ParseColumnType(const std::string& s) {
-  for (ColumnType t :
-       {ColumnType::kString, ColumnType::kInt64, ColumnType::kFloat64, ColumnType::kBool,
-        ColumnType::kInt64List, ColumnType::kFloat64List, ColumnType::kStringList}) {
+  for (ColumnType t : {ColumnType::kString, ColumnType::kInt64, ColumnType::kFloat64,
+                       ColumnType::kBool, ColumnType::kInt64List, ColumnType::kFloat64List,
+                       ColumnType::kStringList, ColumnType::kArrow}) {
     if (ColumnTypeName(t) == s) return t;
   }
   return CorruptionError("unknown column type " + s);
@@ -197,6 +198,17 @@ Result<Manifest> ManifestFromJson(const Json& j) {
     ColumnSpec spec;
     spec.name = c.at("name").get<std::string>();
     DOCFEED_ASSIGN_OR_RETURN(spec.type, ParseColumnType(c.at("type").get<std::string>()));
+    if (spec.type == ColumnType::kArrow) {
+      const std::string where = "column \"" + spec.name + "\" field arrow";
+      DOCFEED_ASSIGN_OR_RETURN(spec.arrow, FieldFromJson(c.at("arrow"), where));
+      if (spec.arrow.name != spec.name) {
+        return CorruptionError(where + ": names \"" + spec.arrow.name + "\"");
+      }
+      if (!c.at("feature").is_object()) {
+        return CorruptionError("column \"" + spec.name + "\": feature is not an object");
+      }
+      spec.feature = c.at("feature").dump();
+    }
     m.columns.push_back(std::move(spec));
   }
   m.label_column = j.at("label_column").get<std::string>();
@@ -244,7 +256,12 @@ std::string EncodeManifest(const Manifest& m) {
   j["image_column"] = kImageColumn;
   Json columns = Json::array();
   for (const ColumnSpec& c : m.columns) {
-    columns.push_back(Json{{"name", c.name}, {"type", std::string(ColumnTypeName(c.type))}});
+    Json column = {{"name", c.name}, {"type", std::string(ColumnTypeName(c.type))}};
+    if (c.type == ColumnType::kArrow) {
+      column["arrow"] = FieldToJson(c.arrow);
+      column["feature"] = Json::parse(c.feature);
+    }
+    columns.push_back(std::move(column));
   }
   j["columns"] = std::move(columns);
   j["label_column"] = m.label_column;
@@ -298,9 +315,10 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& name
 }
 
 std::string PickLabelColumn(const std::vector<ColumnSpec>& columns) {
+  // An "arrow" column (kept as the source had it) has no label length.
   for (const char* preferred : {"labels", "ground_truth"}) {
     for (const ColumnSpec& c : columns) {
-      if (c.name == preferred) return c.name;
+      if (c.name == preferred && c.type != ColumnType::kArrow) return c.name;
     }
   }
   for (const ColumnSpec& c : columns) {

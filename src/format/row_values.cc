@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "format/arrow_cell.h"
+
 namespace docfeed::internal {
 namespace {
 
@@ -37,11 +39,17 @@ Value CellValue(const ArrayView& a, int64_t row, ColumnType type) {
     case ColumnType::kStringList:
       return ListValues<std::string>(
           a, row, [](const ArrayView& c, int64_t i) { return std::string(c.GetString(i)); });
+    case ColumnType::kArrow:
+      return EncodeCell(a, row);
   }
   return std::monostate{};
 }
 
 }  // namespace
+
+Value ReadCell(const arrow::ArrayView& array, int64_t row, const ColumnSpec& column) {
+  return CellValue(array, row, column.type);
+}
 
 arrow::Field ColumnField(const ColumnSpec& c) {
   switch (c.type) {
@@ -59,6 +67,8 @@ arrow::Field ColumnField(const ColumnSpec& c) {
       return arrow::MakeList(c.name, arrow::MakeField("item", TypeId::kFloat64));
     case ColumnType::kStringList:
       return arrow::MakeList(c.name, arrow::MakeField("item", TypeId::kString));
+    case ColumnType::kArrow:
+      return c.arrow;
   }
   return arrow::MakeField(c.name, TypeId::kNull);
 }
@@ -78,7 +88,7 @@ Result<std::vector<Value>> RowValues(const arrow::RecordBatch& batch, int64_t ro
     if (!arrow::SameType(*a.field, ColumnField(columns[i]))) {
       return CorruptionError("column \"" + columns[i].name + "\" is " +
                              arrow::TypeToString(*a.field) + ", the manifest says " +
-                             std::string(ColumnTypeName(columns[i].type)));
+                             arrow::TypeToString(ColumnField(columns[i])));
     }
     out.push_back(CellValue(a, row, columns[i].type));
   }

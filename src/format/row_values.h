@@ -23,6 +23,10 @@ Result<std::vector<Value>> RowValues(const arrow::RecordBatch& batch, int64_t ro
 // Corruption if the image is null or the column is not struct<bytes: binary, ...>.
 Result<std::span<const uint8_t>> RowImage(const arrow::RecordBatch& batch, int64_t row);
 
+// The value of `row` of `array`, a column of type `column` (null slots give std::monostate).
+// REQUIRES: row < array.length and the array has the column's Arrow type (ColumnField).
+Value ReadCell(const arrow::ArrayView& array, int64_t row, const ColumnSpec& column);
+
 // The Arrow field docfeed writes for a column type.
 arrow::Field ColumnField(const ColumnSpec& column);
 

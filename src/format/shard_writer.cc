@@ -7,6 +7,7 @@
 #include "base/hash.h"
 #include "base/json.h"
 #include "format/arrow/builder.h"
+#include "format/arrow_cell.h"
 #include "format/arrow/writer.h"
 #include "format/dataset.h"
 
@@ -54,6 +55,8 @@ Status AppendValue(arrow::ArrayBuilder& b, const Value& v, ColumnType type) {
         DOCFEED_RETURN_IF_ERROR(b.child(0).AppendString(x));
       }
       return b.FinishList();
+    case ColumnType::kArrow:
+      return AppendEncodedCell(b, std::get<std::string>(v));
   }
   return InternalError("unknown column type");
 }

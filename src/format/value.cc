@@ -63,6 +63,8 @@ std::string_view ColumnTypeName(ColumnType type) {
       return "list<float64>";
     case ColumnType::kStringList:
       return "list<string>";
+    case ColumnType::kArrow:
+      return "arrow";
   }
   return "unknown";
 }

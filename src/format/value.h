@@ -9,8 +9,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
+
+#include "format/arrow/schema.h"
 
 namespace docfeed::internal {
 
@@ -24,16 +27,27 @@ enum class ColumnType : uint8_t {
   kInt64List = 5,    // Arrow list<item: int64>, HF List(Value("int64"))
   kFloat64List = 6,  // Arrow list<item: double>, HF List(Value("float64"))
   kStringList = 7,   // Arrow list<item: string>, HF List(Value("string"))
+  // Any other Arrow type, kept as the source had it with its Hugging Face feature (ClassLabel,
+  // int32, nested structs, ...): ColumnSpec::arrow and ::feature; the Value is the cell
+  // encoding (format/arrow_cell.h) as a string.
+  kArrow = 8,
 };
 
 std::string_view ColumnTypeName(ColumnType type);  // "string", "int64", "list<int64>", ...
 
 struct ColumnSpec {
+  ColumnSpec() = default;
+  ColumnSpec(std::string column_name, ColumnType column_type)
+      : name(std::move(column_name)), type(column_type) {}
+
   std::string name;
-  ColumnType type;
+  ColumnType type = ColumnType::kString;
+  arrow::Field arrow;   // kArrow only: the column's Arrow field (named `name`)
+  std::string feature;  // kArrow only: its Hugging Face feature, as JSON text
 };
 
-// One cell. std::monostate is null (a missing key in a metadata row, or JSON null).
+// One cell. std::monostate is null (a missing key in a metadata row, or JSON null). A kArrow
+// cell is a std::string holding its cell encoding.
 using Value = std::variant<std::monostate, std::string, int64_t, double, bool, std::vector<int64_t>,
                            std::vector<double>, std::vector<std::string>>;
 

@@ -48,8 +48,10 @@ Status CheckCompatible(const Piece& first, const Piece& p) {
     return InvalidArgumentError(p.dir + ": columns differ from " + first.dir);
   }
   for (size_t i = 0; i < p.manifest.columns.size(); ++i) {
-    if (p.manifest.columns[i].name != first.manifest.columns[i].name ||
-        p.manifest.columns[i].type != first.manifest.columns[i].type) {
+    const ColumnSpec& c = p.manifest.columns[i];
+    const ColumnSpec& f = first.manifest.columns[i];
+    if (c.name != f.name || c.type != f.type || c.feature != f.feature ||
+        (c.type == ColumnType::kArrow && !arrow::SameType(c.arrow, f.arrow))) {
       return InvalidArgumentError(p.dir + ": columns differ from " + first.dir);
     }
   }

@@ -1,9 +1,12 @@
 #include "migrate/source.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "base/file.h"
 #include "base/json.h"
+#include "format/arrow_cell.h"
+#include "format/arrow_column.h"
 
 namespace docfeed::internal::migrate {
 namespace {
@@ -82,6 +85,27 @@ Result<ColumnType> KeptType(const Field& f) {
       f.name + " to leave it out");
 }
 
+// The Hugging Face features `datasets` writes into a data file's schema, if any.
+std::optional<Json> HfFeatures(const arrow::Schema& schema) {
+  const std::string* hf = schema.FindMetadata("huggingface");
+  if (hf == nullptr) return std::nullopt;
+  Json j = Json::parse(*hf, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("info") || !j["info"].is_object() ||
+      !j["info"].contains("features") || !j["info"]["features"].is_object()) {
+    return std::nullopt;
+  }
+  return j["info"]["features"];
+}
+
+// How a kept column is stored: with the file's Hugging Face features, as the source had it
+// (format/arrow_column.h: ClassLabel, int32, structs... as "arrow" columns); without them, as
+// one of docfeed's own types or not at all.
+Result<ColumnSpec> KeptSpec(const Field& f, const std::optional<Json>& features) {
+  if (features && features->contains(f.name)) return KeptColumn(f, &(*features)[f.name]);
+  DOCFEED_ASSIGN_OR_RETURN(ColumnType type, KeptType(f));
+  return ColumnSpec(f.name, type);
+}
+
 bool IsArrayExtension(const Field& f) {
   for (const auto& [key, value] : f.metadata) {
     if (key == "ARROW:extension:name" && value.find("datasets.features.features.Array") == 0) {
@@ -156,6 +180,8 @@ Result<Value> CellValue(const ArrayView& col, int64_t row, ColumnType type) {
       return Value{col.GetDouble(row)};
     case ColumnType::kBool:
       return Value{col.GetBool(row)};
+    case ColumnType::kArrow:
+      return Value{EncodeCell(col, row)};
     default:
       break;
   }
@@ -219,6 +245,7 @@ Result<SourceLayout> InspectSchema(const arrow::Schema& schema, const std::strin
                                    const std::string& pixel_column,
                                    const std::vector<std::string>& drop) {
   SourceLayout layout;
+  const std::optional<Json> features = HfFeatures(schema);
   for (size_t i = 0; i < schema.fields.size(); ++i) {
     const Field& f = schema.fields[i];
     if (f.name == pixel_column) {
@@ -231,15 +258,15 @@ Result<SourceLayout> InspectSchema(const arrow::Schema& schema, const std::strin
       continue;
     }
     if (std::find(drop.begin(), drop.end(), f.name) != drop.end()) continue;
-    Result<ColumnType> type = KeptType(f);
-    if (!type.ok()) return type.status().WithContext(where);
+    Result<ColumnSpec> spec = KeptSpec(f, features);
+    if (!spec.ok()) return spec.status().WithContext(where);
     if (f.name == "image") {
       return InvalidArgumentError(where +
                                   ": column 'image' would clash with docfeed's image "
                                   "column; pass --drop-column image");
     }
     layout.kept_columns.push_back(static_cast<int>(i));
-    layout.columns.push_back({f.name, *type});
+    layout.columns.push_back(std::move(spec).value());
   }
   if (layout.pixel_column < 0) {
     return NotFoundError(where + ": no column '" + pixel_column +

@@ -203,6 +203,11 @@ Result<uint64_t> SourceStream::OffsetInMessage(std::span<const uint8_t> bytes) c
   return static_cast<uint64_t>(bytes.data() - base);
 }
 
+Result<uint64_t> SourceStream::FileOffset(std::span<const uint8_t> bytes) const {
+  DOCFEED_ASSIGN_OR_RETURN(uint64_t at, OffsetInMessage(bytes));
+  return message_offset_ + at;
+}
+
 Result<std::span<const uint8_t>> SourceStream::Fetch(std::span<const uint8_t> bytes) {
   if (!batch_deferred_ || bytes.empty()) return bytes;
   DOCFEED_ASSIGN_OR_RETURN(uint64_t at, OffsetInMessage(bytes));
@@ -215,6 +220,16 @@ size_t TensorValuesBuffer(const arrow::Schema& schema, size_t column) {
   size_t buffers = 0;
   for (size_t i = 0; i < column; ++i) CountBuffers(schema.fields[i], &buffers);
   CountBuffers(schema.fields[column], &buffers);  // the leaf's values buffer is its last
+  return buffers - 1;
+}
+
+size_t StructChildDataBuffer(const arrow::Schema& schema, size_t column, size_t child) {
+  size_t buffers = 0;
+  for (size_t i = 0; i < column; ++i) CountBuffers(schema.fields[i], &buffers);
+  const arrow::Field& parent = schema.fields[column];
+  buffers += static_cast<size_t>(arrow::BufferCount(parent.type));
+  for (size_t i = 0; i < child; ++i) CountBuffers(parent.children[i], &buffers);
+  CountBuffers(parent.children[child], &buffers);  // validity, offsets, data: data is last
   return buffers - 1;
 }
 

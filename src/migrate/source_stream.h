@@ -67,6 +67,11 @@ class SourceStream {
   // Reads the next record batch into *batch; false at the end of the stream. The views stay
   // valid until the next call. The deferred buffer's bytes are undefined until fetched.
   Result<bool> Next(arrow::RecordBatch* batch);
+  // True when the current batch left its deferred buffer unread (an uncompressed batch).
+  bool batch_deferred() const { return batch_deferred_; }
+  // The file offset of `bytes`, a range of the current batch's message (e.g. of the deferred
+  // buffer). Internal error for a range outside it.
+  Result<uint64_t> FileOffset(std::span<const uint8_t> bytes) const;
   // The bytes of `bytes`, a range of the current batch's deferred buffer (e.g. one row's
   // tensor), read from the file into the row buffer; valid until the next Fetch() or Next().
   // `bytes` itself when nothing was deferred (they are already read).
@@ -95,6 +100,10 @@ class SourceStream {
 // The index of the float values buffer of the tensor column `column` (a list<list<list<float>>>,
 // see source.h) among the buffers of a record batch of `schema`.
 size_t TensorValuesBuffer(const arrow::Schema& schema, size_t column);
+
+// The index of the data buffer of child `child` (binary-like, e.g. an Image column's `bytes`)
+// of the struct column `column`, among the buffers of a record batch of `schema`.
+size_t StructChildDataBuffer(const arrow::Schema& schema, size_t column, size_t child);
 
 }  // namespace docfeed::internal::migrate
 

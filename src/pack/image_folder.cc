@@ -154,9 +154,13 @@ Value ToValue(const Json& v, ColumnType type) {
       return v.get<std::vector<double>>();
     case ColumnType::kStringList:
       return v.get<std::vector<std::string>>();
+    case ColumnType::kArrow:
+      break;  // never inferred from JSON
   }
   return std::monostate{};
 }
+
+}  // namespace
 
 bool IsSafeRelativePath(std::string_view p) {
   if (p.empty() || p.front() == '/') return false;
@@ -171,6 +175,8 @@ bool IsSafeRelativePath(std::string_view p) {
   }
   return true;
 }
+
+namespace {
 
 std::string NormalizeRelative(std::string p) {
   while (p.rfind("./", 0) == 0) p.erase(0, 2);
@@ -301,39 +307,6 @@ bool IsInside(const std::string& path, const std::string& root) {
                           path[root.size()] == '/');
 }
 
-// Where a listed or named file really is, refused when it is not a regular file or (unless
-// `follow`) when a symlink takes it outside the root. `name` is relative to the root.
-class Confinement {
- public:
-  Confinement(Env* env, std::string root, std::string real_root, bool follow)
-      : env_(env), root_(std::move(root)), real_root_(std::move(real_root)), follow_(follow) {}
-
-  // OK when `name` may be read; otherwise why not (without naming the row).
-  Status Check(const std::string& name) const {
-    const std::string full = JoinPath(root_, name);
-    if (env_->GetFileType(full) == FileType::kMissing) {
-      return NotFoundError("no such file " + full);
-    }
-    Result<std::string> real = env_->RealPath(full);
-    if (!real.ok()) return NotFoundError(full + " is a dangling symlink");
-    if (!follow_ && !IsInside(*real, real_root_)) {
-      return InvalidArgumentError(full + " resolves to " + *real + ", outside the source folder " +
-                                  "(a symlink; pass --follow-symlinks to read it)");
-    }
-    const FileType type = env_->GetFileType(*real);
-    if (type != FileType::kRegular) {
-      return InvalidArgumentError(full + " is a " + FileTypeName(type) + ", not a regular file");
-    }
-    return Status::Ok();
-  }
-
- private:
-  Env* env_;
-  std::string root_;
-  std::string real_root_;
-  bool follow_;
-};
-
 Status ResolveMetadataRows(const Confinement& confine, const std::string& meta_path,
                            std::vector<ParsedRow>& rows, ImageFolder* folder) {
   std::map<std::string, int64_t> line_of;  // file_name -> first row naming it
@@ -400,6 +373,24 @@ std::string_view WithoutBom(std::string_view text) {
 }
 
 }  // namespace
+
+Status Confinement::Check(const std::string& name) const {
+  const std::string full = JoinPath(root_, name);
+  if (env_->GetFileType(full) == FileType::kMissing) {
+    return NotFoundError("no such file " + full);
+  }
+  Result<std::string> real = env_->RealPath(full);
+  if (!real.ok()) return NotFoundError(full + " is a dangling symlink");
+  if (!follow_ && !IsInside(*real, real_root_)) {
+    return InvalidArgumentError(full + " resolves to " + *real + ", outside the source folder " +
+                                "(a symlink; pass --follow-symlinks to read it)");
+  }
+  const FileType type = env_->GetFileType(*real);
+  if (type != FileType::kRegular) {
+    return InvalidArgumentError(full + " is a " + FileTypeName(type) + ", not a regular file");
+  }
+  return Status::Ok();
+}
 
 Result<ImageFolder> ParseSampleRows(std::string_view jsonl) {
   ImageFolder listing;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/env.h"
@@ -31,6 +32,7 @@ struct SourceSample {
   // is missing, a duplicate, outside the root...): the error, naming the file and line. The
   // packer stops on it, or with skip_bad rejects the row; the image is never read.
   Status problem;
+  int64_t row = -1;  // 0-based row of a dataset source (rejects.jsonl "row"); -1 for none
 };
 
 struct ImageFolder {
@@ -64,6 +66,28 @@ Result<ImageFolder> ScanImageFolder(const std::string& root, Env* env = nullptr,
 // named "row N", 0-based, counting every line; a row that metadata.jsonl would list with a
 // problem is an error here). No file is looked at; root is empty and SourceSample::line is 0.
 Result<ImageFolder> ParseSampleRows(std::string_view jsonl);
+
+// Where a listed or named file really is: Check refuses it when it is missing, not a regular
+// file, or (unless `follow`) reached through a symlink that leads outside the root. `name` is
+// relative to `root`; `real_root` is root's canonical path (Env::RealPath).
+class Confinement {
+ public:
+  Confinement(Env* env, std::string root, std::string real_root, bool follow)
+      : env_(env), root_(std::move(root)), real_root_(std::move(real_root)), follow_(follow) {}
+
+  // OK when `name` may be read; otherwise why not (without naming the row).
+  Status Check(const std::string& name) const;
+  const std::string& root() const { return root_; }
+
+ private:
+  Env* env_;
+  std::string root_;
+  std::string real_root_;
+  bool follow_;
+};
+
+// True for a non-empty '/'-separated relative path without a ".." component.
+bool IsSafeRelativePath(std::string_view path);
 
 // True if the file name has an image extension (.jpg .jpeg .png .webp .gif .bmp .tif .tiff,
 // any case). Used only to decide which files are candidate samples; the format itself is

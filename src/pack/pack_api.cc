@@ -48,6 +48,8 @@ internal::PackOptions ToInternal(const PackOptions& o) {
   p.skip_bad = o.skip_bad;
   p.overwrite = o.overwrite;
   p.follow_symlinks = o.follow_symlinks;
+  p.split = o.split;
+  p.image_root = o.image_root;
   p.compression = o.compression;
   p.max_file_bytes = o.max_file_bytes;
   p.labels.tokenizer_dir = o.labels.tokenizer_dir;

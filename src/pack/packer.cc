@@ -14,7 +14,9 @@
 #include "format/dataset.h"
 #include "format/shard_writer.h"
 #include "format/verify.h"
+#include "migrate/source.h"
 #include "pack/image_folder.h"
+#include "pack/saved_dataset_source.h"
 
 namespace docfeed::internal {
 namespace {
@@ -92,6 +94,7 @@ Status Reject(Env* env, const std::string& dir, const SourceSample& s, const Sta
   nlohmann::ordered_json row;
   if (!s.relative_path.empty()) row["file_name"] = s.relative_path;  // empty: malformed row
   if (s.line > 0) row["metadata_line"] = s.line;
+  if (s.row >= 0) row["row"] = s.row;
   row["error"] = why.ToString();
   ++log->count;
   return log->file->Append(row.dump() + "\n");
@@ -253,19 +256,20 @@ Status WriteAndPlace(SampleSource& source, const PackOptions& options, WriteStat
   return status;
 }
 
-// Writes `source` into OUT.partial-PID, verifies it and places it at `output`.
-Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options,
-                                const std::string& output, WriteState& state) {
-  Env* env = EnvOrDefault(options.env);
+// The checks of a source before anything is written: it holds samples, and without skip_bad
+// none of its rows is a bad sample.
+Status CheckSource(const SampleSource& source, const PackOptions& options) {
   if (source.listing().samples.empty()) {
     return InvalidArgumentError(source.Name() + " holds no samples");
-  }
-  if (options.overwrite) {  // refused before any work; checked again when it is replaced
-    DOCFEED_RETURN_IF_ERROR(CheckReplaceableOutput(output, /*allow_dict=*/false, env));
   }
   if (!options.skip_bad) {  // the first row that cannot be a sample, before writing anything
     for (const SourceSample& s : source.listing().samples) DOCFEED_RETURN_IF_ERROR(s.problem);
   }
+  return Status::Ok();
+}
+
+// `options` with the output and the preset made once for every sample.
+Result<PackOptions> Placed(const PackOptions& options, const std::string& output) {
   std::shared_ptr<const Preset> preset = options.encode.preset;
   if (options.encode.preprocess.preprocessed() && preset == nullptr) {
     DOCFEED_ASSIGN_OR_RETURN(preset, PresetForStored(options.encode.preprocess));
@@ -273,17 +277,140 @@ Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options
   PackOptions placed = options;
   placed.output = output;
   placed.encode.preset = std::move(preset);
-  DOCFEED_ASSIGN_OR_RETURN(OutputLock lock, OutputLock::Acquire(env, output));
-  Status status = WriteAndPlace(source, placed, state);
-  // A lock file that cannot be removed is only taken again by the next run.
-  lock.Release().IgnoreError();
-  DOCFEED_RETURN_IF_ERROR(status);
+  return placed;
+}
+
+void FinishSummary(const SampleSource& source, WriteState& state) {
   state.summary.rejected = state.rejects.count;
   state.summary.unlisted_images = source.listing().unlisted_images;
   state.summary.other_files = source.listing().other_files;
   state.summary.skipped = source.listing().skipped;
   state.summary.seconds = std::chrono::duration<double>(Clock::now() - state.start).count();
+}
+
+// Writes `source` into OUT.partial-PID, verifies it and places it at `output`.
+Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options,
+                                const std::string& output, WriteState& state) {
+  Env* env = EnvOrDefault(options.env);
+  if (options.overwrite) {  // refused before any work; checked again when it is replaced
+    DOCFEED_RETURN_IF_ERROR(CheckReplaceableOutput(output, /*allow_dict=*/false, env));
+  }
+  DOCFEED_RETURN_IF_ERROR(CheckSource(source, options));
+  DOCFEED_ASSIGN_OR_RETURN(PackOptions placed, Placed(options, output));
+  DOCFEED_ASSIGN_OR_RETURN(OutputLock lock, OutputLock::Acquire(env, output));
+  Status status = WriteAndPlace(source, placed, state);
+  // A lock file that cannot be removed is only taken again by the next run.
+  lock.Release().IgnoreError();
+  DOCFEED_RETURN_IF_ERROR(status);
+  FinishSummary(source, state);
   return state.summary;
+}
+
+// The splits of a saved dataset that options.split selects, each opened as a source.
+Result<std::vector<std::pair<std::string, std::unique_ptr<SampleSource>>>> OpenSavedSplits(
+    const migrate::SavedDataset& saved, const PackOptions& options) {
+  std::vector<std::pair<std::string, std::unique_ptr<SampleSource>>> out;
+  SavedSourceOptions source_options{options.image_root, options.follow_symlinks, options.env};
+  std::string names;
+  for (const migrate::SplitSource& split : saved.splits) {
+    names += (names.empty() ? "" : ", ") + split.name;
+    if (!options.split.empty() && split.name != options.split) continue;
+    DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<SampleSource> source,
+                             OpenSavedSplitSource(split, source_options));
+    out.emplace_back(split.name, std::move(source));
+  }
+  if (out.empty()) {
+    return NotFoundError(saved.root + " has no split '" + options.split +
+                         "' (its splits: " + names + ")");
+  }
+  return out;
+}
+
+// Adds a split's summary into the DatasetDict's.
+void AddSplit(const std::string& name, const PackSummary& s, PackSummary* total) {
+  total->samples += s.samples;
+  total->rejected += s.rejected;
+  total->source_bytes += s.source_bytes;
+  total->stored_image_bytes += s.stored_image_bytes;
+  total->output_bytes += s.output_bytes;
+  for (const auto& [codec, n] : s.stored_codecs) total->stored_codecs[codec] += n;
+  for (const std::string& f : s.data_files) total->data_files.push_back(name + "/" + f);
+  total->labels_truncated += s.labels_truncated;
+  total->splits.push_back(name);
+}
+
+// A saved DatasetDict: OUT.partial-PID/<split>/ for each split (each written, verified and
+// placed inside the work directory as a Dataset is), dataset_dict.json, then the whole
+// directory placed at OUT.
+Result<PackSummary> PackSavedDict(const migrate::SavedDataset& saved, const PackOptions& options,
+                                  const std::string& output) {
+  Env* env = EnvOrDefault(options.env);
+  if (!options.labels.tokenizer_dir.empty()) {
+    return UnsupportedError(
+        "--tokenizer with a DatasetDict: pack one split at a time (--split) "
+        "so that every split's labels use the same extended tokenizer");
+  }
+  if (options.overwrite) {
+    DOCFEED_RETURN_IF_ERROR(CheckReplaceableOutput(output, /*allow_dict=*/true, env));
+  }
+  DOCFEED_ASSIGN_OR_RETURN(auto splits, OpenSavedSplits(saved, options));
+  for (const auto& [name, source] : splits) DOCFEED_RETURN_IF_ERROR(CheckSource(*source, options));
+  DOCFEED_ASSIGN_OR_RETURN(OutputLock lock, OutputLock::Acquire(env, output));
+  if (env->PathExists(output) && !options.overwrite) {
+    return AlreadyExistsError(output + " already exists; pass --overwrite to replace it");
+  }
+  const std::string work = TempSibling(output, "partial");
+  PackSummary total;
+  const auto start = Clock::now();
+  auto write = [&]() -> Status {
+    DOCFEED_RETURN_IF_ERROR(env->RemoveAll(work));
+    DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(work));
+    nlohmann::ordered_json dict = {{"splits", nlohmann::ordered_json::array()}};
+    for (auto& [name, source] : splits) {
+      WriteState state;
+      state.start = Clock::now();
+      DOCFEED_ASSIGN_OR_RETURN(PackOptions placed, Placed(options, JoinPath(work, name)));
+      placed.overwrite = false;
+      Status status = WriteAndPlace(*source, placed, state);
+      if (!status.ok()) return status.WithContext("split '" + name + "'");
+      FinishSummary(*source, state);
+      AddSplit(name, state.summary, &total);
+      dict["splits"].push_back(name);
+    }
+    DOCFEED_ASSIGN_OR_RETURN(SequentialFile file,
+                             SequentialFile::Create(JoinPath(work, "dataset_dict.json"), env));
+    DOCFEED_RETURN_IF_ERROR(file.Append(dict.dump()));
+    DOCFEED_RETURN_IF_ERROR(file.Close());
+    return PlaceOutput(env, work, output, options.overwrite, [env](const std::string& path) {
+      return CheckReplaceableOutput(path, /*allow_dict=*/true, env);
+    });
+  };
+  Status status = write();
+  if (!status.ok()) env->RemoveAll(work).IgnoreError();
+  lock.Release().IgnoreError();
+  DOCFEED_RETURN_IF_ERROR(status);
+  total.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return total;
+}
+
+// A save_to_disk directory with an Image column: a Dataset as one source, a DatasetDict split
+// by split.
+Result<PackSummary> PackSaved(const PackOptions& options, const std::string& output) {
+  Env* env = EnvOrDefault(options.env);
+  Result<migrate::SavedDataset> opened = IsDatasetsCache(options.source, env)
+                                             ? OpenDatasetsCache(options.source, env)
+                                             : migrate::OpenSavedDataset(options.source, env);
+  DOCFEED_RETURN_IF_ERROR(opened.status());
+  const migrate::SavedDataset& saved = *opened;
+  if (saved.is_dict) return PackSavedDict(saved, options, output);
+  if (!options.split.empty()) {
+    return InvalidArgumentError("--split " + options.split + ": " + options.source +
+                                " is a Dataset, not a DatasetDict");
+  }
+  WriteState state;
+  state.start = Clock::now();
+  DOCFEED_ASSIGN_OR_RETURN(auto splits, OpenSavedSplits(saved, options));
+  return PackChecked(*splits[0].second, options, output, state);
 }
 
 }  // namespace
@@ -292,6 +419,13 @@ Result<PackSummary> Pack(const PackOptions& options) {
   DOCFEED_ASSIGN_OR_RETURN(std::string output, CheckOutput(options));
   DOCFEED_RETURN_IF_ERROR(
       CheckOverwriteKeepsSource(options.source, output, EnvOrDefault(options.env)));
+  if (IsSavedImageDataset(options.source, options.env)) return PackSaved(options, output);
+  if (!options.split.empty() || !options.image_root.empty()) {
+    return InvalidArgumentError(
+        "--split and --image-root are for a Hugging Face dataset on "
+        "disk; " +
+        options.source + " is an image folder");
+  }
   WriteState state;
   state.start = Clock::now();
   DOCFEED_ASSIGN_OR_RETURN(

@@ -37,6 +37,8 @@ struct PackOptions {
   bool skip_bad = false;         // reject bad samples into rejects.jsonl instead of stopping
   bool overwrite = false;        // replace an existing docfeed dataset (or empty directory)
   bool follow_symlinks = false;  // Pack: read through symlinks leading outside options.source
+  std::string split;             // Pack of a saved DatasetDict: only this split ("" every split)
+  std::string image_root;        // Pack of a saved dataset: where path-only image cells are read
   std::string compression = "none";
   uint64_t max_file_bytes = 500'000'000;
   LabelOptions labels;  // with a tokenizer_dir: `labels` and `target_sequence` columns
@@ -72,7 +74,9 @@ Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& r
                                                             Env* env = nullptr,
                                                             bool follow_symlinks = false);
 
-// Packs the image folder options.source. Errors name the file (and metadata.jsonl line) of the
+// Packs options.source: an image folder, or a save_to_disk Dataset / DatasetDict with an Image
+// column `image` (pack/saved_dataset_source.h; a DatasetDict gives OUT/<split>/ per split and
+// OUT/dataset_dict.json, placed as one directory). Errors name the file (and metadata.jsonl line) of the
 // first bad sample unless skip_bad. AlreadyExists if the output exists and !overwrite (also
 // when it appears during the run: nothing there is touched); FailedPrecondition when another
 // run holds OUT.lock or when overwrite would replace something that is not a docfeed dataset

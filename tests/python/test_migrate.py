@@ -470,3 +470,29 @@ def test_docfeed_loader_applies_the_recorded_normalization(refs, tmp_path, kind)
     want = reconstruct(images[0], height, width, (0.5,) * 3, (0.5,) * 3)
     assert np.array_equal(loaded["override-0"], want)
     assert not np.array_equal(want, tensors[0])
+
+
+def test_other_columns_keep_their_type_and_feature(refs, tmp_path):
+    """ClassLabel, int32, a struct and a list of lists next to the tensors: kept as the source
+    had them (types, features, values), not refused or widened."""
+    tensors = small_tensors(refs, "small")[:4]
+    labels, targets = columns(len(tensors), 0)
+    features = datasets.Features({
+        "pixel_values": datasets.List(datasets.List(datasets.List(datasets.Value("float32")))),
+        "labels": datasets.List(datasets.Value("int64")),
+        "target_sequence": datasets.Value("string"),
+        "doc_type": datasets.ClassLabel(names=["receipt", "invoice"]),
+        "id": datasets.Value("int32"),
+        "meta": {"source": datasets.Value("string"), "score": datasets.Value("float32")},
+        "boxes": datasets.List(datasets.List(datasets.Value("int16")))})
+    data = {"pixel_values": tensors, "labels": labels, "target_sequence": targets,
+            "doc_type": [i % 2 for i in range(4)], "id": list(range(10, 14)),
+            "meta": [{"source": f"s{i}", "score": i / 8} for i in range(4)],
+            "boxes": [[[i, i + 1]] * i for i in range(4)]}
+    datasets.Dataset.from_dict(data, features=features).save_to_disk(str(tmp_path / "src"))
+    run_docfeed("pack", tmp_path / "src", "-o", tmp_path / "out")
+    source = datasets.load_from_disk(str(tmp_path / "src")).remove_columns("pixel_values")
+    packed = datasets.load_from_disk(str(tmp_path / "out")).remove_columns("image")
+    assert packed.features == source.features
+    assert packed.to_list() == source.to_list()
+    check_exact(tmp_path / "out", tensors)

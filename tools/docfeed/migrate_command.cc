@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "docfeed/migrate.h"
+#include "docfeed/pack.h"
 #include "progress.h"
 
 namespace docfeed::tools {
@@ -173,7 +174,10 @@ const std::set<std::string> kOptions = {"-o",
 
 }  // namespace
 
-bool IsSavedDatasetSource(const Args& args) {
+namespace {
+
+// pack's source argument (its first positional argument), or "" without one.
+std::string SourceArgument(const Args& args) {
   // pack's own value-less flags, so their neighbours are not taken for option values.
   static const std::set<std::string> kValueless = {"--skip-bad",
                                                    "--overwrite",
@@ -191,9 +195,21 @@ bool IsSavedDatasetSource(const Args& args) {
       if (arg.find('=') == std::string::npos && kValueless.count(arg) == 0) ++i;
       continue;
     }
-    return IsSavedDataset(arg);
+    return arg;
   }
-  return false;
+  return "";
+}
+
+}  // namespace
+
+bool IsSavedDatasetSource(const Args& args) {
+  const std::string source = SourceArgument(args);
+  return !source.empty() && IsSavedDataset(source);
+}
+
+bool IsSavedImageDatasetSource(const Args& args) {
+  const std::string source = SourceArgument(args);
+  return !source.empty() && IsSavedImageDataset(source);
 }
 
 int RunPackSavedDataset(const Args& args) {

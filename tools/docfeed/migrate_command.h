@@ -11,6 +11,10 @@ namespace docfeed::tools {
 // save_to_disk directory (a Dataset or a DatasetDict).
 bool IsSavedDatasetSource(const Args& args);
 
+// True when it is a save_to_disk directory with an Image column (docfeed::IsSavedImageDataset),
+// which `pack` packs instead of migrating.
+bool IsSavedImageDatasetSource(const Args& args);
+
 // Runs the migration; exit code as for every command.
 int RunPackSavedDataset(const Args& args);
 

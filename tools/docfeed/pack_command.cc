@@ -21,7 +21,10 @@ constexpr char kPackHelp[] =
     "directories and symlinks leading outside SRC are skipped and listed in the summary.\n"
     "One run writes OUT at a time (OUT.lock); what appears at OUT meanwhile is never replaced\n"
     "without --overwrite.\n"
-    "A datasets save_to_disk directory with a float pixel_values column is migrated instead\n"
+    "SRC may also be a Hugging Face dataset on disk (save_to_disk output: a Dataset, or a\n"
+    "DatasetDict packed split by split into OUT/<split>/) whose images are an Image column\n"
+    "'image': one sample per row, every other column kept with its type and feature.\n"
+    "A save_to_disk directory with a float pixel_values column is migrated instead\n"
     "(docfeed pack SAVED_DATASET --help lists those options).\n"
     "\n"
     "options:\n"
@@ -36,6 +39,11 @@ constexpr char kPackHelp[] =
     "                         link is skipped, and a metadata.jsonl row naming one is bad)\n"
     "  --compression C        Arrow IPC buffer compression: none (default), zstd, lz4_frame\n"
     "  --max-file-mb N        start a new data file after N MB (default 500)\n"
+    "\n"
+    "Hugging Face datasets on disk:\n"
+    "  --split NAME           pack only this split of a DatasetDict (default: every split)\n"
+    "  --image-root DIR       read images whose cells hold only a path from DIR (confined to\n"
+    "                         it; by default such a row is a bad sample)\n"
     "\n"
     "Pack-time preprocessing (docs/format.md, \"Preprocessed datasets\"):\n"
     "  --preprocess donut     store the Donut preset's deterministic stages (EXIF orientation,\n"
@@ -131,6 +139,8 @@ Result<PackOptions> ToOptions(const ParsedArgs& parsed) {
   o.skip_bad = parsed.Has("--skip-bad");
   o.overwrite = parsed.Has("--overwrite");
   o.follow_symlinks = parsed.Has("--follow-symlinks");
+  o.split = parsed.Get("--split", "");
+  o.image_root = parsed.Get("--image-root", "");
   return o;
 }
 
@@ -150,6 +160,11 @@ void PrintSummary(const PackOptions& o, const PackSummary& s) {
     std::printf(" %s=%llu", codec.c_str(), static_cast<unsigned long long>(n));
   }
   std::printf("\n  files      %zu data file(s)\n", s.data_files.size());
+  if (!s.splits.empty()) {
+    std::string names;
+    for (const std::string& split : s.splits) names += (names.empty() ? "" : ", ") + split;
+    std::printf("  splits     %s (a DatasetDict: OUT/<split>/ each)\n", names.c_str());
+  }
   if (!o.labels.tokenizer_dir.empty()) {
     std::printf("  labels     %llu new token(s), tokenizer size %llu (saved in %s/tokenizer)\n",
                 static_cast<unsigned long long>(s.new_tokens),
@@ -163,8 +178,9 @@ void PrintSummary(const PackOptions& o, const PackSummary& s) {
     }
   }
   if (s.rejected > 0) {
-    std::printf("  rejected   %llu sample(s), listed with reasons in %s/rejects.jsonl\n",
-                static_cast<unsigned long long>(s.rejected), o.output.c_str());
+    std::printf("  rejected   %llu sample(s), listed with reasons in %s/%srejects.jsonl\n",
+                static_cast<unsigned long long>(s.rejected), o.output.c_str(),
+                s.splits.empty() ? "" : "<split>/");
   }
   if (!s.unlisted_images.empty()) {
     std::printf(
@@ -184,15 +200,17 @@ void PrintSummary(const PackOptions& o, const PackSummary& s) {
 
 int RunPack(const Args& args) {
   // A save_to_disk directory of float pixel_values tensors: the migration (src/migrate/).
-  if (IsSavedDatasetSource(args)) return RunPackSavedDataset(args);
-  auto start = StartCommand(
-      "pack", args,
-      {"--skip-bad", "--overwrite", "--follow-symlinks", "--strict", "--no-pad-labels",
-       "--align-long-axis", "--keep-original"},
-      {"-o", "--output", "--codec", "--quality", "--threads", "--compression", "--max-file-mb",
-       "--tokenizer", "--target-field", "--task-token", "--prompt-end-token", "--recipe",
-       "--max-length", "--preprocess", "--size", "--hf-version", "--backend"},
-      kPackHelp, &ToOptions);
+  if (IsSavedDatasetSource(args) && !IsSavedImageDatasetSource(args)) {
+    return RunPackSavedDataset(args);
+  }
+  auto start = StartCommand("pack", args,
+                            {"--skip-bad", "--overwrite", "--follow-symlinks", "--strict",
+                             "--no-pad-labels", "--align-long-axis", "--keep-original"},
+                            {"-o", "--output", "--codec", "--quality", "--threads", "--compression",
+                             "--max-file-mb", "--tokenizer", "--target-field", "--task-token",
+                             "--prompt-end-token", "--recipe", "--max-length", "--preprocess",
+                             "--size", "--hf-version", "--backend", "--split", "--image-root"},
+                            kPackHelp, &ToOptions);
   if (const int* exit_code = std::get_if<int>(&start)) return *exit_code;
   PackOptions* options = &std::get<PackOptions>(start);
   ProgressBar bar("packing");

@@ -226,6 +226,21 @@ Status ArrayBuilder::AppendDouble(double value) {
   return Status::Ok();
 }
 
+Status ArrayBuilder::AppendFixedWidth(std::span<const uint8_t> bytes) {
+  const int64_t width = FixedWidthBytes(field_);
+  if (width == 0 || field_.type == TypeId::kFixedSizeBinary) {
+    return TypeMismatch("AppendFixedWidth");
+  }
+  if (static_cast<int64_t>(bytes.size()) != width) {
+    return InvalidArgumentError("field '" + field_.name + "' of type " + TypeToString(field_) +
+                                " takes " + std::to_string(width) + "-byte values, not " +
+                                std::to_string(bytes.size()));
+  }
+  AppendFixed(bytes.data(), bytes.size());
+  AppendValidity(true);
+  return Status::Ok();
+}
+
 Status ArrayBuilder::AppendBool(bool value) {
   if (field_.type != TypeId::kBool) return TypeMismatch("AppendBool");
   SetBit(&values_, length_, value);

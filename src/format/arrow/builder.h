@@ -67,6 +67,10 @@ class ArrayBuilder {
   // halffloat (rounded to nearest even), float (rounded), double.
   Status AppendDouble(double value);
   Status AppendBool(bool value);
+  // One value of a fixed-width type (integers, floats, date32/64, timestamp) given as its
+  // little-endian bytes, copied as they are (exact for every bit pattern, NaN payloads
+  // included). InvalidArgument unless bytes.size() is the type's width.
+  Status AppendFixedWidth(std::span<const uint8_t> bytes);
   // binary, string, large_* and fixed_size_binary (which requires exactly fixed_size bytes).
   // Strings are not checked for UTF-8.
   Status AppendBinary(std::span<const uint8_t> value);

@@ -1,0 +1,445 @@
+#include "pack/saved_dataset_source.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "base/file.h"
+#include "base/json.h"
+#include "codec/codec.h"
+#include "format/arrow_cell.h"
+#include "format/arrow_column.h"
+#include "format/row_values.h"
+#include "migrate/source.h"
+#include "migrate/source_stream.h"
+
+namespace docfeed::internal {
+namespace {
+
+using arrow::ArrayView;
+using arrow::Field;
+using arrow::TypeId;
+using migrate::SourceStream;
+
+// Where one sample's image bytes are.
+struct ImageRange {
+  uint32_t file = 0;       // index into the split's data files
+  uint64_t offset = 0;     // in that file
+  uint64_t length = 0;     // 0 with `path_only`
+  bool path_only = false;  // no bytes: read relative_path under image_root
+};
+
+// How errors name row `row` (0-based over the split) of `file`.
+std::string RowName(const std::string& file, int64_t row) {
+  return file + " row " + std::to_string(row);
+}
+
+Result<Json> ReadJsonFile(Env* env, const std::string& path) {
+  DOCFEED_ASSIGN_OR_RETURN(std::string text, env->ReadTextFile(path));
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return CorruptionError(path + ": not valid JSON");
+  return j;
+}
+
+// The Hugging Face features of a data file: its schema's "huggingface" metadata, which
+// `datasets` writes into every Arrow file it saves; else the split's dataset_info.json.
+Result<Json> Features(Env* env, const arrow::Schema& schema, const std::string& file,
+                      const std::string& dir) {
+  if (const std::string* hf = schema.FindMetadata("huggingface")) {
+    Json j = Json::parse(*hf, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("info") && j["info"].is_object() &&
+        j["info"].contains("features") && j["info"]["features"].is_object()) {
+      return j["info"]["features"];
+    }
+    return CorruptionError(file + ": its schema's huggingface metadata has no info.features");
+  }
+  const std::string info_path = JoinPath(dir, "dataset_info.json");
+  DOCFEED_ASSIGN_OR_RETURN(Json info, ReadJsonFile(env, info_path));
+  if (!info.is_object() || !info.contains("features") || !info["features"].is_object()) {
+    return CorruptionError(info_path + ": field features is missing or not an object");
+  }
+  return info["features"];
+}
+
+bool IsImageFeature(const Json& feature) {
+  return feature.is_object() && feature.contains("_type") && feature["_type"] == "Image";
+}
+
+// True for a feature that holds images below its top level (List(Image), a struct with one).
+bool HoldsImages(const Json& feature) {
+  if (IsImageFeature(feature)) return true;
+  if (feature.is_object()) {
+    for (const auto& [key, value] : feature.items()) {
+      if (HoldsImages(value)) return true;
+    }
+  }
+  if (feature.is_array()) {
+    for (const Json& value : feature) {
+      if (HoldsImages(value)) return true;
+    }
+  }
+  return false;
+}
+
+// The columns of a split: the image column's index and how every other column is kept.
+struct Layout {
+  size_t image = 0;
+  std::vector<size_t> kept;         // schema index of each column below
+  std::vector<ColumnSpec> columns;  // in schema order
+};
+
+Result<Layout> InspectColumns(const arrow::Schema& schema, const Json& features,
+                              const std::string& file, const std::set<std::string>& force_arrow) {
+  Layout layout;
+  const auto named_image =
+      std::find_if(schema.fields.begin(), schema.fields.end(),
+                   [](const Field& f) { return f.name == kSourceImageColumn; });
+  if (named_image == schema.fields.end()) {
+    std::string other;
+    for (const Field& f : schema.fields) {
+      if (other.empty() && features.contains(f.name) && IsImageFeature(features[f.name])) {
+        other = f.name;
+      }
+    }
+    return UnsupportedError(file + ": no column 'image' to take the images from; " +
+                            (other.empty() ? "it has no Image column"
+                                           : "its Image column is '" + other +
+                                                 "': rename it (dataset.rename_column(\"" + other +
+                                                 "\", \"image\")) and save it again"));
+  }
+  for (size_t i = 0; i < schema.fields.size(); ++i) {
+    const Field& f = schema.fields[i];
+    const Json* feature = features.contains(f.name) ? &features[f.name] : nullptr;
+    if (f.name == kSourceImageColumn) {
+      if (feature == nullptr || !IsImageFeature(*feature)) {
+        return UnsupportedError(file + ": column 'image' is not an Image feature (" +
+                                (feature != nullptr ? feature->dump() : "no feature") +
+                                "); docfeed stores its images in a column of that name");
+      }
+      if (f.type != TypeId::kStruct || f.children.size() != 2 ||
+          !arrow::IsBinaryLike(f.children[0].type) || f.children[0].name != "bytes" ||
+          !arrow::IsBinaryLike(f.children[1].type) || f.children[1].name != "path") {
+        return CorruptionError(file + ": column 'image' is " + arrow::TypeToString(f) +
+                               ", not an Image's struct<bytes: binary, path: string>");
+      }
+      layout.image = i;
+      continue;
+    }
+    if (feature != nullptr && HoldsImages(*feature)) {
+      return UnsupportedError(
+          file + ": column '" + f.name + "' holds images (" + feature->dump() +
+          "); docfeed packs one Image column, 'image', per sample (lists of images and "
+          "further Image columns are not packed yet): drop it or rename it to 'image'");
+    }
+    Result<ColumnSpec> spec = KeptColumn(f, feature, force_arrow.count(f.name) > 0);
+    if (!spec.ok()) return spec.status().WithContext(file);
+    layout.kept.push_back(i);
+    layout.columns.push_back(std::move(spec).value());
+  }
+  return layout;
+}
+
+// True when `value` of a native list column has a null item (docfeed's native lists hold
+// none; such a column is kept as an Arrow column instead).
+bool HasNullItem(const ArrayView& column, int64_t row, ColumnType type) {
+  if (type != ColumnType::kInt64List && type != ColumnType::kFloat64List &&
+      type != ColumnType::kStringList) {
+    return false;
+  }
+  if (column.IsNull(row) || column.children[0].null_count == 0) return false;
+  const auto [first, last] = column.GetListRange(row);
+  for (int64_t i = first; i < last; ++i) {
+    if (column.children[0].IsNull(i)) return true;
+  }
+  return false;
+}
+
+class SavedSplitSource final : public SampleSource {
+ public:
+  SavedSplitSource(std::string dir, std::string name, SavedSourceOptions options)
+      : dir_(std::move(dir)), name_(std::move(name)), options_(std::move(options)) {}
+
+  // Lists every row; restarts once per native list column found to hold a null item.
+  Status List(const std::vector<std::string>& files) {
+    Env* env = EnvOrDefault(options_.env);
+    for (;;) {
+      folder_ = ImageFolder();
+      folder_.root = dir_;
+      ranges_.clear();
+      rows_.clear();
+      std::string demote;
+      DOCFEED_RETURN_IF_ERROR(ListOnce(env, files, &demote));
+      if (demote.empty()) break;
+      force_arrow_.insert(demote);
+    }
+    for (const std::string& f : files) {
+      DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, env->NewRandomAccessFile(f));
+      files_.push_back(std::move(file));
+    }
+    return Status::Ok();
+  }
+
+  const ImageFolder& listing() const override { return folder_; }
+
+  Result<std::vector<uint8_t>> ReadImage(size_t i) override {
+    const ImageRange& r = ranges_[i];
+    const uint64_t limit = DecodeLimits().max_input_bytes;
+    if (r.path_only) {
+      return EnvOrDefault(options_.env)
+          ->ReadFile(JoinPath(options_.image_root, folder_.samples[i].relative_path), limit);
+    }
+    if (r.length > limit) {
+      return ResourceExhaustedError("the image is " + std::to_string(r.length) +
+                                    " bytes, more than the decoders' limit of " +
+                                    std::to_string(limit));
+    }
+    std::vector<uint8_t> bytes(static_cast<size_t>(r.length));
+    DOCFEED_RETURN_IF_ERROR(files_[r.file]->ReadAt(r.offset, bytes));
+    return bytes;
+  }
+
+  std::string Where(size_t i) const override {
+    const auto& [file, row] = rows_[i];
+    return RowName(JoinPath(dir_, BaseName(data_files_[file])), row);
+  }
+
+  std::string Name() const override {
+    return name_.empty() ? "dataset " + dir_ : "split '" + name_ + "' (" + dir_ + ")";
+  }
+
+ private:
+  static std::string BaseName(const std::string& path) {
+    const size_t slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+  }
+
+  Status ListOnce(Env* env, const std::vector<std::string>& files, std::string* demote) {
+    data_files_ = files;
+    std::optional<Layout> layout;
+    std::optional<arrow::Schema> first_schema;
+    std::unique_ptr<Confinement> confine;
+    if (!options_.image_root.empty()) {
+      DOCFEED_ASSIGN_OR_RETURN(std::string real_root, env->RealPath(options_.image_root));
+      confine = std::make_unique<Confinement>(env, options_.image_root, real_root,
+                                              options_.follow_symlinks);
+    }
+    int64_t split_row = 0;
+    for (size_t f = 0; f < files.size(); ++f) {
+      DOCFEED_ASSIGN_OR_RETURN(SourceStream stream, SourceStream::Open(env, files[f], files[f]));
+      if (!layout) {
+        DOCFEED_ASSIGN_OR_RETURN(Json features, Features(env, stream.schema(), files[f], dir_));
+        DOCFEED_ASSIGN_OR_RETURN(Layout l,
+                                 InspectColumns(stream.schema(), features, files[f], force_arrow_));
+        layout = std::move(l);
+        first_schema = stream.schema();
+        folder_.columns = layout->columns;
+      } else if (!SameColumns(stream.schema(), *first_schema)) {
+        return CorruptionError(files[f] + ": its columns differ from those of " + files[0]);
+      }
+      stream.set_deferred_buffer(
+          migrate::StructChildDataBuffer(stream.schema(), layout->image, /*child=*/0));
+      arrow::RecordBatch batch;
+      for (;;) {
+        DOCFEED_ASSIGN_OR_RETURN(bool more, stream.Next(&batch));
+        if (!more) break;
+        if (!stream.batch_deferred()) {
+          return UnsupportedError(files[f] + ": record batch " + std::to_string(batch.batch_index) +
+                                  " is compressed; docfeed reads the uncompressed Arrow files "
+                                  "datasets writes (save it again with datasets)");
+        }
+        const ArrayView& image = batch.columns[layout->image];
+        for (int64_t row = 0; row < batch.num_rows; ++row, ++split_row) {
+          for (size_t c = 0; c < layout->columns.size(); ++c) {
+            if (HasNullItem(batch.columns[layout->kept[c]], row, layout->columns[c].type)) {
+              *demote = layout->columns[c].name;
+              return Status::Ok();
+            }
+          }
+          DOCFEED_RETURN_IF_ERROR(
+              AddRow(stream, batch, image, row, split_row, f, *layout, confine.get(), files[f]));
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  static bool SameColumns(const arrow::Schema& a, const arrow::Schema& b) {
+    if (a.fields.size() != b.fields.size()) return false;
+    for (size_t i = 0; i < a.fields.size(); ++i) {
+      if (a.fields[i].name != b.fields[i].name || !arrow::SameType(a.fields[i], b.fields[i])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  Status AddRow(const SourceStream& stream, const arrow::RecordBatch& batch, const ArrayView& image,
+                int64_t row, int64_t split_row, size_t file, const Layout& layout,
+                const Confinement* confine, const std::string& path) {
+    SourceSample sample;
+    ImageRange range;
+    range.file = static_cast<uint32_t>(file);
+    const std::string where = RowName(path, split_row);
+    sample.values.reserve(layout.columns.size());
+    for (size_t c = 0; c < layout.columns.size(); ++c) {
+      sample.values.push_back(ReadCell(batch.columns[layout.kept[c]], row, layout.columns[c]));
+    }
+    const bool null_image = image.IsNull(row);
+    const ArrayView& bytes = image.children[0];
+    const ArrayView& name = image.children[1];
+    if (!null_image && !name.IsNull(row)) sample.relative_path = std::string(name.GetString(row));
+    if (null_image) {
+      sample.problem = InvalidArgumentError(where + ": the image is null");
+    } else if (!bytes.IsNull(row) && !bytes.GetBinary(row).empty()) {
+      const std::span<const uint8_t> cell = bytes.GetBinary(row);
+      DOCFEED_ASSIGN_OR_RETURN(range.offset, stream.FileOffset(cell));
+      range.length = cell.size();
+    } else if (sample.relative_path.empty()) {
+      sample.problem = InvalidArgumentError(where + ": the image has neither bytes nor a path");
+    } else if (confine == nullptr) {
+      sample.problem = InvalidArgumentError(
+          where + ": the image has no bytes, only the path \"" + sample.relative_path +
+          "\"; pass --image-root DIR to read such images from DIR");
+    } else {
+      range.path_only = true;
+      sample.problem = ResolvePath(*confine, &sample.relative_path).WithContext(where);
+    }
+    sample.row = split_row;
+    folder_.samples.push_back(std::move(sample));
+    ranges_.push_back(range);
+    rows_.emplace_back(file, split_row);
+    return Status::Ok();
+  }
+
+  // A path-only cell's file, relative to the image root: a relative path as it is, an absolute
+  // one only if it lies under the root. Then confined like an image folder's files.
+  static Status ResolvePath(const Confinement& confine, std::string* path) {
+    std::string relative = *path;
+    if (!relative.empty() && relative.front() == '/') {
+      std::string root = confine.root();
+      while (root.size() > 1 && root.back() == '/') root.pop_back();
+      if (relative.compare(0, root.size() + 1, root + "/") != 0) {
+        return InvalidArgumentError("the image's path \"" + *path +
+                                    "\" is not under --image-root " + confine.root());
+      }
+      relative = relative.substr(root.size() + 1);
+    }
+    if (!IsSafeRelativePath(relative)) {
+      return InvalidArgumentError("the image's path \"" + *path +
+                                  "\" must be a relative path inside --image-root");
+    }
+    DOCFEED_RETURN_IF_ERROR(confine.Check(relative));
+    *path = relative;
+    return Status::Ok();
+  }
+
+  std::string dir_;
+  std::string name_;
+  SavedSourceOptions options_;
+  std::set<std::string> force_arrow_;  // native list columns seen with a null item
+  ImageFolder folder_;
+  std::vector<ImageRange> ranges_;
+  std::vector<std::pair<size_t, int64_t>> rows_;  // (file, row over the split) per sample
+  std::vector<std::string> data_files_;
+  std::vector<std::unique_ptr<RandomAccessFile>> files_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SampleSource>> OpenSavedSplitSource(const migrate::SplitSource& split,
+                                                           const SavedSourceOptions& options) {
+  auto source = std::make_unique<SavedSplitSource>(split.dir, split.name, options);
+  DOCFEED_RETURN_IF_ERROR(source->List(split.data_files));
+  return std::unique_ptr<SampleSource>(std::move(source));
+}
+
+bool IsDatasetsCache(const std::string& path, Env* env) {
+  env = EnvOrDefault(env);
+  if (!env->IsDirectory(path) || env->PathExists(JoinPath(path, "state.json"))) return false;
+  Result<Json> info = ReadJsonFile(env, JoinPath(path, "dataset_info.json"));
+  return info.ok() && info->is_object() && info->contains("builder_name") &&
+         (*info)["builder_name"].is_string() && info->contains("splits") &&
+         (*info)["splits"].is_object();
+}
+
+Result<migrate::SavedDataset> OpenDatasetsCache(const std::string& path, Env* env) {
+  env = EnvOrDefault(env);
+  const std::string info_path = JoinPath(path, "dataset_info.json");
+  DOCFEED_ASSIGN_OR_RETURN(Json info, ReadJsonFile(env, info_path));
+  if (!info.is_object() || !info.contains("builder_name") || !info["builder_name"].is_string() ||
+      !info.contains("splits") || !info["splits"].is_object() || info["splits"].empty()) {
+    return CorruptionError(info_path + ": fields builder_name and splits are missing or empty");
+  }
+  const std::string builder = info["builder_name"].get<std::string>();
+  DOCFEED_ASSIGN_OR_RETURN(std::vector<std::string> names, env->ListDirectory(path));
+  std::set<std::string> files(names.begin(), names.end());
+  migrate::SavedDataset saved;
+  saved.root = path;
+  saved.is_dict = true;
+  for (const auto& [split_name, _] : info["splits"].items()) {
+    migrate::SplitSource split;
+    split.name = split_name;
+    split.dir = path;
+    const std::string stem = builder + "-" + split_name;
+    if (files.count(stem + ".arrow") > 0) {
+      split.data_files.push_back(JoinPath(path, stem + ".arrow"));
+    } else {
+      // Sharded: -00000-of-0000N, every shard present.
+      for (const std::string& f : files) {
+        if (f.rfind(stem + "-00000-of-", 0) != 0 || f.size() != stem.size() + 20 ||
+            f.compare(f.size() - 6, 6, ".arrow") != 0) {
+          continue;
+        }
+        const std::string count = f.substr(stem.size() + 10, 5);
+        const int shards = std::atoi(count.c_str());
+        for (int i = 0; i < shards; ++i) {
+          char name[32];
+          std::snprintf(name, sizeof(name), "-%05d-of-%s.arrow", i, count.c_str());
+          if (files.count(stem + name) == 0) {
+            return NotFoundError(path + ": split '" + split_name + "' misses its shard " + stem +
+                                 name);
+          }
+          split.data_files.push_back(JoinPath(path, stem + name));
+        }
+      }
+    }
+    if (split.data_files.empty()) {
+      return NotFoundError(info_path + " lists split '" + split_name + "', but " + path +
+                           " holds no " + stem + ".arrow");
+    }
+    for (const std::string& f : split.data_files) {
+      DOCFEED_ASSIGN_OR_RETURN(uint64_t bytes, env->FileSize(f));
+      split.file_bytes.push_back(bytes);
+      saved.total_bytes += bytes;
+    }
+    saved.splits.push_back(std::move(split));
+  }
+  return saved;
+}
+
+}  // namespace docfeed::internal
+
+namespace docfeed {
+
+bool IsSavedImageDataset(const std::string& path, Env* env) {
+  env = internal::EnvOrDefault(env);
+  const bool cache = internal::IsDatasetsCache(path, env);
+  if (!cache && !IsSavedDataset(path, env)) return false;
+  Result<internal::migrate::SavedDataset> saved =
+      cache ? internal::OpenDatasetsCache(path, env)
+            : internal::migrate::OpenSavedDataset(path, env);
+  if (!saved.ok() || saved->splits.empty()) return false;
+  Result<Json> info =
+      internal::ReadJsonFile(env, internal::JoinPath(saved->splits[0].dir, "dataset_info.json"));
+  if (!info.ok() || !info->is_object() || !info->contains("features") ||
+      !(*info)["features"].is_object()) {
+    return false;
+  }
+  // Any column holding images (so that pack can say what to do with one it does not take),
+  // unless the processor tensors of a migration are there.
+  const Json& features = (*info)["features"];
+  return internal::HoldsImages(features) && !features.contains("pixel_values");
+}
+
+}  // namespace docfeed
