@@ -80,6 +80,14 @@ def pack_rows(output: str, rows: str, fetch: Callable[[], List[Any]], *, codec: 
               hf_version: Optional[int] = None, backend: str = "pil",
               keep_original: bool = False, max_file_mb: int = 500) -> Dict[str, Any]: ...
 
+def pack_path(source: str, output: str, *, codec: str = "keep", jpeg_quality: int = 90,
+              threads: int = 0, overwrite: bool = False, skip_bad: bool = False,
+              compression: Optional[str] = None, preprocess: str = "",
+              size: Optional[Tuple[int, int]] = None, align_long_axis: bool = False,
+              hf_version: Optional[int] = None, backend: str = "pil",
+              keep_original: bool = False, max_file_mb: int = 500, split: str = "",
+              image_root: str = "") -> Dict[str, Any]: ...
+
 def normalize_table(height: int = 2560, width: int = 1920, rescale_factor: float = ...,
                     mean: Sequence[float] = ..., std: Sequence[float] = ...,
                     hf_version: int = 4, backend: str = "pil") -> List[float]: ...

@@ -201,8 +201,15 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
          align_long_axis: bool = False, keep_original: bool = False,
          compression: Optional[str] = None, jpeg_quality: int = 90,
          max_file_mb: int = 500, hf_version: Optional[int] = None,
-         backend: Optional[str] = None) -> str:
+         backend: Optional[str] = None, split: Optional[str] = None,
+         image_root: "Optional[str | os.PathLike[str]]" = None) -> str:
     """Packs `dataset` (a datasets.Dataset, or any sequence of dict rows) into `output`.
+
+    `dataset` may also be a path (str or os.PathLike): an image folder, a Hugging Face dataset
+    saved with `save_to_disk` (Dataset or DatasetDict) or a `load_dataset` cache directory, whose
+    `image` column holds the images; it is packed in C++ as `docfeed pack PATH -o OUTPUT` does,
+    keeping every other column with its type and feature. split: only this split of a
+    DatasetDict; image_root: where cells holding only a path are read from.
 
     image_column: the images (a datasets Image column, decoded or not, or PIL images).
     tokenizer: optional Hugging Face tokenizer; with it, `labels` (list<int64>) is added from
@@ -238,6 +245,17 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
         _from_cli_args(extra, options)
         options["codec"] = options["codec"] or "keep"
 
+    if isinstance(dataset, (str, os.PathLike)):
+        if tokenizer is not None or columns is not None or image_column != "image":
+            raise InvalidArgumentError(
+                "tokenizer, columns and image_column apply to in-memory rows; a path is packed "
+                "as `docfeed pack` packs it (use its --tokenizer for Donut labels)")
+        _docfeed.pack_path(os.fspath(dataset), output, split=split or "",
+                           image_root="" if image_root is None else os.fspath(image_root),
+                           **options)
+        return output
+    if split is not None or image_root is not None:
+        raise InvalidArgumentError("split and image_root apply to a dataset given by its path")
     if _arrow_image_dataset(dataset, image_column):
         images: Any = _ArrowImages(dataset, image_column)
         metadata: Iterable[Dict[str, Any]] = dataset.remove_columns([image_column]).with_format(None)

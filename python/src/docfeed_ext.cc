@@ -681,6 +681,30 @@ nb::dict PackRows(const std::string& output, const std::string& rows, nb::object
   return PackSummaryDict(packed.value());
 }
 
+// Packs the folder or Hugging Face dataset at `source` (Pack: an image folder, a save_to_disk
+// Dataset/DatasetDict or a load_dataset cache directory).
+nb::dict PackPath(const std::string& source, const std::string& output, const std::string& codec,
+                  nb::int_ jpeg_quality, nb::int_ threads, bool overwrite, bool skip_bad,
+                  std::optional<std::string> compression, const std::string& preprocess,
+                  std::optional<std::array<int64_t, 2>> size, bool align_long_axis,
+                  nb::object hf_version, const std::string& backend, bool keep_original,
+                  nb::int_ max_file_mb, const std::string& split, const std::string& image_root) {
+  PackOptions options = MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad,
+                                        compression, preprocess, size, align_long_axis,
+                                        hf_version, backend, keep_original, max_file_mb);
+  options.source = source;
+  options.split = split;
+  options.image_root = image_root;
+  Result<PackSummary> packed = [&] {
+    nb::gil_scoped_release nogil;
+    return Pack(options);
+  }();
+  if (!packed.ok()) Raise(packed.status());
+  nb::dict summary = PackSummaryDict(packed.value());
+  summary["splits"] = nb::cast(packed->splits);
+  return summary;
+}
+
 }  // namespace
 }  // namespace docfeed
 
@@ -833,6 +857,14 @@ NB_MODULE(_docfeed, m) {
         "Packs rows into `output` (docfeed.pack's engine): `rows` is one JSON object per line "
         "(file_name and the other columns, as metadata.jsonl), `fetch()` returns the next "
         "rows' images. The GIL is released while encoding and writing. Returns the summary.");
+  m.def("pack_path", &PackPath, "source"_a, "output"_a, nb::kw_only(), "codec"_a = "keep",
+        "jpeg_quality"_a = 90, "threads"_a = 0, "overwrite"_a = false, "skip_bad"_a = false,
+        "compression"_a = nb::none(), "preprocess"_a = "", "size"_a = nb::none(),
+        "align_long_axis"_a = false, "hf_version"_a = nb::none(), "backend"_a = "pil",
+        "keep_original"_a = false, "max_file_mb"_a = 500, "split"_a = "", "image_root"_a = "",
+        "Packs the image folder or Hugging Face dataset on disk (save_to_disk output, or a "
+        "load_dataset cache directory) at `source` into `output`, as `docfeed pack` does. The "
+        "GIL is released while packing. Returns the summary.");
   m.def(
       "normalize_table",
       [](int32_t height, int32_t width, double rescale_factor, std::array<double, 3> mean,

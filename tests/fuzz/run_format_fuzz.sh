@@ -17,7 +17,8 @@ mkdir -p "${out}"
 source "${root}/tests/fuzz/fuzz_lib.sh"
 
 common=("${root}"/src/base/{status,hash,file,mem_env}.cc "${root}/src/base/posix/env_posix.cc"
-        "${root}"/src/format/{manifest,index,value}.cc "${root}"/src/codec/*.cc
+        "${root}"/src/format/{manifest,index,value,arrow_column}.cc "${root}/src/format/arrow/schema.cc"
+        "${root}"/src/codec/*.cc
         "${root}"/src/codec/internal/*.cc)
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
        -I"${root}/include" -I"${root}/src")

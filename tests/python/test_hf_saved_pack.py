@@ -267,3 +267,13 @@ def test_the_datasets_cache_of_an_imagefolder(tmp_path):
         for g, w in zip(got, want):
             assert g["label"] == w["label"]
             assert g["image"]["bytes"] == pathlib.Path(w["image"]["path"]).read_bytes()
+
+
+def test_docfeed_pack_of_a_path_equals_the_cli(saved_dict, tmp_path):
+    docfeed = pytest.importorskip("docfeed")
+    run_docfeed("pack", saved_dict, "-o", tmp_path / "cli", "--split", "train")
+    docfeed.pack(saved_dict, tmp_path / "py", split="train")
+    for name in ("train/docfeed.index", "train/data-00000-of-00001.arrow", "dataset_dict.json"):
+        assert (tmp_path / "py" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes()
+    with pytest.raises(docfeed.NotFoundError, match="no split 'dev'"):
+        docfeed.pack(saved_dict, tmp_path / "none", split="dev")
