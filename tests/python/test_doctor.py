@@ -205,6 +205,27 @@ def test_image_folder(tmp_path):
     assert any(n.startswith("docfeed.Loader") for n in names), names
 
 
+def test_save_to_disk_with_an_image_column(tmp_path):
+    """The most common form (load_dataset + save_to_disk): measured as the on-the-fly path
+    (DonutImageProcessor over load_from_disk's Image column) against docfeed packing it."""
+    datasets = pytest.importorskip("datasets")
+    files = []
+    for i, page in enumerate(pages(8)):
+        files.append(str(tmp_path / f"{i}.png"))
+        page.save(files[-1])
+    features = datasets.Features({"image": datasets.Image(),
+                                  "label": datasets.ClassLabel(names=["a", "b"])})
+    datasets.Dataset.from_dict({"image": files, "label": [i % 2 for i in range(8)]},
+                               features=features).save_to_disk(str(tmp_path / "ds"))
+    r = run_doctor(tmp_path / "ds", tmp_path, "--size", "64x48", "--batch-size", "4")
+    assert r["kind"] == "save_to_disk" and r["samples"] == 8
+    names = [p["name"] for p in r["pipelines"]]
+    assert any("DonutImageProcessor" in n for n in names), names
+    assert any(n.startswith("docfeed.Loader") for n in names), names
+    assert any("Image column 'image'" in n for n in r["notes"]), r["notes"]
+    assert "--preprocess donut" in r["fix"], r["fix"]
+
+
 def test_docfeed_shards_and_report(packed_keep, tmp_path):
     r = run_doctor(packed_keep, tmp_path, "--report", tmp_path / "rep", "--gpu", "a100")
     assert r["kind"] == "docfeed"

@@ -95,7 +95,7 @@ def fix_text(pipes: Sequence[Pipeline], stored: Stored, assume_samples: int, epo
     base = user[0]
     size = stored.image_size or DEFAULT_SIZE
     how = (f"migrate once with `docfeed pack {stored.path} -o OUT`"
-           if stored.kind == "save_to_disk"
+           if stored.kind == "save_to_disk" and stored.source.image_column is None
            else f"pack once with `docfeed pack {stored.path} -o OUT --preprocess donut --size "
                 f"{size[0]}x{size[1]}`")
     one_time = (facts.pack_s_per_sample if facts else 0.0) * assume_samples

@@ -365,7 +365,8 @@ def measure_user_save_to_disk(stored: Stored, k: int, batch: int, workers: int,
 def measure_user_imagefolder(stored: Stored, k: int, batch: int, workers: int,
                              budget: Budget) -> Measurements:
     """The on-the-fly path: a datasets Image column decoded by PIL and DonutImageProcessor in a
-    set_transform, DataLoader at 0 and N workers."""
+    set_transform, DataLoader at 0 and N workers (the images of an image folder, or the Image
+    column of a save_to_disk dataset)."""
     try:
         import datasets
         import torch
@@ -397,10 +398,16 @@ def measure_user_imagefolder(stored: Stored, k: int, batch: int, workers: int,
             return {"pixel_values": out}
 
         label = "PIL decode + thumbnail (transformers not importable)"
-    files = [str(p) for p in stored.source.images[:k]]
-    ds = datasets.Dataset.from_dict({"image": files}).cast_column("image", datasets.Image())
+    if stored.source.image_column is not None:
+        ds = datasets.load_from_disk(str(stored.source.split_dir))
+        ds = ds.select(range(min(k, len(ds)))).select_columns([stored.source.image_column])
+        where = f"datasets {datasets.__version__} load_from_disk"
+    else:
+        files = [str(p) for p in stored.source.images[:k]]
+        ds = datasets.Dataset.from_dict({"image": files}).cast_column("image", datasets.Image())
+        where = "image folder"
     ds.set_transform(transform)
-    note = (f"user path (image folder): datasets Image column + {label} in set_transform, "
+    note = (f"user path ({where}): datasets Image column + {label} in set_transform, "
             "torch DataLoader")
 
     def collate(rows: List[Dict[str, Any]]) -> Any:
@@ -420,9 +427,9 @@ def measure_user(stored: Stored, k: int, batch: int, workers: int,
                  budget: Budget) -> Measurements:
     """The user's path for the kind of data (a docfeed dataset has none: it already is
     docfeed)."""
-    if stored.kind == "save_to_disk":
+    if stored.kind == "save_to_disk" and stored.source.image_column is None:
         return measure_user_save_to_disk(stored, k, batch, workers, budget)
-    if stored.kind == "imagefolder":
+    if stored.kind in ("imagefolder", "save_to_disk"):
         return measure_user_imagefolder(stored, k, batch, workers, budget)
     return Measurements()
 

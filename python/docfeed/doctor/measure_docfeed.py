@@ -116,6 +116,20 @@ def pack_imagefolder_sample(stored: Stored, k: int, tmp: pathlib.Path, threads: 
     return out, len(rows), time.perf_counter() - start
 
 
+def pack_saved_images_sample(stored: Stored, k: int, tmp: pathlib.Path, threads: int,
+                             size: Tuple[int, int]) -> Tuple[pathlib.Path, int, float]:
+    """The first k rows of a save_to_disk dataset with an Image column, packed in process
+    (docfeed.pack of the sample's directory) with --preprocess donut at size: (output, rows,
+    seconds)."""
+    import docfeed
+
+    src, out = tmp / "sample-src", tmp / "sample.docfeed"
+    n = write_sample_save_to_disk(stored, k, src)
+    start = time.perf_counter()
+    docfeed.pack(src, out, preprocess="donut", size=size, threads=threads)
+    return out, n, time.perf_counter() - start
+
+
 def pack_sample_with_cli(src: pathlib.Path, out: pathlib.Path, threads: int,
                          options: Sequence[str], timeout: float) -> float:
     """`docfeed pack SRC -o OUT --threads N OPTIONS` through the bundled CLI; returns its
@@ -240,7 +254,9 @@ def measure_docfeed(stored: Stored, k: int, batch: int, threads: int, budget: Bu
         if stored.kind == "docfeed":
             out, packed_bytes = stored.source.split_dir, stored.bytes_on_disk
         else:
-            if stored.kind == "save_to_disk":
+            if stored.kind == "save_to_disk" and stored.source.image_column is not None:
+                out, n, pack_s = pack_saved_images_sample(stored, k, tmp, threads, (h, w))
+            elif stored.kind == "save_to_disk":
                 if stored.source.tensor_column is None:
                     return Measurements(notes=("docfeed path not measured: no pixel tensor "
                                                "column to migrate",))

@@ -73,6 +73,9 @@ class StoredSource:
     split_dir: pathlib.Path
     data_files: Tuple[pathlib.Path, ...] = ()
     tensor_column: Optional[str] = None
+    # save_to_disk without a tensor column: its datasets Image column (encoded image files),
+    # which `docfeed pack` packs as it is.
+    image_column: Optional[str] = None
     tensor_dtype: Optional[str] = None
     format_type: Optional[str] = None
     images: Tuple[pathlib.Path, ...] = ()
@@ -371,7 +374,14 @@ def inspect_save_to_disk(path: pathlib.Path, budget: Budget,
     tensor_column = _tensor_field(schema, features)
     notes: Tuple[str, ...] = ()
     tensors = _TensorFindings(None, None, ())
-    if tensor_column is None:
+    image_column = None
+    if tensor_column is None and isinstance(features.get("image"), dict) and \
+            features["image"].get("_type") == "Image":
+        image_column = "image"
+        notes = ("images stored as encoded files in the Image column 'image': `docfeed pack` "
+                 "keeps their bytes (or stores the Donut preset's resized pages with "
+                 "--preprocess donut)",)
+    elif tensor_column is None:
         notes = ("no pixel tensor column (3-level lists or ArrayND): the float32 migration does "
                  "not apply",)
     else:
@@ -386,7 +396,8 @@ def inspect_save_to_disk(path: pathlib.Path, budget: Budget,
             f"{human_bytes(bps / 4) if tensors.dtype == 'float32' else 'a fraction'}, "
             "as a compressed image 0.05-0.5 MB", {"bytes_per_sample": bps}))
     source = StoredSource(split_dir=split_dir, data_files=data_files, tensor_column=tensor_column,
-                          tensor_dtype=tensors.dtype, format_type=format_type)
+                          tensor_dtype=tensors.dtype, format_type=format_type,
+                          image_column=image_column)
     return Stored(path=path, kind="save_to_disk", samples=rows, bytes_on_disk=bytes_on_disk,
                   source=source, split=split, splits=tuple(splits), columns=tuple(columns),
                   image_size=tensors.image_size, pathologies=tuple(pathologies), notes=notes)
