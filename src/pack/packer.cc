@@ -419,7 +419,10 @@ Result<PackSummary> Pack(const PackOptions& options) {
   DOCFEED_ASSIGN_OR_RETURN(std::string output, CheckOutput(options));
   DOCFEED_RETURN_IF_ERROR(
       CheckOverwriteKeepsSource(options.source, output, EnvOrDefault(options.env)));
-  if (IsSavedImageDataset(options.source, options.env)) return PackSaved(options, output);
+  // Decided from the names of the files, so that one that cannot be read is reported as such.
+  if (IsSavedDataset(options.source, options.env) || IsDatasetsCache(options.source, options.env)) {
+    return PackSaved(options, output);
+  }
   if (!options.split.empty() || !options.image_root.empty()) {
     return InvalidArgumentError(
         "--split and --image-root are for a Hugging Face dataset on "

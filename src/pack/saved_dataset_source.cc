@@ -356,11 +356,17 @@ Result<std::unique_ptr<SampleSource>> OpenSavedSplitSource(const migrate::SplitS
 
 bool IsDatasetsCache(const std::string& path, Env* env) {
   env = EnvOrDefault(env);
-  if (!env->IsDirectory(path) || env->PathExists(JoinPath(path, "state.json"))) return false;
-  Result<Json> info = ReadJsonFile(env, JoinPath(path, "dataset_info.json"));
-  return info.ok() && info->is_object() && info->contains("builder_name") &&
-         (*info)["builder_name"].is_string() && info->contains("splits") &&
-         (*info)["splits"].is_object();
+  // Decided from names only: a file that cannot be read is then an error of the pack, never a
+  // reason to read the directory as something else.
+  if (!env->IsDirectory(path) || env->PathExists(JoinPath(path, "state.json")) ||
+      !env->PathExists(JoinPath(path, "dataset_info.json"))) {
+    return false;
+  }
+  Result<std::vector<std::string>> names = env->ListDirectory(path);
+  if (!names.ok()) return false;
+  return std::any_of(names->begin(), names->end(), [](const std::string& n) {
+    return n.size() > 6 && n.compare(n.size() - 6, 6, ".arrow") == 0;
+  });
 }
 
 Result<migrate::SavedDataset> OpenDatasetsCache(const std::string& path, Env* env) {

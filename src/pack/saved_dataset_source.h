@@ -41,7 +41,8 @@ using docfeed::IsSavedImageDataset;
 
 // The Arrow files `load_dataset` leaves in its cache for one dataset: a directory with
 // dataset_info.json (naming the builder and the splits) and, per split, BUILDER-SPLIT.arrow or
-// BUILDER-SPLIT-NNNNN-of-MMMMM.arrow. True for such a directory (without state.json).
+// BUILDER-SPLIT-NNNNN-of-MMMMM.arrow. True for a directory without state.json that holds
+// dataset_info.json and .arrow files (decided from the names only).
 bool IsDatasetsCache(const std::string& path, Env* env = nullptr);
 
 // Its splits, in dataset_info.json order, each with its data files in shard order. Errors name

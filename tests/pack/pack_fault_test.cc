@@ -39,10 +39,32 @@ void MakeFolder(const std::string& root, int images) {
   ASSERT_TRUE(WriteTextFile(JoinPath(root, "metadata.jsonl"), meta).ok());
 }
 
+// What is packed: the image folder, or a Hugging Face dataset on disk made from it (a
+// save_to_disk Dataset: docfeed's own output is one; a DatasetDict of it).
+enum class SourceKind { kFolder, kSavedDataset, kSavedDict };
+
 class PackFaultTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    MakeFolder(dir_.Join("src"), 4);
+  void SetUp() override { MakeSource(SourceKind::kFolder); }
+
+  void MakeSource(SourceKind kind) {
+    kind_ = kind;
+    if (kind == SourceKind::kFolder) {
+      MakeFolder(dir_.Join("src"), 4);
+    } else {
+      MakeFolder(dir_.Join("images"), 4);
+      PackOptions folder;
+      folder.source = dir_.Join("images");
+      folder.output = kind == SourceKind::kSavedDict ? dir_.Join("src/train") : dir_.Join("src");
+      if (kind == SourceKind::kSavedDict) {
+        ASSERT_TRUE(CreateDirectory(dir_.Join("src")).ok());
+      }
+      ASSERT_TRUE(Pack(folder).ok());
+      if (kind == SourceKind::kSavedDict) {
+        ASSERT_TRUE(
+            WriteTextFile(dir_.Join("src/dataset_dict.json"), R"({"splits": ["train"]})").ok());
+      }
+    }
     options_.source = dir_.Join("src");
     options_.output = dir_.Join("out");
     options_.threads = 1;  // a fixed I/O order, so indices mean the same operation every run
@@ -54,16 +76,37 @@ class PackFaultTest : public ::testing::Test {
   // Only the source (and `also`) may be left in the temporary directory.
   void ExpectNoLeftovers(const std::string& where, std::vector<std::string> also = {}) {
     also.push_back("src");
+    if (kind_ != SourceKind::kFolder) also.push_back("images");
     std::sort(also.begin(), also.end());
     EXPECT_EQ(Entries(dir_.path()), also) << where;
+  }
+
+  // The verified output: OUT itself, or each split of a DatasetDict.
+  Status VerifyOutput() const {
+    if (kind_ != SourceKind::kSavedDict) return VerifyDataset(options_.output);
+    if (!PathExists(JoinPath(options_.output, "dataset_dict.json"))) {
+      return CorruptionError("no dataset_dict.json");
+    }
+    return VerifyDataset(JoinPath(options_.output, "train"));
   }
 
   testing::TempDir dir_;
   FaultInjectionEnv env_{Env::Default()};
   PackOptions options_;
+  SourceKind kind_ = SourceKind::kFolder;
 };
 
-TEST_F(PackFaultTest, EveryWriteErrorFailsCleanlyAndLeavesNoOutput) {
+// The sweeps, for every kind of source.
+class PackFaultSweep : public PackFaultTest, public ::testing::WithParamInterface<SourceKind> {
+ protected:
+  void SetUp() override { MakeSource(GetParam()); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Sources, PackFaultSweep,
+                         ::testing::Values(SourceKind::kFolder, SourceKind::kSavedDataset,
+                                           SourceKind::kSavedDict));
+
+TEST_P(PackFaultSweep, EveryWriteErrorFailsCleanlyAndLeavesNoOutput) {
   const testing::IoCounts io = testing::CountIo(env_, [&] { return Run(options_); });
   ASSERT_GT(io.writes, 10u);
   ASSERT_TRUE(RemoveAll(options_.output).ok());
@@ -78,7 +121,7 @@ TEST_F(PackFaultTest, EveryWriteErrorFailsCleanlyAndLeavesNoOutput) {
   });
 }
 
-TEST_F(PackFaultTest, EveryReadErrorOrShortReadFailsClearlyOrStillVerifies) {
+TEST_P(PackFaultSweep, EveryReadErrorOrShortReadFailsClearlyOrStillVerifies) {
   const testing::IoCounts io = testing::CountIo(env_, [&] { return Run(options_); });
   ASSERT_GT(io.reads, 5u);
   ASSERT_TRUE(RemoveAll(options_.output).ok());
@@ -87,7 +130,7 @@ TEST_F(PackFaultTest, EveryReadErrorOrShortReadFailsClearlyOrStillVerifies) {
     if (s.ok()) {
       // A read the pack can do without (the listing for stale temporaries): the output must
       // be complete.
-      EXPECT_TRUE(VerifyDataset(options_.output).ok()) << where;
+      EXPECT_TRUE(VerifyOutput().ok()) << where;
       ASSERT_TRUE(RemoveAll(options_.output).ok());
       return;
     }
@@ -100,7 +143,7 @@ TEST_F(PackFaultTest, EveryReadErrorOrShortReadFailsClearlyOrStillVerifies) {
   });
 }
 
-TEST_F(PackFaultTest, ACrashAtEveryWriteLeavesNothingOrTheCompleteDatasetAndTheNextRunWorks) {
+TEST_P(PackFaultSweep, ACrashAtEveryWriteLeavesNothingOrTheCompleteDatasetAndTheNextRunWorks) {
   const testing::IoCounts io = testing::CountIo(env_, [&] { return Run(options_); });
   ASSERT_TRUE(RemoveAll(options_.output).ok());
   for (uint64_t i = 0; i < io.writes; ++i) {
@@ -112,7 +155,7 @@ TEST_F(PackFaultTest, ACrashAtEveryWriteLeavesNothingOrTheCompleteDatasetAndTheN
     EXPECT_TRUE(Mentions(s, "simulated crash")) << where << ": " << s.ToString();
     // At the crash: OUT is absent, or it is the complete new dataset.
     if (PathExists(options_.output)) {
-      Status v = VerifyDataset(options_.output);
+      Status v = VerifyOutput();
       EXPECT_TRUE(v.ok()) << where << ": " << v.ToString();
     }
     // A leftover work directory is never one datasets.load_from_disk opens: state.json, which
@@ -131,7 +174,7 @@ TEST_F(PackFaultTest, ACrashAtEveryWriteLeavesNothingOrTheCompleteDatasetAndTheN
     again.overwrite = true;
     Status rerun = Run(again);
     ASSERT_TRUE(rerun.ok()) << where << ": " << rerun.ToString();
-    EXPECT_TRUE(VerifyDataset(options_.output).ok()) << where;
+    EXPECT_TRUE(VerifyOutput().ok()) << where;
     ExpectNoLeftovers(where, {"out"});
     ASSERT_TRUE(RemoveAll(options_.output).ok());
   }
