@@ -41,6 +41,7 @@ FEATURES = Features({
     "maybe": Value("int64"),
     "labels": List(Value("int64")),
     "when": Value("timestamp[us]"),
+    "nothing": Value("null"),
 })
 
 
@@ -59,6 +60,7 @@ def rows(names, start):
             # A null item: docfeed's own list<int64> holds none, so the column is kept as Arrow.
             "labels": [n, None, -100] if n == 4 else [n, 7, -100],
             "when": f"2026-01-0{n % 9 + 1}T12:00:00",
+            "nothing": None,
         })
     return out
 
@@ -115,7 +117,7 @@ def test_a_dataset_dict_round_trips_through_datasets_and_pyarrow(saved_dict, tmp
     # Plain Value/List features are docfeed's own columns; the others are kept as Arrow.
     assert kinds == {"label": "arrow", "ground_truth": "string", "words": "list<string>",
                      "boxes": "arrow", "meta": "arrow", "maybe": "int64", "labels": "arrow",
-                     "when": "arrow"}
+                     "when": "arrow", "nothing": "arrow"}
     assert manifest["label_column"] == "ground_truth"
 
 
