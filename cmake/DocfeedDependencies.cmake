@@ -7,6 +7,7 @@ pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp)       # libwebp-dev
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)       # libzstd-dev
 pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)         # liblz4-dev
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)   # libxxhash-dev
+pkg_check_modules(LIBARCHIVE REQUIRED IMPORTED_TARGET libarchive) # libarchive-dev
 find_package(nlohmann_json 3.10 REQUIRED)                      # nlohmann-json3-dev
 # docfeed synth: text layout and rendering of synthetic documents.
 pkg_check_modules(PANGOCAIRO REQUIRED IMPORTED_TARGET pangocairo) # libpango1.0-dev, libcairo2-dev

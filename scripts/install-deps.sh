@@ -11,6 +11,7 @@ packages=(
   libwebp-dev                                        # WebP decode/encode
   libzstd-dev liblz4-dev                             # Arrow IPC buffer compression
   libxxhash-dev                                      # XXH3-64 checksums
+  libarchive-dev                                     # WebDataset tar shards (tar, tar.gz)
   nlohmann-json3-dev                                 # JSON (metadata.jsonl, manifests)
   libhwy-dev                                         # Google Highway SIMD kernels
   libcairo2-dev libpango1.0-dev libfontconfig-dev    # docfeed synth: rendering and text layout

@@ -176,15 +176,6 @@ bool IsSafeRelativePath(std::string_view p) {
   return true;
 }
 
-namespace {
-
-std::string NormalizeRelative(std::string p) {
-  while (p.rfind("./", 0) == 0) p.erase(0, 2);
-  return p;
-}
-
-// Offset of the first byte that breaks UTF-8 (RFC 3629: no overlongs, surrogates or values past
-// U+10FFFF), or npos when `text` is valid.
 size_t FirstInvalidUtf8(std::string_view text) {
   size_t i = 0;
   while (i < text.size()) {
@@ -202,6 +193,13 @@ size_t FirstInvalidUtf8(std::string_view text) {
     i += n;
   }
   return std::string_view::npos;
+}
+
+namespace {
+
+std::string NormalizeRelative(std::string p) {
+  while (p.rfind("./", 0) == 0) p.erase(0, 2);
+  return p;
 }
 
 // The key whose value holds byte `pos` of a one-line JSON object, best effort ("" if unclear):

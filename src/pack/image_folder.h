@@ -86,6 +86,10 @@ class Confinement {
   bool follow_;
 };
 
+// Offset of the first byte that breaks UTF-8 (RFC 3629: no overlongs, surrogates or values past
+// U+10FFFF), or std::string_view::npos when `text` is valid.
+size_t FirstInvalidUtf8(std::string_view text);
+
 // True for a non-empty '/'-separated relative path without a ".." component.
 bool IsSafeRelativePath(std::string_view path);
 

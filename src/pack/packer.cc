@@ -17,6 +17,7 @@
 #include "migrate/source.h"
 #include "pack/image_folder.h"
 #include "pack/saved_dataset_source.h"
+#include "pack/tar_source.h"
 
 namespace docfeed::internal {
 namespace {
@@ -425,9 +426,15 @@ Result<PackSummary> Pack(const PackOptions& options) {
   }
   if (!options.split.empty() || !options.image_root.empty()) {
     return InvalidArgumentError(
-        "--split and --image-root are for a Hugging Face dataset on "
-        "disk; " +
-        options.source + " is an image folder");
+        "--split and --image-root are for a Hugging Face dataset on disk; " + options.source +
+        " is not one");
+  }
+  if (IsTarSource(options.source, options.env)) {
+    WriteState state;
+    state.start = Clock::now();
+    DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<SampleSource> tar,
+                             OpenTarSource(options.source, options.env));
+    return PackChecked(*tar, options, output, state);
   }
   WriteState state;
   state.start = Clock::now();

@@ -3,8 +3,8 @@
 // each batch with ReadBatchAt. Every valid cell of the first batches also goes through the cell
 // encoding of "arrow" columns (src/format/arrow_cell.h), which pack and verify apply to whatever
 // a source dataset holds: it must append back into a builder of the column's type, and the
-// rebuilt column must be consistent. Any crash, sanitizer report or abort is a bug: corrupt input must
-// only ever produce a Status.
+// rebuilt column must be consistent. Any crash, sanitizer report or abort is a bug: corrupt input
+// must only ever produce a Status.
 //
 // Build and run: tests/fuzz/run_arrow_fuzz.sh [seconds]
 #include <cstddef>
@@ -15,8 +15,8 @@
 
 #include "format/arrow/builder.h"
 #include "format/arrow/reader.h"
-#include "format/arrow_cell.h"
 #include "format/arrow/touch_values.h"  // tests/, shared with the corruption tests
+#include "format/arrow_cell.h"
 
 namespace {
 
@@ -28,7 +28,7 @@ using docfeed::internal::arrow::StreamReader;
 // Encodes every valid cell of `column` (at most `budget` of them) and appends it to a builder.
 void RoundTripCells(const ArrayView& column, int64_t* budget) {
   ArrayBuilder builder(*column.field);
-  for (int64_t row = 0; row < column.length && *budget > 0; ++row, --*budget) {
+  for (int64_t row = 0; row<column.length&& * budget> 0; ++row, --*budget) {
     if (column.IsNull(row)) {
       if (!builder.AppendNull().ok()) __builtin_trap();
       continue;

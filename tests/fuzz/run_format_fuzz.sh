@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the format fuzzers (manifest_fuzz, index_fuzz, metadata_jsonl_fuzz) with clang's
+# Builds the format fuzzers (manifest_fuzz, index_fuzz, metadata_jsonl_fuzz, tar_fuzz) with clang's
 # libFuzzer + ASan/UBSan and runs each for SECONDS on its corpus.
 #
 #   tests/fuzz/run_format_fuzz.sh [seconds-per-target=20] [extra libFuzzer flags...]
@@ -12,7 +12,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 seconds="${1:-20}"
 shift || true
 cxx="${CXX:-clang++-14}"
-out="${root}/build/fuzz"
+out="${DOCFEED_FUZZ_DIR:-${root}/build/fuzz}"
 mkdir -p "${out}"
 source "${root}/tests/fuzz/fuzz_lib.sh"
 
@@ -22,7 +22,7 @@ common=("${root}"/src/base/{status,hash,file,mem_env}.cc "${root}/src/base/posix
         "${root}"/src/codec/internal/*.cc)
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
        -I"${root}/include" -I"${root}/src")
-libs=(-lxxhash -ljpeg -lspng -lwebp)
+libs=(-lxxhash -ljpeg -lspng -lwebp -larchive)
 
 # The code under test is compiled once into an archive (instrumented, without libFuzzer's main)
 # and linked into each target; rebuilt only when a source is newer than it.
@@ -32,7 +32,7 @@ if [[ ! -e "${lib}" || -n "$(find "${root}/src/base" "${root}/src/format" "${roo
   echo "== building the format fuzzers' library"
   objs="${out}/format-obj"
   rm -rf "${objs}" && mkdir -p "${objs}"
-  for src in "${common[@]}" "${root}/src/pack/image_folder.cc"; do
+  for src in "${common[@]}" "${root}/src/pack/image_folder.cc" "${root}/src/pack/tar_source.cc"; do
     "${cxx}" "${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" -c "${src}" \
       -o "${objs}/$(echo "${src#"${root}"/}" | tr / _).o"
   done
@@ -40,7 +40,7 @@ if [[ ! -e "${lib}" || -n "$(find "${root}/src/base" "${root}/src/format" "${roo
 fi
 
 status=0
-for target in manifest index metadata_jsonl; do
+for target in manifest index metadata_jsonl tar; do
   bin="${out}/${target}_fuzz"
   if [[ ! -x "${bin}" || "${lib}" -nt "${bin}" || "${root}/tests/fuzz/${target}_fuzz.cc" -nt "${bin}" ]]; then
     echo "== building ${target}_fuzz"
