@@ -65,6 +65,11 @@ Result<Kind> ScalarKind(const Json& v) {
   if (v.is_null()) return Kind::kUnknown;
   if (v.is_string()) return Kind::kString;
   if (v.is_boolean()) return Kind::kBool;
+  // An integer past int64 (JSON allows any) is a double, as pyarrow's JSON reader types it.
+  if (const uint64_t* u = v.get_ptr<const uint64_t*>();
+      u != nullptr && *u > static_cast<uint64_t>(INT64_MAX)) {
+    return Kind::kFloat;
+  }
   if (v.is_number_integer()) return Kind::kInt;
   if (v.is_number_float()) return Kind::kFloat;
   return InvalidArgumentError(std::string("holds a JSON ") + v.type_name() +

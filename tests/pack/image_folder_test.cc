@@ -110,6 +110,25 @@ TEST(ImageFolder, IntsAndFloatsWidenToFloat) {
   EXPECT_EQ(folder->unlisted_images.size(), 2u);  // sub/b.png, d.webp
 }
 
+// Found by tests/fuzz/metadata_jsonl_fuzz.cc (the third campaign's top-up): an integer past
+// int64, alone or in a list, was typed int64 and threw out of the parser (the process aborted).
+// pyarrow's JSON reader, which datasets' imagefolder uses, reads such a column as double:
+// {"a": 11111111111111111111, "b": [1, 11111111111111111111]} gives a: double,
+// b: list<item: double>.
+TEST(ImageFolder, IntegersPastInt64AreDoublesAsInPyarrow) {
+  Result<ImageFolder> rows = ParseSampleRows(
+      "{\"file_name\": \"a.png\", \"a\": 11111111111111111111, \"b\": [1, 11111111111111111111]}\n"
+      "{\"file_name\": \"b.png\", \"a\": 1, \"b\": [2]}\n");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->columns.size(), 2u);
+  EXPECT_EQ(rows->columns[0].type, ColumnType::kFloat64);
+  EXPECT_EQ(rows->columns[1].type, ColumnType::kFloat64List);
+  EXPECT_EQ(std::get<double>(rows->samples[0].values[0]), 11111111111111111111.0);
+  EXPECT_EQ(std::get<std::vector<double>>(rows->samples[0].values[1]),
+            (std::vector<double>{1.0, 11111111111111111111.0}));
+  EXPECT_EQ(std::get<double>(rows->samples[1].values[0]), 1.0);
+}
+
 // Found by tests/fuzz/metadata_jsonl_fuzz.cc: a column holding only empty lists was typed as a
 // string column, and reading `[]` as a string threw out of the parser (the process aborted).
 TEST(ImageFolder, EmptyListsAreAListColumnAndNeverAString) {
