@@ -158,6 +158,14 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
     for (const ColumnSpec& c : Labeler::Columns()) wopts.columns.push_back(c);
     wopts.extra_files = labeler->TokenizerFileNames();
   }
+  if (options.encode.keep_original) {
+    for (const ColumnSpec& c : wopts.columns) {
+      if (c.name == kOriginalColumn) {
+        return InvalidArgumentError(source.Name() + " has a column '" + c.name +
+                                    "', the name --keep-original gives the source images");
+      }
+    }
+  }
   wopts.label_column = PickLabelColumn(wopts.columns);
   wopts.compression = options.compression;
   wopts.max_file_bytes = options.max_file_bytes;

@@ -126,12 +126,8 @@ Result<Layout> InspectColumns(const arrow::Schema& schema, const Json& features,
       layout.image = i;
       continue;
     }
-    if (feature != nullptr && HoldsImages(*feature)) {
-      return UnsupportedError(
-          file + ": column '" + f.name + "' holds images (" + feature->dump() +
-          "); docfeed packs one Image column, 'image', per sample (lists of images and "
-          "further Image columns are not packed yet): drop it or rename it to 'image'");
-    }
+    // Any other column, images in it or not (a List(Image) of a document's pages, a second
+    // Image column), is kept as it is: its bytes are carried, not decoded.
     Result<ColumnSpec> spec = KeptColumn(f, feature, force_arrow.count(f.name) > 0);
     if (!spec.ok()) return spec.status().WithContext(file);
     layout.kept.push_back(i);

@@ -6,7 +6,8 @@
 // (state.json order). The `image` column's `bytes` are the stored image (read with a positioned
 // read of exactly their range in the data file when the sample is encoded; the listing never
 // holds image bytes), its `path` is kept as the stored name, and every other column is kept with
-// its Arrow type and Hugging Face feature (format/arrow_cell.h: native docfeed columns where the
+// its Arrow type and Hugging Face feature (a List(Image) of pages or a second Image column
+// too, its bytes carried as they are, not decoded) (format/arrow_cell.h: native docfeed columns where the
 // feature is a plain Value or List of one, the source's own type otherwise: ClassLabel, int32,
 // nested structs...). A `path`-only cell (no bytes) is read from `image_root` when one is given,
 // confined to it like an image folder's files; otherwise the row is a bad sample.

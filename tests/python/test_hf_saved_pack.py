@@ -213,7 +213,7 @@ def test_path_only_images_are_read_from_the_image_root_and_nowhere_else(tmp_path
         assert row["image"]["bytes"] == (SAMPLE_DOCS / name).read_bytes()
 
 
-def test_what_is_not_packed_yet_is_refused_saying_what_to_do(tmp_path):
+def test_image_columns_other_than_image(tmp_path):
     page = tmp_path / "page"
     Dataset.from_dict({"page": [str(SAMPLE_DOCS / DOCS[0])]},
                       features=Features({"page": Image()})).save_to_disk(str(page))
@@ -223,8 +223,16 @@ def test_what_is_not_packed_yet_is_refused_saying_what_to_do(tmp_path):
     Dataset.from_dict({"image": [str(SAMPLE_DOCS / DOCS[0])], "more": [[str(SAMPLE_DOCS / DOCS[1])]]},
                       features=Features({"image": Image(), "more": List(Image())})
                       ).save_to_disk(str(pages))
-    proc = run_docfeed("pack", pages, "-o", tmp_path / "o2", check=False)
-    assert proc.returncode != 0 and "column 'more' holds images" in proc.stderr, proc.stderr
+    # Other columns holding images (a document's further pages) are kept byte for byte.
+    run_docfeed("pack", pages, "-o", tmp_path / "o2")
+    packed = datasets.load_from_disk(str(tmp_path / "o2"))
+    source = datasets.load_from_disk(str(pages))
+    assert packed.features == source.features
+    more = List(Image(decode=False))
+    assert packed.cast_column("more", more)[0]["more"] == source.cast_column("more", more)[0]["more"]
+    proc = run_docfeed("pack", pages, "-o", tmp_path / "o3", "--preprocess", "donut", "--size",
+                       "64x48", "--keep-original", check=False)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_the_loader_reads_a_packed_split(tmp_path):
@@ -279,3 +287,15 @@ def test_docfeed_pack_of_a_path_equals_the_cli(saved_dict, tmp_path):
         assert (tmp_path / "py" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes()
     with pytest.raises(docfeed.NotFoundError, match="no split 'dev'"):
         docfeed.pack(saved_dict, tmp_path / "none", split="dev")
+
+
+def test_a_column_named_original_clashes_only_with_keep_original(tmp_path):
+    src = tmp_path / "src"
+    Dataset.from_dict({"image": [str(SAMPLE_DOCS / DOCS[0])], "original": ["scan"]},
+                      features=Features({"image": Image(), "original": Value("string")})
+                      ).save_to_disk(str(src))
+    run_docfeed("pack", src, "-o", tmp_path / "plain")
+    proc = run_docfeed("pack", src, "-o", tmp_path / "kept", "--preprocess", "donut", "--size",
+                       "64x48", "--keep-original", check=False)
+    assert proc.returncode != 0 and "column 'original'" in proc.stderr, proc.stderr
+    assert not (tmp_path / "kept").exists()
