@@ -23,16 +23,7 @@ using arrow::ArrayView;
 using arrow::Field;
 using arrow::TypeId;
 
-const char* const kCases[] = {
-    "huggingface-lerobot/pusht_image/train/data-00000-of-00001.arrow",
-    "huggingface-lerobot/pusht/train/data-00000-of-00001.arrow",
-    "stochasticai-xTuring/tiny_text_dataset/data-00000-of-00001.arrow",
-    "SylphAI-Inc-AdalFlow/data/train/data-00000-of-00001.arrow",
-    "huggingface-datasets/cache-071f8664cd4c4be34f5ad90bd847cbc8.arrow",
-    "pyarrow_cases/mixed_uncompressed.arrow",
-    "pyarrow_cases/mixed_zstd.arrow",
-    "pyarrow_cases/large_types.arrow",
-};
+using arrow::testing::kStreamCases;
 
 // Writes one batch of `builders` as a stream file and returns its bytes.
 std::vector<uint8_t> WriteStream(const arrow::Schema& schema, std::vector<ArrayBuilder>& builders,
@@ -102,7 +93,7 @@ TEST_P(ArrowCellTest, EveryValueRoundTripsThroughItsEncoding) {
   EXPECT_GT(checked, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, ArrowCellTest, ::testing::ValuesIn(kCases));
+INSTANTIATE_TEST_SUITE_P(Files, ArrowCellTest, ::testing::ValuesIn(kStreamCases));
 
 Field StructOfListOfInt32() {
   return arrow::MakeStruct("s", {arrow::MakeList("ids", arrow::MakeField("item", TypeId::kInt32)),

@@ -26,16 +26,7 @@ namespace {
 
 constexpr int64_t kRowsPerBatch = 50;
 
-const char* const kCases[] = {
-    "huggingface-lerobot/pusht_image/train/data-00000-of-00001.arrow",
-    "huggingface-lerobot/pusht/train/data-00000-of-00001.arrow",
-    "stochasticai-xTuring/tiny_text_dataset/data-00000-of-00001.arrow",
-    "SylphAI-Inc-AdalFlow/data/train/data-00000-of-00001.arrow",
-    "huggingface-datasets/cache-071f8664cd4c4be34f5ad90bd847cbc8.arrow",
-    "pyarrow_cases/mixed_zstd.arrow",
-    "pyarrow_cases/mixed_legacy_v4.arrow",
-    "pyarrow_cases/large_types.arrow",
-};
+using testing::kStreamCases;
 
 std::string CompressionName(Compression compression) {
   switch (compression) {
@@ -112,7 +103,7 @@ class Rewrite : public ::testing::TestWithParam<std::tuple<size_t, Compression>>
 
 TEST_P(Rewrite, ReadWriteReadPreservesEverything) {
   const auto [case_index, compression] = GetParam();
-  const std::string source_path = testing::ArrowDataPath(kCases[case_index]);
+  const std::string source_path = testing::ArrowDataPath(kStreamCases[case_index]);
   auto source_file = MappedFile::Open(source_path);
   ASSERT_TRUE(source_file.ok()) << source_file.status().ToString();
   auto source = testing::ReadStream(source_file->bytes(), source_path);
@@ -140,7 +131,7 @@ TEST_P(Rewrite, ReadWriteReadPreservesEverything) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ArrowRewrite, Rewrite,
-                         ::testing::Combine(::testing::Range<size_t>(0, std::size(kCases)),
+                         ::testing::Combine(::testing::Range<size_t>(0, std::size(kStreamCases)),
                                             ::testing::Values(Compression::kNone,
                                                               Compression::kZstd,
                                                               Compression::kLz4Frame)),

@@ -17,6 +17,21 @@
 
 namespace docfeed::internal::arrow::testing {
 
+// Streams under tests/data/arrow/ covering every type the reader supports: real `datasets` files
+// and pyarrow-written cases (nulls at every level, large and fixed-size types, compressed bodies,
+// the legacy framing).
+inline constexpr const char* kStreamCases[] = {
+    "huggingface-lerobot/pusht_image/train/data-00000-of-00001.arrow",
+    "huggingface-lerobot/pusht/train/data-00000-of-00001.arrow",
+    "stochasticai-xTuring/tiny_text_dataset/data-00000-of-00001.arrow",
+    "SylphAI-Inc-AdalFlow/data/train/data-00000-of-00001.arrow",
+    "huggingface-datasets/cache-071f8664cd4c4be34f5ad90bd847cbc8.arrow",
+    "pyarrow_cases/mixed_uncompressed.arrow",
+    "pyarrow_cases/mixed_zstd.arrow",
+    "pyarrow_cases/mixed_legacy_v4.arrow",
+    "pyarrow_cases/large_types.arrow",
+};
+
 // Path of a file under tests/data/arrow/.
 std::string ArrowDataPath(std::string_view relative);
 
