@@ -219,6 +219,7 @@ class SavedSplitSource final : public SampleSource {
       DOCFEED_ASSIGN_OR_RETURN(std::string real_root, env->RealPath(options_.image_root));
       confine = std::make_unique<Confinement>(env, options_.image_root, real_root,
                                               options_.follow_symlinks);
+      real_root_ = real_root;
     }
     int64_t split_row = 0;
     for (size_t f = 0; f < files.size(); ++f) {
@@ -309,17 +310,23 @@ class SavedSplitSource final : public SampleSource {
   }
 
   // A path-only cell's file, relative to the image root: a relative path as it is, an absolute
-  // one only if it lies under the root. Then confined like an image folder's files.
-  static Status ResolvePath(const Confinement& confine, std::string* path) {
+  // one only if it lies under the root (as given, or its real path). Then confined like an image
+  // folder's files.
+  Status ResolvePath(const Confinement& confine, std::string* path) const {
     std::string relative = *path;
     if (!relative.empty() && relative.front() == '/') {
-      std::string root = confine.root();
-      while (root.size() > 1 && root.back() == '/') root.pop_back();
-      if (relative.compare(0, root.size() + 1, root + "/") != 0) {
+      bool under = false;
+      for (std::string root : {confine.root(), real_root_}) {
+        while (root.size() > 1 && root.back() == '/') root.pop_back();
+        if (!under && relative.compare(0, root.size() + 1, root + "/") == 0) {
+          relative = relative.substr(root.size() + 1);
+          under = true;
+        }
+      }
+      if (!under) {
         return InvalidArgumentError("the image's path \"" + *path +
                                     "\" is not under --image-root " + confine.root());
       }
-      relative = relative.substr(root.size() + 1);
     }
     if (!IsSafeRelativePath(relative)) {
       return InvalidArgumentError("the image's path \"" + *path +
@@ -334,6 +341,7 @@ class SavedSplitSource final : public SampleSource {
   std::string name_;
   SavedSourceOptions options_;
   std::set<std::string> force_arrow_;  // native list columns seen with a null item
+  std::string real_root_;              // options_.image_root's real path
   ImageFolder folder_;
   std::vector<ImageRange> ranges_;
   std::vector<std::pair<size_t, int64_t>> rows_;  // (file, row over the split) per sample
