@@ -226,42 +226,21 @@ class TarSource final : public SampleSource {
     }
     served_[i] = true;
     if (auto cached = cache_.find(i); cached != cache_.end()) {
-      std::vector<uint8_t> bytes = std::move(cached->second);
+      if (!cached->second.ok()) {
+        const Status error = cached->second.status();
+        cache_.erase(cached);
+        return error;
+      }
+      std::vector<uint8_t> bytes = std::move(cached->second.value());
       cache_.erase(cached);
       return bytes;
     }
     const ImageMember target = images_[i];
     if (target.member < 0) return InvalidArgumentError("the sample has no image member");
-    if (!stream_open_ || stream_shard_ > target.shard ||
-        (stream_shard_ == target.shard && stream_member_ > target.member)) {
-      DOCFEED_RETURN_IF_ERROR(OpenStream(target.shard));
-    }
-    const uint64_t limit = DecodeLimits().max_input_bytes;
-    for (;;) {
-      DOCFEED_ASSIGN_OR_RETURN(auto next, stream_.Next());
-      if (!next) {
-        if (stream_shard_ + 1 >= shards_.size() || stream_shard_ >= target.shard) {
-          return CorruptionError(shards_[target.shard] + ": the archive changed while packing (" +
-                                 "member " + std::to_string(target.member) + " is gone)");
-        }
-        DOCFEED_RETURN_IF_ERROR(OpenStream(stream_shard_ + 1));
-        continue;
-      }
-      const int64_t member = stream_member_++;
-      const int64_t sample = member_sample_[stream_shard_][static_cast<size_t>(member)];
-      if (stream_shard_ == target.shard && member == target.member) {
-        return stream_.Data(next->first, next->second, limit);
-      }
-      if (sample >= 0 && !served_[static_cast<size_t>(sample)] &&
-          cache_.count(static_cast<size_t>(sample)) == 0) {
-        // An image not asked for yet, passed over on the way: the encoder asks for images
-        // nearly in order, so it is asked for soon (the cache holds about one window).
-        DOCFEED_ASSIGN_OR_RETURN(cache_[static_cast<size_t>(sample)],
-                                 stream_.Data(next->first, next->second, limit));
-        continue;
-      }
-      DOCFEED_RETURN_IF_ERROR(stream_.Skip(next->first));
-    }
+    Result<std::vector<uint8_t>> bytes = StreamTo(target);
+    // After an error the archive's state is unknown: the next call starts the shard again.
+    if (!bytes.ok()) stream_open_ = false;
+    return bytes;
   }
 
   std::string Where(size_t i) const override { return where_[i]; }
@@ -269,6 +248,46 @@ class TarSource final : public SampleSource {
   std::string Name() const override { return "WebDataset shards " + root_; }
 
  private:
+  // Streams from where the last call stopped (or the shard's start) to `target`'s member and
+  // returns its bytes; images of samples not asked for yet that it passes are kept in cache_.
+  Result<std::vector<uint8_t>> StreamTo(const ImageMember& target) {
+    if (!stream_open_ || stream_shard_ > target.shard ||
+        (stream_shard_ == target.shard && stream_member_ > target.member)) {
+      DOCFEED_RETURN_IF_ERROR(OpenStream(target.shard));
+    }
+    const uint64_t limit = DecodeLimits().max_input_bytes;
+    for (;;) {
+      DOCFEED_ASSIGN_OR_RETURN(auto next, stream_.Next());
+      const std::vector<int64_t>& samples = member_sample_[stream_shard_];
+      if (!next || stream_member_ >= static_cast<int64_t>(samples.size())) {
+        if (next || stream_shard_ >= target.shard) {
+          return CorruptionError(shards_[stream_shard_] +
+                                 ": the archive changed while it was packed (its members differ "
+                                 "from those listed)");
+        }
+        DOCFEED_RETURN_IF_ERROR(OpenStream(stream_shard_ + 1));
+        continue;
+      }
+      const int64_t member = stream_member_++;
+      const int64_t sample = samples[static_cast<size_t>(member)];
+      if (stream_shard_ == target.shard && member == target.member) {
+        return stream_.Data(next->first, next->second, limit);
+      }
+      const auto other = static_cast<size_t>(sample);
+      if (sample >= 0 && !served_[other] && cache_.count(other) == 0) {
+        // An image not asked for yet, passed over on the way: the encoder asks for images
+        // nearly in order, so it is asked for soon (the cache holds about one window). An
+        // error reading it is kept for it, and the stream starts again.
+        const auto kept = cache_.emplace(other, stream_.Data(next->first, next->second, limit));
+        if (!kept.first->second.ok()) {
+          DOCFEED_RETURN_IF_ERROR(OpenStream(target.shard));
+        }
+        continue;
+      }
+      DOCFEED_RETURN_IF_ERROR(stream_.Skip(next->first));
+    }
+  }
+
   Status OpenStream(size_t shard) {
     DOCFEED_RETURN_IF_ERROR(stream_.Open(env_, shards_[shard]));
     stream_open_ = true;
@@ -393,7 +412,7 @@ class TarSource final : public SampleSource {
   bool stream_open_ = false;
   size_t stream_shard_ = 0;
   int64_t stream_member_ = 0;
-  std::map<size_t, std::vector<uint8_t>> cache_;
+  std::map<size_t, Result<std::vector<uint8_t>>> cache_;
   std::vector<bool> served_;  // per sample: ReadImage was called for it
 };
 
