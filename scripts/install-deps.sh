@@ -8,7 +8,8 @@ packages=(
   clang libclang-rt-14-dev xxd                       # libFuzzer targets (xxd sorts seeds)
   libjpeg62-turbo-dev                                # JPEG decode/encode (libjpeg-turbo)
   libspng-dev                                        # PNG decode/encode
-  libwebp-dev                                        # WebP decode/encode
+  libwebp-dev                                        # WebP decode/encode (+ libwebpdemux: animated)
+  libgif-dev                                         # GIF decode (giflib)
   libzstd-dev liblz4-dev                             # Arrow IPC buffer compression
   libxxhash-dev                                      # XXH3-64 checksums
   libarchive-dev                                     # WebDataset tar shards (tar, tar.gz)

@@ -95,6 +95,11 @@ struct PackOptions {
   PackPreprocess preprocess;
   int threads = 0;         // encoding threads; 0: one per hardware thread
   bool skip_bad = false;   // reject bad samples into OUT/rejects.jsonl instead of stopping
+  // Refuse an image that decodes only with warnings (a corrupt JPEG that libjpeg-turbo, and so
+  // Pillow, decodes anyway, e.g. "Corrupt JPEG data: bad Huffman code"): a bad sample (stops the
+  // pack, or a reject with skip_bad). Otherwise it is packed and listed in
+  // PackSummary::decode_warnings. Data that ends early is always refused, as in Pillow.
+  bool strict = false;
   bool overwrite = false;  // replace an existing docfeed dataset (or empty directory) at output
   // Pack: read images through symlinks that lead outside `source` (by default such a link is
   // skipped, and a metadata.jsonl row naming one is a bad sample).
@@ -115,6 +120,14 @@ struct PackOptions {
   std::function<void(const PackProgress&)> on_progress;
 };
 
+// A packed sample whose image decoded only with warnings (PackOptions::strict).
+struct DecodeWarning {
+  std::string file_name;  // the sample's stored name (relative path in the source folder), or
+                          // for a dataset's row where it is ("FILE row N", "SHARD: sample KEY")
+  int32_t warnings = 0;   // how many the decode emitted
+  std::string first;      // libjpeg's text of the first, e.g. "Corrupt JPEG data: bad Huffman code"
+};
+
 // A source entry that was not packed, and why (a FIFO, a dangling symlink, a link outside the
 // source...).
 struct SkippedEntry {
@@ -132,8 +145,9 @@ struct PackSummary {
   std::vector<std::string> unlisted_images;  // images metadata.jsonl does not name
   uint64_t other_files = 0;                  // non-image files of the source (ignored)
   std::vector<SkippedEntry> skipped;         // entries of the source listing not read
-  std::vector<std::string> data_files;       // relative to the output (SPLIT/... for a DatasetDict)
-  std::vector<std::string> splits;           // the packed splits of a DatasetDict; empty otherwise
+  std::vector<DecodeWarning> decode_warnings;  // packed samples that decoded with warnings
+  std::vector<std::string> data_files;  // relative to the output (SPLIT/... for a DatasetDict)
+  std::vector<std::string> splits;      // the packed splits of a DatasetDict; empty otherwise
   double seconds = 0;
   // With PackLabels::tokenizer_dir:
   uint64_t labels_truncated = 0;  // targets cut at max_length

@@ -14,9 +14,9 @@ from docfeed.errors import (AlreadyExistsError, CancelledError, DataError, Error
                             StorageError)
 from docfeed._docfeed import normalize_table as _normalize_table  # noqa: F401,E402
 from docfeed.loader import Batch, Loader  # noqa: E402
-from docfeed.pack import pack  # noqa: E402
+from docfeed.pack import DecodeWarning, pack  # noqa: E402
 
-__all__ = ["Batch", "Loader", "pack", "cli_path", "Error", "InvalidArgumentError",
+__all__ = ["Batch", "Loader", "pack", "DecodeWarning", "cli_path", "Error", "InvalidArgumentError",
            "NotFoundError", "DataError", "StorageError", "ResourceExhaustedError",
            "CancelledError", "InternalError", "AlreadyExistsError", "FailedPreconditionError",
            "LoaderClosedError"]

@@ -75,7 +75,8 @@ def dataset_info(path: str) -> Dict[str, Any]: ...
 # Releases the GIL while encoding and writing. Returns the pack summary.
 def pack_rows(output: str, rows: str, fetch: Callable[[], List[Any]], *, codec: str = "keep",
               jpeg_quality: int = 90, threads: int = 0, overwrite: bool = False,
-              skip_bad: bool = False, compression: Optional[str] = None, preprocess: str = "",
+              skip_bad: bool = False, strict: bool = False,
+              compression: Optional[str] = None, preprocess: str = "",
               size: Optional[Tuple[int, int]] = None, align_long_axis: bool = False,
               hf_version: Optional[int] = None, backend: str = "pil",
               keep_original: bool = False, max_file_mb: int = 500) -> Dict[str, Any]: ...

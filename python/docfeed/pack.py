@@ -196,7 +196,8 @@ def _from_cli_args(args: List[str], options: Dict[str, Any]) -> None:
 def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = "image",
          tokenizer: Any = None, text_column: str = "target_sequence", max_length: int = 512,
          columns: Optional[Sequence[str]] = None, codec: Optional[str] = None, threads: int = 0,
-         overwrite: bool = False, skip_bad: bool = False, extra_args: Iterable[str] = (),
+         overwrite: bool = False, skip_bad: bool = False, strict: bool = False,
+         extra_args: Iterable[str] = (),
          preprocess: Optional[str] = None, size: Optional[Tuple[int, int]] = None,
          align_long_axis: bool = False, keep_original: bool = False,
          compression: Optional[str] = None, jpeg_quality: int = 90,
@@ -222,6 +223,10 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       "torchvision" with 5): the DonutImageProcessor generation to reproduce (`--hf-version`,
       `--backend`), recorded in the manifest. compression: none, zstd or lz4_frame (default: none, lz4_frame
       with preprocess). threads: encoding threads (0: all cores); max_file_mb: data file size.
+    skip_bad: write bad rows to OUT/rejects.jsonl instead of raising. strict: an image that
+      decodes only with warnings (a corrupt JPEG that libjpeg-turbo, and so Pillow, decodes
+      anyway, e.g. a bad Huffman code) is a bad row; without it, it is packed and a
+      DecodeWarning (a UserWarning) names each such row.
     extra_args: deprecated; `docfeed pack` flags (--preprocess, --size, --compression, ...)
       mapped onto the keyword arguments above.
     Returns the output path. Errors are docfeed.Error subclasses naming the row, e.g.
@@ -232,7 +237,8 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
     output = os.fspath(output)
     options: Dict[str, Any] = {
         "codec": codec or "keep", "jpeg_quality": jpeg_quality, "threads": threads,
-        "overwrite": bool(overwrite), "skip_bad": bool(skip_bad), "compression": compression,
+        "overwrite": bool(overwrite), "skip_bad": bool(skip_bad), "strict": bool(strict),
+        "compression": compression,
         "preprocess": preprocess or "", "size": None if size is None else tuple(size),
         "align_long_axis": bool(align_long_axis), "keep_original": bool(keep_original),
         "max_file_mb": max_file_mb, "hf_version": hf_version,
@@ -266,5 +272,17 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
         metadata = rows
     listing = _listing(metadata, images.suffixes(), image_column, columns, tokenizer,
                        text_column, max_length)
-    _docfeed.pack_rows(output, listing, images.fetcher(), **options)
+    summary = _docfeed.pack_rows(output, listing, images.fetcher(), **options)
+    warned = summary.get("decode_warnings", [])
+    if warned:
+        names = "; ".join(f"{w['file_name']}: {w['warnings']} warning(s), first: {w['first']}"
+                          for w in warned[:5])
+        more = f" (and {len(warned) - 5} more)" if len(warned) > 5 else ""
+        warnings.warn(f"docfeed.pack: {len(warned)} image(s) decoded only with warnings and "
+                      f"were packed, as Pillow decodes them (strict=True refuses them): "
+                      f"{names}{more}", DecodeWarning, stacklevel=2)
     return output
+
+
+class DecodeWarning(UserWarning):
+    """An image docfeed.pack stored although it decodes only with warnings (see strict)."""

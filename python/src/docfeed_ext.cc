@@ -587,7 +587,8 @@ class PyRowSource final : public SampleSource {
 // checks and defaults of `docfeed pack` (tools/docfeed/pack_command.cc).
 PackOptions MakePackOptions(const std::string& output, const std::string& codec,
                             nb::handle jpeg_quality, nb::handle threads, bool overwrite,
-                            bool skip_bad, const std::optional<std::string>& compression,
+                            bool skip_bad, bool strict,
+                            const std::optional<std::string>& compression,
                             const std::string& preprocess,
                             const std::optional<std::array<int64_t, 2>>& size, bool align_long_axis,
                             nb::handle hf_version, const std::string& backend, bool keep_original,
@@ -601,6 +602,7 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
   o.threads = ToInt<int>("threads", threads, 0, 1024);
   o.overwrite = overwrite;
   o.skip_bad = skip_bad;
+  o.strict = strict;
   o.max_file_bytes = uint64_t{ToInt<uint32_t>("max_file_mb", max_file_mb, 1, 1 << 20)} * 1'000'000;
   if (preprocess.empty()) {
     if (size || align_long_axis || keep_original || !hf_version.is_none() || backend != "pil") {
@@ -648,6 +650,15 @@ nb::dict PackSummaryDict(const PackSummary& s) {
   d["stored_codecs"] = nb::cast(s.stored_codecs);
   d["data_files"] = nb::cast(s.data_files);
   d["seconds"] = s.seconds;
+  nb::list warned;
+  for (const DecodeWarning& w : s.decode_warnings) {
+    nb::dict entry;
+    entry["file_name"] = w.file_name;
+    entry["warnings"] = w.warnings;
+    entry["first"] = w.first;
+    warned.append(entry);
+  }
+  d["decode_warnings"] = warned;
   return d;
 }
 
@@ -665,12 +676,13 @@ size_t CountRows(std::string_view rows) {
 
 nb::dict PackRows(const std::string& output, const std::string& rows, nb::object fetch,
                   const std::string& codec, nb::int_ jpeg_quality, nb::int_ threads, bool overwrite,
-                  bool skip_bad, std::optional<std::string> compression,
+                  bool skip_bad, bool strict, std::optional<std::string> compression,
                   const std::string& preprocess, std::optional<std::array<int64_t, 2>> size,
                   bool align_long_axis, nb::object hf_version, const std::string& backend,
                   bool keep_original, nb::int_ max_file_mb) {
   const PackOptions options = MakePackOptions(
-      output, codec, jpeg_quality, threads, overwrite, skip_bad, compression, preprocess, size,
+      output, codec, jpeg_quality, threads, overwrite, skip_bad, strict, compression, preprocess,
+      size,
       align_long_axis, hf_version, backend, keep_original, max_file_mb);
   PyRowSource source(CountRows(rows), std::move(fetch));
   Result<PackSummary> packed = [&] {
@@ -851,7 +863,7 @@ NB_MODULE(_docfeed, m) {
 
   m.def("pack_rows", &PackRows, "output"_a, "rows"_a, "fetch"_a, nb::kw_only(), "codec"_a = "keep",
         "jpeg_quality"_a = 90, "threads"_a = 0, "overwrite"_a = false, "skip_bad"_a = false,
-        "compression"_a = nb::none(), "preprocess"_a = "", "size"_a = nb::none(),
+        "strict"_a = false, "compression"_a = nb::none(), "preprocess"_a = "", "size"_a = nb::none(),
         "align_long_axis"_a = false, "hf_version"_a = nb::none(), "backend"_a = "pil",
         "keep_original"_a = false, "max_file_mb"_a = 500,
         "Packs rows into `output` (docfeed.pack's engine): `rows` is one JSON object per line "

@@ -119,12 +119,14 @@ Result<ImageCodec> DecodableCodec(std::span<const uint8_t> bytes, uint64_t max_i
     case ImageCodec::kPng:
     case ImageCodec::kWebp:
     case ImageCodec::kPpm:
+    case ImageCodec::kGif:
       return codec;
     case ImageCodec::kUnknown:
-      return UnsupportedError("unrecognised image format (no JPEG, PNG, WebP or PPM signature)");
+      return UnsupportedError(
+          "unrecognised image format (no JPEG, PNG, WebP, GIF or PPM signature)");
     default:
       return UnsupportedError(std::string(ImageCodecName(codec)) +
-                              " images are not supported (only JPEG, PNG, WebP and PPM)");
+                              " images are not supported (only JPEG, PNG, WebP, GIF and PPM)");
   }
 }
 
@@ -135,6 +137,7 @@ Result<ImageInfo> ProbeImage(std::span<const uint8_t> bytes) {
   Result<ImageInfo> info = codec == ImageCodec::kJpeg  ? ProbeJpeg(bytes)
                            : codec == ImageCodec::kPng ? ProbePng(bytes)
                            : codec == ImageCodec::kPpm ? ProbePpm(bytes)
+                           : codec == ImageCodec::kGif ? ProbeGif(bytes)
                                                        : ProbeWebp(bytes);
   if (info.ok() && (info->width <= 0 || info->height <= 0)) {
     return CorruptionError("image has zero size");
@@ -142,11 +145,15 @@ Result<ImageInfo> ProbeImage(std::span<const uint8_t> bytes) {
   return info;
 }
 
-Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
+Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& limits,
+                          DecodeReport* report) {
+  if (report != nullptr) *report = DecodeReport{};
   DOCFEED_ASSIGN_OR_RETURN(ImageCodec codec, DecodableCodec(bytes, limits.max_input_bytes));
   switch (codec) {
     case ImageCodec::kJpeg:
-      return DecodeJpeg(bytes, limits);
+      return DecodeJpeg(bytes, limits, report);
+    case ImageCodec::kGif:
+      return DecodeGif(bytes, limits);
     case ImageCodec::kPng:
       return DecodePng(bytes, limits);
     case ImageCodec::kPpm:

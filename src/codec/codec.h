@@ -1,6 +1,6 @@
 // docfeed's image codec: sniffs, probes, decodes and encodes the document images that go into
-// shards (JPEG via libjpeg-turbo, PNG via libspng, WebP via libwebp; binary PGM/PPM, the
-// container of preprocessed samples, in ppm.cc).
+// shards (JPEG via libjpeg-turbo, PNG via libspng, WebP via libwebp, GIF via giflib (decode
+// only); binary PGM/PPM, the container of preprocessed samples, in ppm.cc).
 //
 // The decoders are a C++ mirror of what Hugging Face `datasets` does with an Image column:
 // `PIL.Image.open(...).load()`, i.e. Pillow's natural 8-bit mode, pixel for pixel. EXIF
@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -26,9 +27,9 @@
 
 namespace docfeed::internal {
 
-// Container formats docfeed can recognise. JPEG, PNG, WebP and binary PGM/PPM (P5/P6, maxval 255)
-// are decoded; GIF, BMP, TIFF and the other Netpbm variants are recognised so the error can say
-// which format was refused.
+// Container formats docfeed can recognise. JPEG, PNG, WebP, GIF and binary PGM/PPM (P5/P6,
+// maxval 255) are decoded; BMP, TIFF and the other Netpbm variants are recognised so the error
+// can say which format was refused.
 enum class ImageCodec { kUnknown, kJpeg, kPng, kWebp, kGif, kBmp, kTiff, kPpm };
 
 // "jpeg", "png", "webp", "gif", "bmp", "tiff", "ppm" or "unknown".
@@ -43,11 +44,12 @@ struct ImageInfo {
   int32_t width = 0;
   int32_t height = 0;
   // Channels DecodeImage returns: 1 L, 2 LA, 3 RGB, 4 RGBA. For palette PNGs that is 3, or 4 when
-  // a tRNS chunk is present; for a CMYK/YCCK JPEG it is 4 (and `cmyk` is set; decode refuses it).
+  // a tRNS chunk is present; for a GIF 3, or 4 when frame 0 has a transparent index (1 when
+  // Pillow opens it as L); for a CMYK/YCCK JPEG it is 3 (`cmyk` is set; decoded to RGB).
   int32_t channels = 0;
   ImageCodec codec = ImageCodec::kUnknown;
-  int32_t bit_depth = 8;  // Bits per stored sample: JPEG 8/12, PNG 1/2/4/8/16, WebP 8.
-  bool palette = false;   // PNG colour type 3.
+  int32_t bit_depth = 8;  // Bits per stored sample: JPEG 8/12, PNG 1/2/4/8/16, WebP/GIF 8.
+  bool palette = false;   // PNG colour type 3, or a GIF Pillow opens as mode P.
   bool progressive_or_interlaced = false;  // Progressive JPEG or Adam7-interlaced PNG.
   bool cmyk = false;                       // 4-component (CMYK or YCCK) JPEG.
   bool has_alpha = false;
@@ -60,6 +62,10 @@ struct ImageInfo {
   // The EXIF Orientation tag (1..8) as PIL.ImageOps.exif_transpose reads it (IFD0 of the EXIF
   // block, else `tiff:Orientation` in XMP); 1 when absent or out of range.
   int32_t exif_orientation = 1;
+  // Pillow's n_frames: the frames of an animated GIF, APNG (acTL, plus the default image when
+  // it is not part of the animation) or animated WebP; 1 for everything else. DecodeImage
+  // returns frame 0, as Image.open() shows it.
+  int32_t frames = 1;
 };
 
 // The mode name Pillow gives this image after Image.open(): "L", "LA", "RGB", "RGBA", "P",
@@ -68,7 +74,7 @@ std::string_view PillowModeName(const ImageInfo& info);
 
 // Reads only the headers (plus, for PNG and WebP, a walk over chunk headers to find EXIF), so it
 // costs microseconds even for a 600 dpi scan.
-// Errors: Unsupported for GIF/BMP/TIFF/unknown data and 12-bit or lossless JPEG; Corruption for
+// Errors: Unsupported for BMP/TIFF/unknown data and 12-bit or lossless JPEG; Corruption for
 // malformed or truncated headers and zero dimensions.
 Result<ImageInfo> ProbeImage(std::span<const uint8_t> bytes);
 
@@ -83,19 +89,36 @@ struct DecodeLimits {
 // An 8-bit image (docfeed/image.h): interleaved channels, rows top to bottom, no padding.
 using docfeed::Image;
 
+// What DecodeImage tolerated on the way to Pillow's pixels: today libjpeg's warnings (corrupt
+// entropy-coded data such as a bad Huffman code, a marker inside the scan or lost restart
+// sync; extraneous bytes between markers), after which libjpeg, and Pillow with it, goes on and
+// the damaged blocks hold what libjpeg's recovery produced. Data that ends early is never a
+// warning but an error ("truncated"), as in Pillow.
+struct DecodeReport {
+  int32_t warnings = 0;       // Warnings emitted during the decode (0: a clean decode).
+  std::string first_warning;  // libjpeg's text of the first, e.g. "Corrupt JPEG data: bad ..."
+};
+
 // Decodes to the image's natural 8-bit mode, pixel-identical to Pillow's Image.open().load():
-//   JPEG: L or RGB (libjpeg-turbo defaults: ISLOW IDCT, fancy upsampling).
+//   JPEG: L or RGB (libjpeg-turbo defaults: ISLOW IDCT, fancy upsampling); CMYK/YCCK to RGB as
+//         Pillow's convert("RGB") of its mode CMYK (Adobe-inverted, as Pillow always reads it).
 //   PNG:  L, LA, RGB, RGBA; palette through the palette to RGB (RGBA with tRNS); 1/2/4-bit gray
-//         scaled to L; 16-bit RGB/RGBA/LA reduced to their high byte (LA to RGBA), as Pillow does.
-//   WebP: RGB, or RGBA when the bitstream has alpha.
+//         scaled to L; 16-bit RGB/RGBA/LA reduced to their high byte (LA to RGBA), as Pillow does;
+//         16-bit gray (Pillow's I;16) to L as convert("L") does: values above 255 clip to 255.
+//         APNG: the default image (Pillow's frame 0).
+//   WebP: RGB, or RGBA when the bitstream has alpha; animated: frame 0 on its canvas.
+//   GIF:  frame 0 on the logical screen, through the palette to RGB (RGBA when frame 0 has a
+//         transparent index), or L when Pillow opens it as L (no palette, or the identity gray
+//         palette).
 //   PPM:  P5 -> L, P6 -> RGB (maxval 255 only; the raster is copied). See ViewPpm for the header
 //         rules.
-// EXIF orientation is NOT applied; see ApplyOrientation.
+// EXIF orientation is NOT applied; see ApplyOrientation. `report` (may be null) receives the
+// warnings a decode tolerated (see DecodeReport); it is reset on every call.
 // Errors: ResourceExhausted when bytes or pixels exceed `limits`; Corruption for corrupt or
-// truncated data (libjpeg warnings, e.g. premature end of data, are errors, not gray fill);
-// Unsupported for GIF/BMP/TIFF, CMYK/YCCK/12-bit/lossless JPEG, 16-bit grayscale PNG,
-// animated WebP and Netpbm other than binary P5/P6 with maxval 255.
-Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& limits = {});
+// truncated data (data that ends early is an error, not gray fill, as in Pillow); Unsupported
+// for BMP/TIFF, 12-bit/lossless JPEG and Netpbm other than binary P5/P6 with maxval 255.
+Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& limits = {},
+                          DecodeReport* report = nullptr);
 
 // Lossless PNG (docfeed/image.h; defined in png.cc): 8-bit, colour type from `image.channels`
 // (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA), zlib `compression_level` 0..9 (Pillow's default is 6).

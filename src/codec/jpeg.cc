@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "codec/codec.h"
 #include "codec/internal/exif.h"
@@ -49,22 +50,43 @@ ImageInfo InfoFromHeader(const jpeg_decompress_struct& cinfo) {
   info.codec = ImageCodec::kJpeg;
   info.width = static_cast<int32_t>(cinfo.image_width);
   info.height = static_cast<int32_t>(cinfo.image_height);
-  info.channels = cinfo.num_components;
   info.bit_depth = cinfo.data_precision;
   info.progressive_or_interlaced = cinfo.progressive_mode != 0;
   info.cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
+  // A CMYK/YCCK JPEG decodes to RGB: Pillow's mode "CMYK" through convert("RGB").
+  info.channels = info.cmyk ? 3 : cinfo.num_components;
   info.exif_orientation = OrientationFromMarkers(cinfo);
   return info;
+}
+
+// Pillow's CMYK -> RGB for one row: JpegImagePlugin always reads 4-component JPEGs with rawmode
+// "CMYK;I" ("assume adobe conventions", whether or not an APP14 Adobe marker is present), which
+// inverts libjpeg's CMYK output, then convert("RGB") applies Convert.c's cmyk2rgb:
+// nk = 255 - K, out = CLIP8(nk - MULDIV255(C, nk)) with MULDIV255(a, b) = (t = a*b + 128,
+// ((t >> 8) + t) >> 8). libjpeg has already turned YCCK into CMYK (out_color_space JCS_CMYK),
+// as it does for Pillow.
+void CmykRowToRgb(const uint8_t* cmyk, JDIMENSION width, uint8_t* rgb) {
+  for (JDIMENSION x = 0; x < width; ++x, cmyk += 4, rgb += 3) {
+    const int nk = cmyk[3];  // 255 - (255 - K): K is inverted on load.
+    for (int c = 0; c < 3; ++c) {
+      const int t = (255 - cmyk[c]) * nk + 128;
+      const int v = nk - (((t >> 8) + t) >> 8);
+      rgb[c] = static_cast<uint8_t>(v < 0 ? 0 : v);  // v <= nk <= 255 always.
+    }
+  }
 }
 
 // Decodes every scanline into `out`. Progressive files are fully buffered by
 // jpeg_start_decompress. jpeg_finish_decompress then reads up to the EOI marker, so a file cut
 // anywhere, even just its final EOI, is "truncated" as in Pillow (checked with Pillow 13).
+// With `cmyk_row` set (width * 4 bytes), libjpeg writes CMYK rows there and they are converted
+// into `out` as Pillow's convert("RGB") does.
 struct DecodeArgs {
   j_decompress_ptr cinfo;
   J_COLOR_SPACE out_color_space;
   uint8_t* out;
   size_t stride_bytes;
+  uint8_t* cmyk_row;
 };
 
 void DecodeStep(void* p) {
@@ -73,21 +95,27 @@ void DecodeStep(void* p) {
   a->cinfo->out_color_space = a->out_color_space;
   jpeg_start_decompress(a->cinfo);
   while (a->cinfo->output_scanline < a->cinfo->output_height) {
-    JSAMPROW row = a->out + a->cinfo->output_scanline * a->stride_bytes;
-    jpeg_read_scanlines(a->cinfo, &row, 1);
+    uint8_t* out_row = a->out + a->cinfo->output_scanline * a->stride_bytes;
+    JSAMPROW row = a->cmyk_row != nullptr ? a->cmyk_row : out_row;
+    if (jpeg_read_scanlines(a->cinfo, &row, 1) == 1 && a->cmyk_row != nullptr) {
+      CmykRowToRgb(a->cmyk_row, a->cinfo->output_width, out_row);
+    }
   }
   jpeg_finish_decompress(a->cinfo);
 }
 
-Status CheckDecodable(const ImageInfo& info) {
-  if (info.cmyk) {
-    return UnsupportedError("CMYK/YCCK JPEG (4 components) is not supported; convert to RGB");
+// libjpeg sets JCS_CMYK/JCS_YCCK only for 4 components and JCS_GRAYSCALE only for 1, so what is
+// left (2 components, or 3 or 4 of an unknown colour space) has no Pillow mode either.
+Status CheckDecodable(const jpeg_decompress_struct& cinfo) {
+  const int n = cinfo.num_components;
+  const J_COLOR_SPACE space = cinfo.jpeg_color_space;
+  if (n == 1 || (n == 3 && space != JCS_UNKNOWN) ||
+      (n == 4 && (space == JCS_CMYK || space == JCS_YCCK))) {
+    return Status::Ok();
   }
-  if (info.channels != 1 && info.channels != 3) {
-    return UnsupportedError("JPEG with " + std::to_string(info.channels) +
-                            " components is not supported (only grayscale and 3-component)");
-  }
-  return Status::Ok();
+  return UnsupportedError("JPEG with " + std::to_string(n) +
+                          " components is not supported (only grayscale, YCbCr/RGB and "
+                          "CMYK/YCCK)");
 }
 
 // In sequential Huffman-coded JPEG every 8x8 block costs at least 2 bits (a DC code and an EOB
@@ -115,20 +143,29 @@ Result<ImageInfo> ProbeJpeg(std::span<const uint8_t> bytes) {
   return InfoFromHeader(*decoder.cinfo());
 }
 
-Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
+Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits,
+                         DecodeReport* report) {
   JpegDecompressor decoder;
   DOCFEED_RETURN_IF_ERROR(decoder.Open(bytes.data(), bytes.size()));
   DOCFEED_RETURN_IF_ERROR(ReadHeader(decoder));
   const ImageInfo info = InfoFromHeader(*decoder.cinfo());
-  DOCFEED_RETURN_IF_ERROR(CheckDecodable(info));
+  DOCFEED_RETURN_IF_ERROR(CheckDecodable(*decoder.cinfo()));
   DOCFEED_RETURN_IF_ERROR(
       CheckGeometry(static_cast<uint64_t>(info.width), static_cast<uint64_t>(info.height), limits));
   DOCFEED_RETURN_IF_ERROR(CheckDataCanHoldImage(*decoder.cinfo(), bytes.size()));
   Image image{.width = info.width, .height = info.height, .channels = info.channels, .pixels = {}};
   image.pixels.resize(image.stride_bytes() * static_cast<size_t>(image.height));
-  DecodeArgs args{decoder.cinfo(), info.channels == 1 ? JCS_GRAYSCALE : JCS_RGB,
-                  image.pixels.data(), image.stride_bytes()};
+  std::vector<uint8_t> cmyk_row(info.cmyk ? static_cast<size_t>(info.width) * 4 : 0);
+  const J_COLOR_SPACE out_space = info.cmyk            ? JCS_CMYK
+                                  : info.channels == 1 ? JCS_GRAYSCALE
+                                                       : JCS_RGB;
+  DecodeArgs args{decoder.cinfo(), out_space, image.pixels.data(), image.stride_bytes(),
+                  info.cmyk ? cmyk_row.data() : nullptr};
   DOCFEED_RETURN_IF_ERROR(decoder.Run(DecodeStep, &args));
+  if (report != nullptr) {
+    report->warnings = decoder.warnings();
+    report->first_warning = decoder.first_warning();
+  }
   return image;
 }
 

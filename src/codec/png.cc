@@ -2,6 +2,8 @@
 // `_MODES` table): PNG spec section 11.2.2 (IHDR) defines the colour types and bit depths.
 #include <spng.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -29,6 +31,9 @@ struct ChunkScan {
   std::span<const uint8_t> trns;  // the first tRNS chunk's data (before IDAT)
   std::optional<int32_t> exif_orientation;
   std::optional<int32_t> xmp_orientation;
+  uint32_t apng_frames = 0;       // acTL num_frames before IDAT, as Pillow accepts it; 0: none.
+  bool apng_actl_seen = false;    // a second acTL makes Pillow drop the animation
+  bool fctl_before_idat = false;  // the default image is the animation's first frame
 };
 
 uint32_t ReadU32(const uint8_t* p) {
@@ -61,6 +66,20 @@ void ScanXmp(std::span<const uint8_t> data, ChunkScan& scan) {
   scan.xmp_orientation = XmpOrientation(rest);
 }
 
+// Pillow's PngImagePlugin reads the chunks before IDAT when it opens a file: an acTL with
+// 0 < num_frames <= 2^31 makes it an APNG (a second acTL, or a bad count, leaves a plain PNG),
+// and an fcTL there makes the default image the first frame.
+void ScanApngChunk(const uint8_t* type, std::span<const uint8_t> data, ChunkScan& scan) {
+  if (std::memcmp(type, "acTL", 4) == 0 && data.size() >= 8) {
+    const uint32_t frames = ReadU32(data.data());
+    const bool valid = !scan.apng_actl_seen && frames != 0 && frames <= 0x80000000u;
+    scan.apng_frames = valid ? frames : 0;
+    scan.apng_actl_seen = true;
+  } else if (std::memcmp(type, "fcTL", 4) == 0) {
+    scan.fctl_before_idat = true;
+  }
+}
+
 ChunkScan ScanChunks(std::span<const uint8_t> bytes) {
   ChunkScan scan;
   size_t pos = 8;  // After the signature.
@@ -74,6 +93,7 @@ ChunkScan ScanChunks(std::span<const uint8_t> bytes) {
           Crc32(bytes.subspan(pos + 4, size_t{length} + 4)) == ReadU32(&bytes[pos + 8 + length]);
     }
     if (std::memcmp(type, "IDAT", 4) == 0) scan.idat_bytes += length;
+    if (scan.idat_bytes == 0) ScanApngChunk(type, data, scan);
     // tRNS counts only before the image data (PNG spec 5.6), where libspng applies it.
     if (std::memcmp(type, "tRNS", 4) == 0 && scan.idat_bytes == 0 && !scan.has_trns) {
       scan.has_trns = true;
@@ -133,9 +153,10 @@ int32_t DecodedChannels(const spng_ihdr& ihdr, bool has_trns) {
   }
 }
 
-// Pillow's PngImagePlugin.chunk_tRNS for modes 1, L and RGB (16-bit gray, mode I;16, is refused
-// by DecodePng): big-endian 16-bit fields, taken as they are except mode 1's (0 or 255). A chunk
-// too short for its colour type is left out (Pillow refuses to open such a file).
+// Pillow's PngImagePlugin.chunk_tRNS for modes 1, L and RGB: big-endian 16-bit fields, taken as
+// they are except mode 1's (0 or 255). A chunk too short for its colour type is left out (Pillow
+// refuses to open such a file). 16-bit gray (mode I;16) is left out too: its key is a 16-bit
+// value that the clipped 8-bit samples cannot be compared with.
 std::optional<std::array<uint16_t, 3>> TransparencyKey(const spng_ihdr& ihdr,
                                                        std::span<const uint8_t> trns) {
   auto field = [&](size_t i) {
@@ -166,12 +187,19 @@ ImageInfo InfoFromHeader(const PngHeader& header) {
   info.progressive_or_interlaced = ihdr.interlace_method != 0;
   info.exif_orientation =
       ResolveOrientation(header.chunks.exif_orientation, header.chunks.xmp_orientation);
+  // Pillow's n_frames: acTL's count, plus the default image when no fcTL precedes it.
+  if (header.chunks.apng_frames != 0) {
+    const uint64_t frames =
+        uint64_t{header.chunks.apng_frames} + (header.chunks.fctl_before_idat ? 0 : 1);
+    info.frames = static_cast<int32_t>(std::min<uint64_t>(frames, INT32_MAX));
+  }
   return info;
 }
 
 // Converts one row of libspng's SPNG_FMT_RAW output (the PNG's own packing, big-endian) to the
 // 8-bit samples Pillow gives: low-bit gray scaled to 0..255 (Pillow's "L;2"/"L;4" unpackers;
-// "1" becomes 0/255), 16-bit samples reduced to their high byte ("RGB;16B" etc.).
+// "1" becomes 0/255), 16-bit samples reduced to their high byte ("RGB;16B" etc.), 16-bit gray
+// (mode I;16) clipped as convert("L") does (Convert.c I16B_L / I16_RGB: 255 above 255).
 void ConvertRawRow(const uint8_t* raw, const spng_ihdr& ihdr, int32_t width, uint8_t* out) {
   const int bits = ihdr.bit_depth;
   if (ihdr.color_type == kGray && bits < 8) {
@@ -184,6 +212,12 @@ void ConvertRawRow(const uint8_t* raw, const spng_ihdr& ihdr, int32_t width, uin
     }
     return;
   }
+  if (ihdr.color_type == kGray && bits == 16) {
+    for (int32_t x = 0; x < width; ++x) {
+      out[x] = raw[2 * x] != 0 ? uint8_t{255} : raw[2 * x + 1];
+    }
+    return;
+  }
   if (ihdr.color_type == kGrayAlpha && bits == 16) {
     for (int32_t x = 0; x < width; ++x) {
       const uint8_t gray = raw[4 * x], alpha = raw[4 * x + 2];
@@ -193,7 +227,7 @@ void ConvertRawRow(const uint8_t* raw, const spng_ihdr& ihdr, int32_t width, uin
     }
     return;
   }
-  // 16-bit gray is refused earlier, so only RGB(A) is left at 16 bits.
+  // Only RGB(A) is left at 16 bits.
   const size_t samples = static_cast<size_t>(width) * (ihdr.color_type == kRgb ? 3 : 4);
   for (size_t i = 0; i < samples; ++i) out[i] = raw[2 * i];
 }
@@ -264,11 +298,6 @@ Result<ImageInfo> ProbePng(std::span<const uint8_t> bytes) {
 Result<Image> DecodePng(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
   DOCFEED_ASSIGN_OR_RETURN(PngHeader header, ReadHeader(bytes));
   const ImageInfo info = InfoFromHeader(header);
-  if (header.ihdr.color_type == kGray && header.ihdr.bit_depth == 16) {
-    return UnsupportedError(
-        "16-bit grayscale PNG is not supported (Pillow decodes it to 16-bit mode I;16; docfeed "
-        "stores 8-bit images)");
-  }
   DOCFEED_RETURN_IF_ERROR(CheckGeometry(header.ihdr.width, header.ihdr.height, limits));
   DOCFEED_RETURN_IF_ERROR(CheckIdatCanHoldImage(header));
   Image image{.width = info.width, .height = info.height, .channels = info.channels, .pixels = {}};

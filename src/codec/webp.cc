@@ -1,11 +1,15 @@
-// WebP probe, decode and encode over libwebp. Container layout: RFC 9649 (WebP Image Format),
-// section 2.4 (RIFF header) and 2.7 (extended format: VP8X, EXIF, XMP chunks).
+// WebP probe, decode and encode over libwebp (libwebpdemux for animations). Container layout:
+// RFC 9649 (WebP Image Format), section 2.4 (RIFF header) and 2.7 (extended format: VP8X, ANIM,
+// ANMF, EXIF, XMP chunks).
 #include <webp/decode.h>
 #include <webp/encode.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "codec/codec.h"
 #include "codec/internal/exif.h"
@@ -71,8 +75,51 @@ Result<ImageInfo> ProbeWebp(std::span<const uint8_t> bytes) {
   // Pillow's WebP plugin: mode "RGBA" when the bitstream has alpha, else "RGB" (decoded as RGBX).
   info.channels = info.has_alpha ? 4 : 3;
   info.exif_orientation = OrientationFromChunks(bytes);
+  if (features.has_animation != 0) {
+    // Pillow's n_frames is the demuxer's frame count (WebPAnimDecoderGetInfo).
+    const WebPData data{bytes.data(), bytes.size()};
+    WebpDemuxer demuxer(WebPDemux(&data));
+    if (demuxer == nullptr) return CorruptionError("corrupt or truncated animated WebP container");
+    info.frames = static_cast<int32_t>(
+        std::min<uint32_t>(WebPDemuxGetI(demuxer.get(), WEBP_FF_FRAME_COUNT), INT32_MAX));
+  }
   return info;
 }
+
+namespace {
+
+// Frame 0 of an animation as Pillow 13 shows it: its WebP plugin opens every file through
+// WebPAnimDecoder with default options (MODE_RGBA, _webp.c), whose first frame is the canvas
+// cleared to transparent black with frame 0 decoded into its rectangle (a key frame: no
+// blending); mode RGB (no alpha in VP8X) drops the fourth byte ("RGBX"). The canvas size was
+// checked against the limits from VP8X before the decoder allocates it.
+Result<Image> DecodeAnimationFrame0(std::span<const uint8_t> bytes, Image image) {
+  WebPAnimDecoderOptions options;
+  if (WebPAnimDecoderOptionsInit(&options) == 0) return InternalError("libwebp ABI mismatch");
+  const WebPData data{bytes.data(), bytes.size()};
+  WebpAnimDecoder decoder(WebPAnimDecoderNew(&data, &options));
+  if (decoder == nullptr) return CorruptionError("corrupt or truncated animated WebP container");
+  WebPAnimInfo anim{};
+  if (WebPAnimDecoderGetInfo(decoder.get(), &anim) == 0 ||
+      anim.canvas_width != static_cast<uint32_t>(image.width) ||
+      anim.canvas_height != static_cast<uint32_t>(image.height)) {
+    return CorruptionError("animated WebP: canvas size disagrees with its VP8X header");
+  }
+  uint8_t* canvas = nullptr;
+  int timestamp_ms = 0;
+  if (WebPAnimDecoderGetNext(decoder.get(), &canvas, &timestamp_ms) == 0) {
+    return CorruptionError("animated WebP: frame 0 is corrupt or truncated");
+  }
+  const size_t pixels = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
+  const auto channels = static_cast<size_t>(image.channels);
+  image.pixels.resize(pixels * channels);
+  for (size_t i = 0; i < pixels; ++i) {
+    std::memcpy(&image.pixels[i * channels], canvas + 4 * i, channels);
+  }
+  return image;
+}
+
+}  // namespace
 
 Result<Image> DecodeWebp(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
   WebPDecoderConfig config;
@@ -81,9 +128,6 @@ Result<Image> DecodeWebp(std::span<const uint8_t> bytes, const DecodeLimits& lim
       s != VP8_STATUS_OK) {
     return WebpError(s, "header");
   }
-  if (config.input.has_animation != 0) {
-    return UnsupportedError("animated WebP is not supported");
-  }
   DOCFEED_RETURN_IF_ERROR(CheckGeometry(static_cast<uint64_t>(config.input.width),
                                         static_cast<uint64_t>(config.input.height), limits));
   const bool alpha = config.input.has_alpha != 0;
@@ -91,6 +135,7 @@ Result<Image> DecodeWebp(std::span<const uint8_t> bytes, const DecodeLimits& lim
               .height = config.input.height,
               .channels = alpha ? 4 : 3,
               .pixels = {}};
+  if (config.input.has_animation != 0) return DecodeAnimationFrame0(bytes, std::move(image));
   image.pixels.resize(image.stride_bytes() * static_cast<size_t>(image.height));
   // Non-premultiplied RGBA with libwebp's default (fancy) upsampling, as Pillow's decoder uses.
   config.output.colorspace = alpha ? MODE_RGBA : MODE_RGB;

@@ -273,7 +273,10 @@ Image WithColourKeyAlpha(const Image& image, const std::array<uint16_t, 3>& key)
 
 std::optional<std::array<uint16_t, 3>> DonutTransparencyKey(std::span<const uint8_t> bytes,
                                                             const DonutConfig& config) {
-  if (config.hf_version == 4 || SniffCodec(bytes) != ImageCodec::kPng) return std::nullopt;
+  const ImageCodec codec = SniffCodec(bytes);
+  if (config.hf_version == 4 || (codec != ImageCodec::kPng && codec != ImageCodec::kGif)) {
+    return std::nullopt;
+  }
   Result<ImageInfo> info = ProbeImage(bytes);
   // A header the probe refuses fails the decode that follows, with its own error.
   return info.ok() ? info->transparency : std::nullopt;

@@ -92,8 +92,9 @@ Result<Image> ToDonutInput(Image image);
 Result<Image> ToDonutInput(Image image, const DonutConfig& config,
                            const std::optional<std::array<uint16_t, 3>>& transparency = {});
 
-// The `transparency` argument for ToDonutInput of the image in `bytes`: its PNG colour key under
-// transformers 5 (a header probe, microseconds), nothing under 4.x or for other files.
+// The `transparency` argument for ToDonutInput of the image in `bytes`: its PNG colour key (or
+// the transparent index of a GIF that Pillow opens as L) under transformers 5 (a header probe,
+// microseconds), nothing under 4.x or for other files.
 std::optional<std::array<uint16_t, 3>> DonutTransparencyKey(std::span<const uint8_t> bytes,
                                                             const DonutConfig& config);
 

@@ -105,9 +105,10 @@ Result<bool> MakeStreams(int32_t sw, int32_t sh, int32_t channels, const ScaledS
 }
 
 // Streams the decode through the resizes. Returns false (or an error) when the caller should
-// take the whole-image path instead.
+// take the whole-image path instead. `report` (may be null) receives libjpeg's warnings.
 Result<bool> StreamJpeg(std::span<const uint8_t> bytes, const DonutConfig& config,
-                        DonutDecodeMode mode, const DecodeLimits& limits, Image* out) {
+                        DonutDecodeMode mode, const DecodeLimits& limits, Image* out,
+                        DecodeReport* report) {
   if (SniffCodec(bytes) != ImageCodec::kJpeg || !config.do_resize ||
       bytes.size() > limits.max_input_bytes) {
     return false;
@@ -160,16 +161,23 @@ Result<bool> StreamJpeg(std::span<const uint8_t> bytes, const DonutConfig& confi
                             static_cast<int32_t>(args.got));
   }
   DOCFEED_RETURN_IF_ERROR(decoder.Run(FinishStep, &cinfo));
+  if (report != nullptr) {
+    report->warnings = decoder.warnings();
+    report->first_warning = decoder.first_warning();
+  }
   return true;
 }
 
 }  // namespace
 
 Status DecodeAndResizeForDonut(std::span<const uint8_t> bytes, const DonutConfig& config,
-                               DonutDecodeMode mode, Image* out, const DecodeLimits& limits) {
-  const Result<bool> streamed = StreamJpeg(bytes, config, mode, limits, out);
+                               DonutDecodeMode mode, Image* out, const DecodeLimits& limits,
+                               DecodeReport* report) {
+  if (report != nullptr) *report = DecodeReport{};
+  const Result<bool> streamed = StreamJpeg(bytes, config, mode, limits, out, report);
   if (streamed.ok() && *streamed) return Status::Ok();
-  DOCFEED_ASSIGN_OR_RETURN(const ScaledSource source, DecodeForDonut(bytes, config, mode, limits));
+  DOCFEED_ASSIGN_OR_RETURN(const ScaledSource source,
+                           DecodeForDonut(bytes, config, mode, limits, report));
   DOCFEED_ASSIGN_OR_RETURN(*out, DonutResizeScaled(source, config));
   return Status::Ok();
 }

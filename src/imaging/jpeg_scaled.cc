@@ -94,7 +94,8 @@ Status DecodeJpegScaledInto(std::span<const uint8_t> bytes, int32_t scale_denom,
   jpeg_decompress_struct& cinfo = *decoder.cinfo();
   DOCFEED_RETURN_IF_ERROR(CheckJpeg(cinfo, bytes, limits));
   if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
-    return UnsupportedError("CMYK/YCCK JPEG is not supported; convert to RGB");
+    return UnsupportedError(
+        "CMYK/YCCK JPEG is not DCT-scaled (DecodeImage converts it at full size)");
   }
   const int channels = cinfo.num_components;
   ScaleArgs scale{&cinfo, static_cast<unsigned int>(scale_denom),
@@ -114,7 +115,8 @@ Status DecodeJpegScaledInto(std::span<const uint8_t> bytes, int32_t scale_denom,
 }
 
 Result<ScaledSource> DecodeForDonut(std::span<const uint8_t> bytes, const DonutConfig& config,
-                                    DonutDecodeMode mode, const DecodeLimits& limits) {
+                                    DonutDecodeMode mode, const DecodeLimits& limits,
+                                    DecodeReport* report) {
   int32_t k = 1;
   // torch's arithmetic has no box, so the torchvision backend always decodes at full size.
   if (mode == DonutDecodeMode::kFast && SniffCodec(bytes) == ImageCodec::kJpeg &&
@@ -125,13 +127,14 @@ Result<ScaledSource> DecodeForDonut(std::span<const uint8_t> bytes, const DonutC
     // The resize target in the image's own orientation.
     const int32_t need_w = g.rotate ? g.resized_height : g.resized_width;
     const int32_t need_h = g.rotate ? g.resized_width : g.resized_height;
-    k = ChooseJpegScaleDenom(info.width, info.height, need_w, need_h);
+    // CMYK/YCCK goes through DecodeImage's Pillow conversion at full size.
+    if (!info.cmyk) k = ChooseJpegScaleDenom(info.width, info.height, need_w, need_h);
   }
   ScaledSource source;
   if (k > 1) {
     DOCFEED_ASSIGN_OR_RETURN(source, DecodeJpegScaled(bytes, k, limits));
   } else {
-    DOCFEED_ASSIGN_OR_RETURN(source.image, DecodeImage(bytes, limits));
+    DOCFEED_ASSIGN_OR_RETURN(source.image, DecodeImage(bytes, limits, report));
     source.full_width = source.image.width;
     source.full_height = source.image.height;
   }

@@ -30,17 +30,20 @@ int32_t ChooseJpegScaleDenom(int32_t width, int32_t height, int32_t needed_width
 // Decodes a baseline or progressive 8-bit JPEG (grayscale or 3-component) at
 // scale 1/scale_denom: ceil(width / k) x ceil(height / k) pixels, L or RGB, ISLOW IDCT and fancy
 // upsampling as in a full decode. `limits` apply to the full size.
-// Errors: InvalidArgument for scale_denom not in {1, 2, 4, 8}; otherwise as DecodeImage for JPEG.
+// Errors: InvalidArgument for scale_denom not in {1, 2, 4, 8}; Unsupported for CMYK/YCCK (which
+// DecodeImage converts at full size, as DecodeForDonut does); otherwise as DecodeImage for JPEG.
 Result<ScaledSource> DecodeJpegScaled(std::span<const uint8_t> bytes, int32_t scale_denom,
                                       const DecodeLimits& limits = {});
 
-// Decodes `bytes` for DonutResizeScaled. kExact (and any non-JPEG input) decodes in full with
-// DecodeImage; kFast scales a JPEG by ChooseJpegScaleDenom against the shortest-edge resize
-// target of `config`. Either way the image is then passed through ToDonutInput (L or RGB).
-// EXIF orientation is not applied (the processor does not apply it either).
+// Decodes `bytes` for DonutResizeScaled. kExact (and any non-JPEG or CMYK/YCCK input) decodes in
+// full with DecodeImage; kFast scales a JPEG by ChooseJpegScaleDenom against the shortest-edge
+// resize target of `config`. Either way the image is then passed through ToDonutInput (L or RGB).
+// EXIF orientation is not applied (the processor does not apply it either). `report` (may be
+// null) receives DecodeImage's warnings; a DCT-scaled decode reports none.
 // Errors: those of DecodeImage / DecodeJpegScaled / ComputeDonutGeometry.
 Result<ScaledSource> DecodeForDonut(std::span<const uint8_t> bytes, const DonutConfig& config,
-                                    DonutDecodeMode mode, const DecodeLimits& limits = {});
+                                    DonutDecodeMode mode, const DecodeLimits& limits = {},
+                                    DecodeReport* report = nullptr);
 
 // DecodeJpegScaled into `out`, reusing out->image.pixels when it is large enough (no allocation,
 // zero fill or page faults for a buffer that is kept across images). Same results and errors.
@@ -53,10 +56,12 @@ Status DecodeJpegScaledInto(std::span<const uint8_t> bytes, int32_t scale_denom,
 // thumbnail needs no reduce() step are decoded band by band (16 rows), and each band goes
 // through both resizes while it is in cache (MakeResizeStream): the full-size image is never
 // stored. Everything else, and any error, takes the DecodeForDonut + DonutResizeScaled path,
-// so the errors are theirs.
+// so the errors are theirs. `report` (may be null) receives the warnings the decode tolerated
+// (codec.h DecodeReport), as DecodeForDonut's.
 // REQUIRES: out != nullptr.
 Status DecodeAndResizeForDonut(std::span<const uint8_t> bytes, const DonutConfig& config,
-                               DonutDecodeMode mode, Image* out, const DecodeLimits& limits = {});
+                               DonutDecodeMode mode, Image* out, const DecodeLimits& limits = {},
+                               DecodeReport* report = nullptr);
 
 }  // namespace docfeed::internal
 

@@ -46,6 +46,7 @@ internal::PackOptions ToInternal(const PackOptions& o) {
   p.encode.keep_original = o.preprocess.keep_original;
   p.threads = o.threads;
   p.skip_bad = o.skip_bad;
+  p.strict = o.strict;
   p.overwrite = o.overwrite;
   p.follow_symlinks = o.follow_symlinks;
   p.split = o.split;

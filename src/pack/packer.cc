@@ -101,6 +101,13 @@ Status Reject(Env* env, const std::string& dir, const SourceSample& s, const Sta
   return log->file->Append(row.dump() + "\n");
 }
 
+// A sample whose image decodes only with warnings, under PackOptions::strict.
+Status StrictRefusal(const DecodeReport& report) {
+  return CorruptionError("image decodes only with " + std::to_string(report.warnings) +
+                         " warning(s) (first: " + report.first_warning +
+                         "); refused by strict (Pillow would decode it)");
+}
+
 struct WriteState {
   PackSummary summary;
   RejectLog rejects;
@@ -112,6 +119,9 @@ Status WriteOne(const SampleSource& source, size_t i, Slot& slot, const PackOpti
                 const std::string& dir, ShardWriter& writer, WriteState& state) {
   const SourceSample& src = source.listing().samples[i];
   state.summary.source_bytes += slot.source_bytes;
+  if (slot.encoded.ok() && options.strict && slot.encoded->decode_report.warnings > 0) {
+    slot.encoded = StrictRefusal(slot.encoded->decode_report);
+  }
   if (!slot.encoded.ok()) {
     // A listing problem already names metadata.jsonl and the line.
     Status why =
@@ -124,6 +134,12 @@ Status WriteOne(const SampleSource& source, size_t i, Slot& slot, const PackOpti
                        img.channels, img.orientation,   src.values, img.original};
   for (Value& v : slot.label_values) sample.values.push_back(std::move(v));
   DOCFEED_RETURN_IF_ERROR(writer.Add(sample));
+  if (img.decode_report.warnings > 0) {
+    state.summary.decode_warnings.push_back(
+        // A dataset's row is named by where it is (its image path need not be unique).
+        {src.row >= 0 ? source.Where(i) : src.relative_path, img.decode_report.warnings,
+         img.decode_report.first_warning});
+  }
   ++state.summary.samples;
   state.summary.stored_image_bytes += img.bytes.size();
   ++state.summary.stored_codecs[std::string(StoredCodecName(img.codec))];
@@ -344,6 +360,7 @@ void AddSplit(const std::string& name, const PackSummary& s, PackSummary* total)
   total->output_bytes += s.output_bytes;
   for (const auto& [codec, n] : s.stored_codecs) total->stored_codecs[codec] += n;
   for (const std::string& f : s.data_files) total->data_files.push_back(name + "/" + f);
+  for (const DecodeWarning& w : s.decode_warnings) total->decode_warnings.push_back(w);
   total->labels_truncated += s.labels_truncated;
   total->splits.push_back(name);
 }

@@ -35,6 +35,9 @@ struct PackOptions {
   EncodeOptions encode;          // encode.preprocess / encode.keep_original: pack --preprocess
   int threads = 0;               // 0: one per hardware thread
   bool skip_bad = false;         // reject bad samples into rejects.jsonl instead of stopping
+  // Treat an image that decodes only with warnings (EncodedImage::decode_report) as a bad
+  // sample; otherwise it is packed and listed in PackSummary::decode_warnings.
+  bool strict = false;
   bool overwrite = false;        // replace an existing docfeed dataset (or empty directory)
   bool follow_symlinks = false;  // Pack: read through symlinks leading outside options.source
   std::string split;             // Pack of a saved DatasetDict: only this split ("" every split)

@@ -70,9 +70,12 @@ Result<EncodedImage> Preprocess(std::span<const uint8_t> source, const ImageInfo
   PrepareRequest request;
   request.orientation = info.exif_orientation;
   request.limits = options.limits;
+  DecodeReport report;
+  request.report = &report;
   Image resized;
   DOCFEED_RETURN_IF_ERROR(preset->Prepare(source, request, &resized));
   EncodedImage out;
+  out.decode_report = std::move(report);
   DOCFEED_ASSIGN_OR_RETURN(out.bytes, EncodePpm(ViewOf(resized)));
   out.codec = StoredCodec::kPpm;
   out.width = static_cast<uint32_t>(resized.width);
@@ -124,7 +127,6 @@ std::string_view CodecChoiceName(CodecChoice choice) {
 
 Result<EncodedImage> EncodeSample(std::vector<uint8_t> source, const EncodeOptions& options) {
   DOCFEED_ASSIGN_OR_RETURN(ImageInfo info, ProbeImage(source));
-  DOCFEED_ASSIGN_OR_RETURN(StoredCodec source_codec, ToStoredCodec(info.codec));
   if (options.preprocess.preprocessed()) {
     // Prepare decodes every byte too (a corrupt file fails the same way as in DecodeImage).
     DOCFEED_ASSIGN_OR_RETURN(EncodedImage out, Preprocess(source, info, options));
@@ -132,10 +134,14 @@ Result<EncodedImage> EncodeSample(std::vector<uint8_t> source, const EncodeOptio
     return out;
   }
   // A full decode validates every byte a trainer will later decode.
-  DOCFEED_ASSIGN_OR_RETURN(Image image, DecodeImage(source, options.limits));
+  DecodeReport report;
+  DOCFEED_ASSIGN_OR_RETURN(Image image, DecodeImage(source, options.limits, &report));
   DOCFEED_RETURN_IF_ERROR(CheckDefaultPresetCanResize(image, info.exif_orientation));
   EncodedImage out;
-  if (options.codec == CodecChoice::kKeep) {
+  out.decode_report = std::move(report);
+  const bool keep = options.codec == CodecChoice::kKeep && info.codec != ImageCodec::kGif;
+  if (keep) {
+    DOCFEED_ASSIGN_OR_RETURN(const StoredCodec source_codec, ToStoredCodec(info.codec));
     out.bytes = std::move(source);
     out.codec = source_codec;
     out.width = static_cast<uint32_t>(image.width);
@@ -145,7 +151,9 @@ Result<EncodedImage> EncodeSample(std::vector<uint8_t> source, const EncodeOptio
     return out;
   }
   if (info.exif_orientation != 1) image = ApplyOrientation(image, info.exif_orientation);
-  DOCFEED_ASSIGN_OR_RETURN(out.bytes, Reencode(image, options, &out.codec));
+  EncodeOptions reencode = options;
+  if (reencode.codec == CodecChoice::kKeep) reencode.codec = CodecChoice::kPng;  // a GIF
+  DOCFEED_ASSIGN_OR_RETURN(out.bytes, Reencode(image, reencode, &out.codec));
   // Geometry of what was stored, as a reader will see it (WebP may drop an opaque alpha).
   DOCFEED_ASSIGN_OR_RETURN(ImageInfo stored, ProbeImage(out.bytes));
   out.width = static_cast<uint32_t>(stored.width);

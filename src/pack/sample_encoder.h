@@ -50,10 +50,16 @@ struct EncodedImage {
   // re-encode (which applies it to the pixels, as `datasets` does when it decodes).
   uint8_t orientation = 1;
   std::vector<uint8_t> original;  // the source file, with EncodeOptions::keep_original
+  // What the source's decode tolerated (codec.h DecodeReport: libjpeg warnings about corrupt
+  // data that Pillow decodes anyway); the packer reports such samples, or refuses them when
+  // strict.
+  DecodeReport decode_report;
 };
 
 // REQUIRES: `source` is the whole file. Errors carry no file name; the caller adds it.
 // For kJpeg, alpha is dropped (LA -> L, RGBA -> RGB) as Pillow's convert("RGB") does.
+// A GIF is never stored as it is: with kKeep its frame 0 (as DecodeImage returns it) is stored
+// as a lossless PNG, since shards hold JPEG, PNG, WebP and PPM only (docs/format.md).
 // With a preprocess preset, errors also cover the resize (e.g. an extreme aspect ratio).
 Result<EncodedImage> EncodeSample(std::vector<uint8_t> source, const EncodeOptions& options);
 

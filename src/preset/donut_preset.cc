@@ -43,11 +43,12 @@ class DonutPreset final : public Preset {
     const DonutDecodeMode mode =
         request.mode == PrepareMode::kFast ? DonutDecodeMode::kFast : DonutDecodeMode::kExact;
     if (request.orientation <= 1) {
-      DOCFEED_RETURN_IF_ERROR(DecodeAndResizeForDonut(bytes, config_, mode, out, request.limits));
+      DOCFEED_RETURN_IF_ERROR(
+          DecodeAndResizeForDonut(bytes, config_, mode, out, request.limits, request.report));
       if (times != nullptr) times->decode_resize += NanosSince(start);
       return Status::Ok();
     }
-    DOCFEED_ASSIGN_OR_RETURN(Image decoded, DecodeImage(bytes, request.limits));
+    DOCFEED_ASSIGN_OR_RETURN(Image decoded, DecodeImage(bytes, request.limits, request.report));
     Image oriented = ApplyOrientation(decoded, request.orientation);
     if (times != nullptr) times->decode += NanosSince(start);
     start = Clock::now();

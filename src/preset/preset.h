@@ -52,9 +52,12 @@ struct PrepareTimes {
   uint64_t decode_resize = 0;
 };
 
-// What Prepare needs: the public options (orientation, exact or fast) and the decode limits.
+// What Prepare needs: the public options (orientation, exact or fast) and the decode limits;
+// `report` (optional, not owned) receives the warnings the decode tolerated (codec.h
+// DecodeReport; a kFast DCT-scaled JPEG decode reports none).
 struct PrepareRequest : docfeed::PrepareOptions {
   DecodeLimits limits;
+  DecodeReport* report = nullptr;
 };
 
 class Preset {

@@ -26,6 +26,7 @@ targets=(
   "jpeg ${out}/jpeg_decode_fuzz ${out}/jpeg/corpus 262144"
   "png ${out}/png_decode_fuzz ${out}/png/corpus 262144"
   "webp ${out}/webp_decode_fuzz ${out}/webp/corpus 262144"
+  "gif ${out}/gif_decode_fuzz ${out}/gif/corpus 262144"
   "ppm ${out}/ppm_decode_fuzz ${out}/ppm/corpus 262144"
   "arrow_stream ${out}/arrow_stream_fuzz ${out}/corpus_arrow 262144"
   "manifest ${out}/manifest_fuzz ${out}/manifest/corpus 65536"

@@ -169,11 +169,68 @@ TEST_F(PackTest, SkipBadRecordsRejectsAndKeepsTheRest) {
   std::string rejects = *ReadTextFile(JoinPath(out_, kRejectsFileName));
   EXPECT_NE(rejects.find("\"file_name\":\"c.jpg\""), std::string::npos) << rejects;
   EXPECT_NE(rejects.find("\"metadata_line\":3"), std::string::npos) << rejects;
-  EXPECT_NE(rejects.find("gif"), std::string::npos) << rejects;
+  EXPECT_NE(rejects.find("GIF image file is truncated"), std::string::npos) << rejects;
   Result<std::unique_ptr<Dataset>> ds = Dataset::Open(out_);
   ASSERT_TRUE(ds.ok());
   EXPECT_EQ(std::get<int64_t>((*(*ds)->ReadLabels(0))[1]), 2);  // sub/b.png is now sample 0
   EXPECT_TRUE(VerifyDataset(out_).ok());
+}
+
+// The inputs Pillow converts (tests/data/images/modes/, whose Pillow pixels the codec tests
+// check) pack: a CMYK JPEG and a 16-bit gray PNG as they are, a GIF as a PNG of frame 0. A JPEG
+// with a bad Huffman code is packed and listed with its warning, or, with strict, refused: it
+// stops the pack, or with skip_bad is a reject whose reason names the warning.
+class PillowModesPackTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(CreateDirectory(src_).ok());
+    std::string metadata;
+    for (const char* name : {"cmyk_adobe.jpg", "gray16_mixed.png", "anim_trns.gif",
+                             "warn_huffman.jpg"}) {
+      Result<std::vector<uint8_t>> bytes =
+          ReadFile(std::string(DOCFEED_TEST_DATA_DIR) + "/images/modes/" + name);
+      ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+      testing::WriteBytes(JoinPath(src_, name), *bytes);
+      metadata += std::string(R"({"file_name": ")") + name + "\"}\n";
+    }
+    ASSERT_TRUE(WriteTextFile(JoinPath(src_, "metadata.jsonl"), metadata).ok());
+  }
+  TempDir dir_;
+  std::string src_ = dir_.Join("src");
+  std::string out_ = dir_.Join("out");
+};
+
+TEST_F(PillowModesPackTest, PacksAndReportsTheJpegWithWarnings) {
+  Result<PackSummary> summary = Pack(Options(src_, out_));
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->samples, 4u);
+  EXPECT_EQ(summary->stored_codecs["jpeg"], 2u);
+  EXPECT_EQ(summary->stored_codecs["png"], 2u);  // the 16-bit PNG, and the GIF's frame 0
+  ASSERT_EQ(summary->decode_warnings.size(), 1u);
+  EXPECT_EQ(summary->decode_warnings[0].file_name, "warn_huffman.jpg");
+  EXPECT_GE(summary->decode_warnings[0].warnings, 1);
+  EXPECT_NE(summary->decode_warnings[0].first.find("Corrupt JPEG data"), std::string::npos);
+  EXPECT_TRUE(VerifyDataset(out_).ok());
+}
+
+TEST_F(PillowModesPackTest, StrictRefusesTheJpegWithWarnings) {
+  PackOptions o = Options(src_, out_);
+  o.strict = true;
+  Result<PackSummary> summary = Pack(o);
+  ASSERT_FALSE(summary.ok());
+  const std::string message(summary.status().message());
+  EXPECT_NE(message.find("warn_huffman.jpg"), std::string::npos) << message;
+  EXPECT_NE(message.find("refused by strict"), std::string::npos) << message;
+  EXPECT_FALSE(PathExists(out_));
+  o.skip_bad = true;
+  summary = Pack(o);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->samples, 3u);
+  EXPECT_EQ(summary->rejected, 1u);
+  EXPECT_TRUE(summary->decode_warnings.empty());
+  const std::string rejects = *ReadTextFile(JoinPath(out_, kRejectsFileName));
+  EXPECT_NE(rejects.find("\"file_name\":\"warn_huffman.jpg\""), std::string::npos) << rejects;
+  EXPECT_NE(rejects.find("Corrupt JPEG data"), std::string::npos) << rejects;
 }
 
 // A 1x100000 page decodes, but the loader's default Donut preset cannot resize it (its

@@ -235,3 +235,26 @@ def test_an_image_the_loader_cannot_resize_is_refused_by_docfeed_pack(tmp_path):
     loader = docfeed.Loader(tmp_path / "kept", batch_size=1, image_size=(64, 48), drop_last=False)
     assert sum(len(b.sample_ids) for b in loader) == 1
     loader.close()
+
+
+def test_pack_reports_a_jpeg_with_warnings_and_strict_refuses_it(tmp_path):
+    """An image that decodes only with warnings (a bad Huffman code: Pillow decodes it) is packed
+    with a docfeed.DecodeWarning naming its row; strict=True makes it a bad row, a reject with
+    skip_bad. A CMYK JPEG, a 16-bit gray PNG and an animated GIF pack and load."""
+    modes = REPO / "tests" / "data" / "images" / "modes"
+    names = ["cmyk_adobe.jpg", "gray16_mixed.png", "anim_trns.gif", "warn_huffman.jpg"]
+    rows = [{"image": {"bytes": (modes / n).read_bytes(), "path": n}, "k": i}
+            for i, n in enumerate(names)]
+    with pytest.warns(docfeed.DecodeWarning, match=r"images/00000003\.jpg: \d+ warning"):
+        docfeed.pack(rows, tmp_path / "out")
+    loader = docfeed.Loader(tmp_path / "out", batch_size=4, image_size=SIZE, drop_last=False,
+                            shuffle=False)
+    assert sum(len(b.sample_ids) for b in loader) == 4
+    loader.close()
+    with pytest.raises(docfeed.DataError, match="refused by strict"):
+        docfeed.pack(rows, tmp_path / "strict", strict=True)
+    docfeed.pack(rows, tmp_path / "skip", strict=True, skip_bad=True)
+    rejects = [json.loads(line) for line in (tmp_path / "skip" / "rejects.jsonl").read_text()
+               .splitlines()]
+    assert [r["file_name"] for r in rejects] == ["images/00000003.jpg"]
+    assert "Corrupt JPEG data" in rejects[0]["error"], rejects[0]

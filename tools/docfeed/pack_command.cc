@@ -37,6 +37,10 @@ constexpr char kPackHelp[] =
     "  --threads N            encoding threads (default: all cores)\n"
     "  --skip-bad             write bad samples (unreadable images, bad metadata.jsonl rows)\n"
     "                         to OUT/rejects.jsonl instead of stopping\n"
+    "  --strict               refuse what is otherwise tolerated and reported: an image that\n"
+    "                         decodes only with warnings (a corrupt JPEG that libjpeg-turbo,\n"
+    "                         and so Pillow, decodes anyway, e.g. a bad Huffman code) and,\n"
+    "                         with --tokenizer, a target longer than --max-length\n"
     "  --overwrite            replace OUT if it is a docfeed dataset or an empty directory\n"
     "  --follow-symlinks      read through symlinks that lead outside SRC (by default such a\n"
     "                         link is skipped, and a metadata.jsonl row naming one is bad)\n"
@@ -65,7 +69,7 @@ constexpr char kPackHelp[] =
     "  --recipe R             notebook (default) or donut: token order and categorical rule\n"
     "  --max-length N         truncate labels to N tokens and pad to N with -100 (default 512)\n"
     "  --no-pad-labels        store labels without padding to --max-length\n"
-    "  --strict               reject a target longer than --max-length instead of truncating\n";
+    "  (--strict              reject a target longer than --max-length instead of truncating)\n";
 
 // "HxW" with both sides in 1..65535.
 Status ParseSize(const std::string& text, PackPreprocess* p) {
@@ -139,6 +143,7 @@ Result<PackOptions> ToOptions(const ParsedArgs& parsed) {
                            ParseInt("--max-length", parsed.Get("--max-length", "512"), 1, 1 << 20));
   o.labels.pad_to_max_length = !parsed.Has("--no-pad-labels");
   o.labels.strict = parsed.Has("--strict");
+  o.strict = parsed.Has("--strict");
   o.skip_bad = parsed.Has("--skip-bad");
   o.overwrite = parsed.Has("--overwrite");
   o.follow_symlinks = parsed.Has("--follow-symlinks");
@@ -196,6 +201,15 @@ void PrintSummary(const PackOptions& o, const PackSummary& s) {
   }
   for (const SkippedEntry& e : s.skipped) {
     std::printf("  skipped    %s: %s\n", e.path.c_str(), e.reason.c_str());
+  }
+  if (!s.decode_warnings.empty()) {
+    std::printf("  warnings   %zu image(s) decoded only with warnings (packed, as Pillow decodes "
+                "them; --strict refuses them)\n",
+                s.decode_warnings.size());
+  }
+  for (const DecodeWarning& w : s.decode_warnings) {
+    std::printf("  warned     %s: %d warning(s), first: %s\n", w.file_name.c_str(), w.warnings,
+                w.first.c_str());
   }
 }
 

@@ -12,13 +12,18 @@
 namespace docfeed::internal {
 
 Result<ImageInfo> ProbeJpeg(std::span<const uint8_t> bytes);
-Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits);
+// `report` (may be null) receives libjpeg's tolerated warnings.
+Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits,
+                         DecodeReport* report);
 
 Result<ImageInfo> ProbePng(std::span<const uint8_t> bytes);
 Result<Image> DecodePng(std::span<const uint8_t> bytes, const DecodeLimits& limits);
 
 Result<ImageInfo> ProbeWebp(std::span<const uint8_t> bytes);
 Result<Image> DecodeWebp(std::span<const uint8_t> bytes, const DecodeLimits& limits);
+
+Result<ImageInfo> ProbeGif(std::span<const uint8_t> bytes);
+Result<Image> DecodeGif(std::span<const uint8_t> bytes, const DecodeLimits& limits);
 
 Result<ImageInfo> ProbePpm(std::span<const uint8_t> bytes);
 Result<Image> DecodePpm(std::span<const uint8_t> bytes, const DecodeLimits& limits);

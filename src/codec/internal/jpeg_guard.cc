@@ -9,20 +9,6 @@
 namespace docfeed::internal {
 namespace {
 
-// Warnings after which libjpeg would keep going with made-up (gray) pixels.
-bool IsDataCorruptionWarning(int msg_code) {
-  switch (msg_code) {
-    case JWRN_JPEG_EOF:
-    case JWRN_HIT_MARKER:
-    case JWRN_HUFF_BAD_CODE:
-    case JWRN_ARITH_BAD_CODE:
-    case JWRN_MUST_RESYNC:
-      return true;
-    default:
-      return false;
-  }
-}
-
 [[noreturn]] void FailAndJump(j_common_ptr cinfo) {
   auto* err = reinterpret_cast<JpegErrorManager*>(cinfo->err);
   err->msg_code = err->pub.msg_code;
@@ -32,9 +18,14 @@ bool IsDataCorruptionWarning(int msg_code) {
 
 void OnError(j_common_ptr cinfo) { FailAndJump(cinfo); }
 
-// msg_level -1 is a warning; >= 0 are trace messages (jpeglib.h, emit_message).
+// msg_level -1 is a warning; >= 0 are trace messages (jpeglib.h, emit_message). The end of the
+// input is Pillow's truncation; any other warning is counted as libjpeg's own emit_message
+// counts it, and decoding goes on (see InstallJpegErrorManager).
 void OnMessage(j_common_ptr cinfo, int msg_level) {
-  if (msg_level < 0 && IsDataCorruptionWarning(cinfo->err->msg_code)) FailAndJump(cinfo);
+  if (msg_level >= 0) return;
+  if (cinfo->err->msg_code == JWRN_JPEG_EOF) FailAndJump(cinfo);
+  auto* err = reinterpret_cast<JpegErrorManager*>(cinfo->err);
+  if (err->pub.num_warnings++ == 0) err->pub.format_message(cinfo, err->first_warning);
 }
 
 void OnOutput(j_common_ptr /*cinfo*/) {}  // Never print to stderr.
@@ -48,6 +39,7 @@ jpeg_error_mgr* InstallJpegErrorManager(JpegErrorManager* err) {
   pub->output_message = OnOutput;
   err->msg_code = 0;
   err->message[0] = '\0';
+  err->first_warning[0] = '\0';
   return pub;
 }
 

@@ -23,12 +23,15 @@
 
 namespace docfeed::internal {
 
-// libjpeg's error manager extended with the jump buffer and the first fatal message.
+// libjpeg's error manager extended with the jump buffer, the fatal message and the first
+// tolerated warning.
 struct JpegErrorManager {
   jpeg_error_mgr pub;  // Must stay first: libjpeg only knows the jpeg_error_mgr* prefix.
   std::jmp_buf jump;
   int msg_code;                   // libjpeg J_MESSAGE_CODE of the failure.
   char message[JMSG_LENGTH_MAX];  // libjpeg's formatted message for it.
+  // The first warning libjpeg went on after (pub.num_warnings counts them all); empty if none.
+  char first_warning[JMSG_LENGTH_MAX];
 };
 
 // One unit of libjpeg work run under RunJpegStep.
@@ -36,11 +39,14 @@ struct JpegErrorManager {
 using JpegStep = void (*)(void* args);
 
 // Installs docfeed's handlers into `err` and returns the jpeg_error_mgr to put in cinfo->err.
-// Errors longjmp to RunJpegStep. Warnings that mean the entropy-coded data is corrupt or cut
-// short (premature end of file, bad Huffman code, unexpected marker) are fatal too: libjpeg
-// would otherwise fill the rest of the image with gray, where Pillow reports "image file is
-// truncated". Other warnings (unknown JFIF revision, extraneous bytes between markers, odd
-// progression) are ignored, as Pillow ignores them.
+// Errors longjmp to RunJpegStep. Of the warnings, only the end of the input (JWRN_JPEG_EOF:
+// libjpeg wanted more bytes than there are) is fatal: it is exactly where Pillow's suspending
+// source runs dry and Image.load() raises "image file is truncated", where libjpeg would
+// invent an EOI and fill the rest with gray. Every other warning (bad Huffman code, a marker
+// inside the scan, lost restart sync, extraneous bytes between markers, unknown JFIF revision)
+// is counted in pub.num_warnings, the first kept in `first_warning`, and decoding goes on, as
+// Pillow's decoder ignores warnings (JpegDecode.c installs no emit_message) and returns the
+// pixels libjpeg's recovery produced.
 jpeg_error_mgr* InstallJpegErrorManager(JpegErrorManager* err);
 
 // Runs step(args). Returns false if libjpeg raised an error; `err` then holds its message.
@@ -66,6 +72,9 @@ class JpegDecompressor {
   Status Run(JpegStep step, void* args);
 
   jpeg_decompress_struct* cinfo() { return &cinfo_; }
+  // Warnings tolerated so far (see InstallJpegErrorManager) and libjpeg's message for the first.
+  int32_t warnings() const { return static_cast<int32_t>(err_.pub.num_warnings); }
+  const char* first_warning() const { return err_.first_warning; }
 
  private:
   jpeg_decompress_struct cinfo_{};

@@ -11,6 +11,8 @@ It does two things:
    EXIF-rotated JPEG/PNG, CMYK JPEG, 12-bit JPEG header, 1/2/4/16-bit PNGs, an Adam7-interlaced
    PNG, palette PNG with tRNS, WebP lossy/lossless/alpha, GIF/BMP/TIFF). All are made by Pillow
    (or, where Pillow cannot write the variant, by the tiny PNG writer below), never by docfeed.
+   make_mode_images.py adds tests/data/images/modes/ (CMYK/YCCK JPEG, 16-bit gray PNG, GIF,
+   animated WebP/APNG/GIF, JPEGs that decode with warnings, a truncated JPEG).
 2. Decodes every test image with Pillow, the reference, and writes tests/data/codec/golden.json:
    Pillow's mode and size, the EXIF orientation `ImageOps.exif_transpose` would apply, and the
    XXH3-64 of `np.asarray(img).tobytes()` for the 8-bit mode docfeed must produce. It also writes
@@ -30,6 +32,8 @@ import numpy as np
 import PIL
 import xxhash
 from PIL import Image, ImageOps
+
+import make_mode_images
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 IMAGES = ROOT / "tests/data/images"
@@ -154,12 +158,15 @@ def make_generated():
 def reference_pixels(img):
     """What docfeed's DecodeImage must return: Pillow's 8-bit natural mode.
 
-    Palette images go through the palette (RGBA when a tRNS chunk is present), mode "1" widens
-    to "L" (0/255); every other 8-bit mode is taken as Pillow decodes it."""
+    Palette images go through the palette (RGBA when a tRNS chunk or a GIF transparent index is
+    present), mode "1" widens to "L" (0/255), CMYK is convert("RGB"), 16-bit gray (I;16) is
+    convert("L") (which clips at 255); every other 8-bit mode is taken as Pillow decodes it."""
     if img.mode == "P":
         img = img.convert("RGBA" if "transparency" in img.info else "RGB")
-    elif img.mode == "1":
+    elif img.mode in ("1", "I;16"):
         img = img.convert("L")
+    elif img.mode == "CMYK":
+        img = img.convert("RGB")
     return img
 
 
@@ -173,9 +180,14 @@ def golden_entry(path):
         entry = {"file": rel, "format": img.format, "mode": img.mode, "width": img.width,
                  "height": img.height}
         orientation = img.getexif().get(0x0112, 1)
-        img.load()
+        entry["frames"] = getattr(img, "n_frames", 1)
+        try:
+            img.load()
+        except OSError as e:  # e.g. "image file is truncated": docfeed must refuse it too.
+            entry.update({"decodable": False, "pillow_error": str(e)})
+            return entry
         entry["exif_orientation"] = orientation if orientation in range(1, 9) else 1
-        if img.mode in ("I;16", "CMYK") or img.format not in ("JPEG", "PNG", "WEBP"):
+        if img.format not in ("JPEG", "PNG", "WEBP", "GIF"):
             entry["decodable"] = False
             return entry
         ref = reference_pixels(img)
@@ -207,6 +219,7 @@ def orientation_cases():
 
 def main():
     make_generated()
+    make_mode_images.make()
     files = sorted(p for p in IMAGES.rglob("*") if p.is_file() and p.suffix != ".md")
     golden = {"pillow": PIL.__version__, "images": [golden_entry(p) for p in files],
               "orientation": orientation_cases()}
