@@ -4,6 +4,7 @@ find_package(Threads REQUIRED)
 find_package(JPEG REQUIRED)                                    # libjpeg62-turbo-dev
 pkg_check_modules(SPNG REQUIRED IMPORTED_TARGET spng)          # libspng-dev
 pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp)       # libwebp-dev
+pkg_check_modules(TIFF REQUIRED IMPORTED_TARGET libtiff-4>=4.5) # libtiff-dev (TIFFOpenOptions)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)       # libzstd-dev
 pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)         # liblz4-dev
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)   # libxxhash-dev

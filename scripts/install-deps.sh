@@ -9,6 +9,7 @@ packages=(
   libjpeg62-turbo-dev                                # JPEG decode/encode (libjpeg-turbo)
   libspng-dev                                        # PNG decode/encode
   libwebp-dev                                        # WebP decode/encode
+  libtiff-dev libtiff-tools                          # TIFF decode (libtiff, as Pillow); tiffcp for the test corpus
   libzstd-dev liblz4-dev                             # Arrow IPC buffer compression
   libxxhash-dev                                      # XXH3-64 checksums
   nlohmann-json3-dev                                 # JSON (metadata.jsonl, manifests)

@@ -1,6 +1,6 @@
 // docfeed's image codec: sniffs, probes, decodes and encodes the document images that go into
-// shards (JPEG via libjpeg-turbo, PNG via libspng, WebP via libwebp; binary PGM/PPM, the
-// container of preprocessed samples, in ppm.cc).
+// shards (JPEG via libjpeg-turbo, PNG via libspng, WebP via libwebp, TIFF decoding via libtiff;
+// binary PGM/PPM, the container of preprocessed samples, in ppm.cc).
 //
 // The decoders are a C++ mirror of what Hugging Face `datasets` does with an Image column:
 // `PIL.Image.open(...).load()`, i.e. Pillow's natural 8-bit mode, pixel for pixel. EXIF
@@ -26,9 +26,9 @@
 
 namespace docfeed::internal {
 
-// Container formats docfeed can recognise. JPEG, PNG, WebP and binary PGM/PPM (P5/P6, maxval 255)
-// are decoded; GIF, BMP, TIFF and the other Netpbm variants are recognised so the error can say
-// which format was refused.
+// Container formats docfeed can recognise. JPEG, PNG, WebP, TIFF and binary PGM/PPM (P5/P6,
+// maxval 255) are decoded; GIF, BMP and the other Netpbm variants are recognised so the error can
+// say which format was refused.
 enum class ImageCodec { kUnknown, kJpeg, kPng, kWebp, kGif, kBmp, kTiff, kPpm };
 
 // "jpeg", "png", "webp", "gif", "bmp", "tiff", "ppm" or "unknown".
@@ -44,13 +44,18 @@ struct ImageInfo {
   int32_t height = 0;
   // Channels DecodeImage returns: 1 L, 2 LA, 3 RGB, 4 RGBA. For palette PNGs that is 3, or 4 when
   // a tRNS chunk is present; for a CMYK/YCCK JPEG it is 4 (and `cmyk` is set; decode refuses it).
+  // For TIFF: bilevel and 16-bit gray give 1, palette 3 (4 with an alpha sample), CMYK 3.
   int32_t channels = 0;
   ImageCodec codec = ImageCodec::kUnknown;
-  int32_t bit_depth = 8;  // Bits per stored sample: JPEG 8/12, PNG 1/2/4/8/16, WebP 8.
-  bool palette = false;   // PNG colour type 3.
+  // Bits per stored sample: JPEG 8/12, PNG 1/2/4/8/16, WebP 8, TIFF 1/2/4/8/16.
+  int32_t bit_depth = 8;
+  bool palette = false;                    // PNG colour type 3, TIFF photometric palette.
   bool progressive_or_interlaced = false;  // Progressive JPEG or Adam7-interlaced PNG.
-  bool cmyk = false;                       // 4-component (CMYK or YCCK) JPEG.
+  bool cmyk = false;  // 4-component (CMYK or YCCK) JPEG; TIFF photometric separated (CMYK).
   bool has_alpha = false;
+  bool big_endian = false;  // TIFF in "MM" byte order (Pillow's mode I;16B for 16-bit gray).
+  // Pages in the file: the number of TIFF IFDs (Pillow's n_frames); 1 for the other formats.
+  int32_t frames = 1;
   // Pillow's info["transparency"] of a grayscale (mode 1 or L) or RGB PNG with a tRNS chunk
   // before the image data: the gray value in [0], or the R, G, B values, as Pillow reads them
   // (16-bit fields; mode 1 gives 0 or 255). DecodeImage ignores it, as Image.open + np.asarray
@@ -58,19 +63,29 @@ struct ImageInfo {
   // (imaging's transformers 5 colour conversion). Palette transparency is decoded as alpha.
   std::optional<std::array<uint16_t, 3>> transparency;
   // The EXIF Orientation tag (1..8) as PIL.ImageOps.exif_transpose reads it (IFD0 of the EXIF
-  // block, else `tiff:Orientation` in XMP); 1 when absent or out of range.
+  // block, else `tiff:Orientation` in XMP; for TIFF the Orientation tag of the probed page, which
+  // Pillow applies when it loads the page); 1 when absent or out of range.
   int32_t exif_orientation = 1;
 };
 
 // The mode name Pillow gives this image after Image.open(): "L", "LA", "RGB", "RGBA", "P",
-// "CMYK", "1" (1-bit grayscale PNG) or "I;16" (16-bit grayscale PNG).
+// "PA" (TIFF palette with alpha), "CMYK", "1" (1-bit grayscale PNG or TIFF), "I;16" (16-bit
+// grayscale PNG or little-endian TIFF) or "I;16B" (16-bit grayscale big-endian TIFF).
 std::string_view PillowModeName(const ImageInfo& info);
 
-// Reads only the headers (plus, for PNG and WebP, a walk over chunk headers to find EXIF), so it
-// costs microseconds even for a 600 dpi scan.
-// Errors: Unsupported for GIF/BMP/TIFF/unknown data and 12-bit or lossless JPEG; Corruption for
-// malformed or truncated headers and zero dimensions.
-Result<ImageInfo> ProbeImage(std::span<const uint8_t> bytes);
+// Which page of a multi-page file to read: TIFF IFD number `frame` in file order (Pillow's
+// Image.seek(frame)); the other formats have only frame 0. Frame 0 is what `datasets` and
+// Image.open give.
+struct DecodeOptions {
+  int32_t frame = 0;
+};
+
+// Reads only the headers (plus, for PNG and WebP, a walk over chunk headers to find EXIF; for
+// TIFF the IFD chain, to count pages), so it costs microseconds even for a 600 dpi scan.
+// Errors: Unsupported for GIF/BMP/unknown data, 12-bit or lossless JPEG and TIFF layouts Pillow
+// cannot open as 8-bit images; Corruption for malformed or truncated headers and zero
+// dimensions; InvalidArgument for a frame the file does not have.
+Result<ImageInfo> ProbeImage(std::span<const uint8_t> bytes, const DecodeOptions& options = {});
 
 // Resource limits checked from the headers before any pixel buffer is allocated.
 struct DecodeLimits {
@@ -90,12 +105,19 @@ using docfeed::Image;
 //   WebP: RGB, or RGBA when the bitstream has alpha.
 //   PPM:  P5 -> L, P6 -> RGB (maxval 255 only; the raster is copied). See ViewPpm for the header
 //         rules.
-// EXIF orientation is NOT applied; see ApplyOrientation.
+//   TIFF: page `options.frame` (default the first): L, LA, RGB, RGBA as Pillow's mode; bilevel
+//         ("1") to L 0/255, 16-bit gray to L as Pillow's convert("L") (values above 255 clip to
+//         255), 16-bit colour to its high bytes, palette to RGB/RGBA, CMYK to RGB as Pillow's
+//         convert("RGB"). src/codec/README.md lists the layouts.
+// EXIF orientation is NOT applied (not even TIFF's, which Pillow applies on load); see
+// ApplyOrientation.
 // Errors: ResourceExhausted when bytes or pixels exceed `limits`; Corruption for corrupt or
 // truncated data (libjpeg warnings, e.g. premature end of data, are errors, not gray fill);
-// Unsupported for GIF/BMP/TIFF, CMYK/YCCK/12-bit/lossless JPEG, 16-bit grayscale PNG,
-// animated WebP and Netpbm other than binary P5/P6 with maxval 255.
-Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& limits = {});
+// Unsupported for GIF/BMP, CMYK/YCCK/12-bit/lossless JPEG, 16-bit grayscale PNG, animated
+// WebP, Netpbm other than binary P5/P6 with maxval 255, and TIFF compressions or layouts outside
+// the README's table; InvalidArgument for a frame the file does not have.
+Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& limits = {},
+                          const DecodeOptions& options = {});
 
 // Lossless PNG (docfeed/image.h; defined in png.cc): 8-bit, colour type from `image.channels`
 // (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA), zlib `compression_level` 0..9 (Pillow's default is 6).

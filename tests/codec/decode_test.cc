@@ -64,9 +64,9 @@ TEST(SniffCodec, ShortAndUnknownInputIsUnknown) {
 TEST(ProbeImage, GeometryAndModeMatchPillow) {
   for (const nlohmann::json& entry : Golden()["images"]) {
     const std::string file = entry["file"];
-    if (!entry.contains("format") || CodecForPillowFormat(entry["format"]) > ImageCodec::kWebp) {
-      continue;
-    }
+    if (!entry.contains("format")) continue;
+    const ImageCodec codec = CodecForPillowFormat(entry["format"]);
+    if (codec == ImageCodec::kGif || codec == ImageCodec::kBmp) continue;
     Result<ImageInfo> info = ProbeImage(ReadImage(file));
     ASSERT_TRUE(info.ok()) << file << ": " << info.status().ToString();
     EXPECT_EQ(info->width, entry["width"].get<int32_t>()) << file;
@@ -151,7 +151,6 @@ void ExpectUnsupported(const std::string& file, const std::string& needle) {
 TEST(DecodeImage, RefusesUnsupportedVariantsByName) {
   ExpectUnsupported("gen/tiny.gif", "gif");
   ExpectUnsupported("gen/tiny.bmp", "bmp");
-  ExpectUnsupported("gen/tiny.tif", "tiff");
   ExpectUnsupported("gen/cmyk.jpg", "CMYK");
   ExpectUnsupported("gen/precision12.jpg", "precision 12");
   ExpectUnsupported("gen/gray16.png", "16-bit grayscale");

@@ -175,7 +175,7 @@ def golden_entry(path):
         orientation = img.getexif().get(0x0112, 1)
         img.load()
         entry["exif_orientation"] = orientation if orientation in range(1, 9) else 1
-        if img.mode in ("I;16", "CMYK") or img.format not in ("JPEG", "PNG", "WEBP"):
+        if img.mode in ("I;16", "CMYK") or img.format not in ("JPEG", "PNG", "WEBP", "TIFF"):
             entry["decodable"] = False
             return entry
         ref = reference_pixels(img)
