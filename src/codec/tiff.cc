@@ -260,6 +260,29 @@ void UnpackRow(const Directory& d, uint16_t plane, const uint8_t* in, uint32_t x
   }
 }
 
+// Reads strip `index` into `dest` (room for `capacity` bytes); it must yield `need` bytes.
+Status ReadStrip(TiffHandle& handle, uint32_t index, uint8_t* dest, tmsize_t capacity,
+                 uint64_t need) {
+  const tmsize_t got = TIFFReadEncodedStrip(handle.tif(), index, dest, capacity);
+  if (got < 0 || handle.failed()) {
+    return handle.CorruptionFromLibtiff("strip " + std::to_string(index), "cannot decode it");
+  }
+  if (static_cast<uint64_t>(got) < need) {
+    return CorruptionError("TIFF image data is truncated: strip " + std::to_string(index) +
+                           " decodes to " + std::to_string(got) + " bytes, not " +
+                           std::to_string(need));
+  }
+  return Status::Ok();
+}
+
+// True when libtiff's rows already are the mode pixels (8-bit, nothing skipped or inverted, no
+// row padding): strips are then decoded straight into place, without a copy.
+bool RowsAreModePixels(const Directory& d, tmsize_t row_bytes) {
+  const TiffPixelLayout& l = d.layout;
+  return !l.separate_planes && l.bits == 8 && l.samples == l.kept && !l.min_is_white &&
+         static_cast<uint64_t>(row_bytes) == uint64_t{d.width} * static_cast<uint64_t>(l.kept);
+}
+
 Status DecodeStrips(TiffHandle& handle, const Directory& d, const ModeImage& out) {
   TIFF* tif = handle.tif();
   uint32_t rows_per_strip = 0;
@@ -272,21 +295,20 @@ Status DecodeStrips(TiffHandle& handle, const Directory& d, const ModeImage& out
       static_cast<uint64_t>(strip_bytes) < uint64_t{rows_per_strip} * uint64_t(row_bytes)) {
     return handle.CorruptionFromLibtiff("strip layout", "strips cannot hold their rows");
   }
-  std::vector<uint8_t> strip(static_cast<size_t>(strip_bytes));
+  const bool direct = RowsAreModePixels(d, row_bytes);
+  std::vector<uint8_t> strip(direct ? 0 : static_cast<size_t>(strip_bytes));
   const uint16_t planes = d.layout.separate_planes ? static_cast<uint16_t>(d.layout.kept) : 1;
   for (uint16_t plane = 0; plane < planes; ++plane) {
     for (uint32_t y = 0; y < d.height; y += rows_per_strip) {
       const uint32_t index = TIFFComputeStrip(tif, y, plane);
       const uint32_t rows = std::min(rows_per_strip, d.height - y);
-      const tmsize_t got = TIFFReadEncodedStrip(tif, index, strip.data(), strip_bytes);
-      if (got < 0 || handle.failed()) {
-        return handle.CorruptionFromLibtiff("strip " + std::to_string(index), "cannot decode it");
+      const uint64_t need = uint64_t{rows} * uint64_t(row_bytes);
+      if (direct) {
+        uint8_t* dest = out.pixels + size_t{y} * out.stride_bytes;
+        DOCFEED_RETURN_IF_ERROR(ReadStrip(handle, index, dest, tmsize_t(need), need));
+        continue;
       }
-      if (static_cast<uint64_t>(got) < uint64_t{rows} * uint64_t(row_bytes)) {
-        return CorruptionError("TIFF image data is truncated: strip " + std::to_string(index) +
-                               " decodes to " + std::to_string(got) + " bytes, not " +
-                               std::to_string(uint64_t{rows} * uint64_t(row_bytes)));
-      }
+      DOCFEED_RETURN_IF_ERROR(ReadStrip(handle, index, strip.data(), strip_bytes, need));
       for (uint32_t r = 0; r < rows; ++r) {
         UnpackRow(d, plane, strip.data() + size_t{r} * size_t(row_bytes), 0, y + r, d.width, out);
       }
