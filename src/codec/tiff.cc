@@ -169,7 +169,9 @@ Result<std::unique_ptr<TiffHandle>> OpenFrame(std::span<const uint8_t> bytes, in
       std::min(limits.max_pixels, uint64_t{1} << 56) * 8 + (uint64_t{64} << 20);
   DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<TiffHandle> handle, TiffHandle::Open(bytes, max_alloc));
   if (frames != nullptr || frame != 0) {
-    const tdir_t count = TIFFNumberOfDirectories(handle->tif());
+    // Directory 0 was read at open, even when the chain after it is unreadable (a cut-off
+    // next-IFD offset makes libtiff count 0).
+    const tdir_t count = std::max<tdir_t>(TIFFNumberOfDirectories(handle->tif()), 1);
     handle->ClearError();
     if (frames != nullptr) *frames = static_cast<int32_t>(std::min<tdir_t>(count, INT32_MAX));
     if (frame < 0 || static_cast<tdir_t>(frame) >= count) {

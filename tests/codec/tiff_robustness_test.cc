@@ -170,6 +170,23 @@ TEST(TiffRobustness, ZeroSizeAndGarbageAfterTheMagic) {
   EXPECT_EQ(ProbeImage(bad_ifd).status().code(), StatusCode::kCorruption);
 }
 
+// Inputs the fuzzer (tests/fuzz/tiff_decode_fuzz.cc) found, kept in tests/data/tiff/regressions.
+TEST(TiffRobustness, FuzzRegressions) {
+  // The next-IFD offset after directory 0 is cut off: libtiff counts 0 directories, but
+  // directory 0 was read, so the probe must report one page and agree with the decode.
+  Result<std::vector<uint8_t>> bytes =
+      ReadFile(std::string(DOCFEED_TEST_DATA_DIR) + "/tiff/regressions/cut_next_ifd_offset.tif");
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  Result<ImageInfo> info = ProbeImage(*bytes);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->frames, 1);
+  Result<Image> image = DecodeImage(*bytes);
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(image->width, info->width);
+  EXPECT_EQ(image->height, info->height);
+  EXPECT_EQ(image->channels, info->channels);
+}
+
 // Handles share nothing: concurrent decodes of different files equal sequential ones.
 TEST(TiffRobustness, ConcurrentDecodesAgree) {
   const std::vector<std::string> files = {"bilevel_group4.tif", "rgb_jpeg_ycbcr.tif",
