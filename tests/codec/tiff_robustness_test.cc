@@ -170,6 +170,20 @@ TEST(TiffRobustness, ZeroSizeAndGarbageAfterTheMagic) {
   EXPECT_EQ(ProbeImage(bad_ifd).status().code(), StatusCode::kCorruption);
 }
 
+// doc_azure_invoice_g4.tif with strip 3's StripByteCounts cut from 2901 to 1000 bytes: libtiff
+// only warns ("Premature EOF") and Pillow 13 returns the page with 195 rows white; docfeed
+// refuses it (src/codec/README.md, "Truncation is an error").
+TEST(TiffRobustness, CcittDataEndingEarlyIsCorruptionNotWhiteRows) {
+  Result<std::vector<uint8_t>> bytes = ReadFile(std::string(DOCFEED_TEST_DATA_DIR) +
+                                                "/tiff/regressions/g4_strip3_cut_short.tif");
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  Result<Image> image = DecodeImage(*bytes);
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(image.status().message().find("Premature EOF"), std::string::npos)
+      << image.status().ToString();
+}
+
 // Inputs the fuzzer (tests/fuzz/tiff_decode_fuzz.cc) found, kept in tests/data/tiff/regressions.
 TEST(TiffRobustness, FuzzRegressions) {
   // The next-IFD offset after directory 0 is cut off: libtiff counts 0 directories, but
