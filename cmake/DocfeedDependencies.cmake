@@ -6,6 +6,7 @@ pkg_check_modules(SPNG REQUIRED IMPORTED_TARGET spng)          # libspng-dev
 pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp)       # libwebp-dev
 pkg_check_modules(WEBPDEMUX REQUIRED IMPORTED_TARGET libwebpdemux) # libwebp-dev (animated WebP)
 pkg_check_modules(GIF REQUIRED IMPORTED_TARGET libgif)         # libgif-dev
+pkg_check_modules(TIFF REQUIRED IMPORTED_TARGET libtiff-4>=4.5) # libtiff-dev (TIFFOpenOptions)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)       # libzstd-dev
 pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)         # liblz4-dev
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)   # libxxhash-dev

@@ -10,6 +10,7 @@ packages=(
   libspng-dev                                        # PNG decode/encode
   libwebp-dev                                        # WebP decode/encode (+ libwebpdemux: animated)
   libgif-dev                                         # GIF decode (giflib)
+  libtiff-dev libtiff-tools                          # TIFF decode (libtiff, as Pillow); tiffcp for the test corpus
   libzstd-dev liblz4-dev                             # Arrow IPC buffer compression
   libxxhash-dev                                      # XXH3-64 checksums
   libarchive-dev                                     # WebDataset tar shards (tar, tar.gz)

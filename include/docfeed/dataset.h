@@ -120,7 +120,7 @@ struct StoredSample {
   StoredSample& operator=(const StoredSample&) = delete;
 
   std::span<const uint8_t> bytes;  // the stored image file, checksum verified
-  std::string_view codec;          // "jpeg", "png", "webp" or "ppm" (static strings)
+  std::string_view codec;          // "jpeg", "png", "webp", "tiff" or "ppm" (static strings)
   int32_t width = 0;               // as the index records it, before EXIF orientation
   int32_t height = 0;
   int32_t channels = 0;  // as stored: 1 L, 2 LA, 3 RGB, 4 RGBA

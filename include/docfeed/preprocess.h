@@ -92,10 +92,16 @@ enum class PrepareMode { kExact, kFast };
 
 struct PrepareOptions {
   // EXIF orientation (1..8) to apply first, as `datasets` does when it decodes; 1 = none, as
-  // `PIL.Image.open` gives.
+  // `PIL.Image.open` gives for every format but TIFF (see OrientationAppliedOnOpen).
   int32_t orientation = 1;
   PrepareMode mode = PrepareMode::kExact;
 };
+
+// The orientation `PIL.Image.open(...).load()` itself applies to these encoded bytes: a TIFF's
+// Orientation tag (Pillow's TIFF loader turns the page as it loads it), 1 for every other format
+// and for bytes that do not probe. Pass it as PrepareOptions::orientation to reproduce
+// `processor(Image.open(path))` rather than what `datasets` gives. Reentrant.
+int32_t OrientationAppliedOnOpen(std::span<const uint8_t> bytes);
 
 // A sample's identity, from which Finish draws its randomness: a function of these only.
 struct SampleKey {

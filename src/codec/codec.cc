@@ -61,11 +61,12 @@ ImageCodec SniffCodec(std::span<const uint8_t> bytes) {
 }
 
 std::string_view PillowModeName(const ImageInfo& info) {
+  const bool tiff = info.codec == ImageCodec::kTiff;
   if (info.cmyk) return "CMYK";
-  if (info.palette) return "P";
-  if (info.codec == ImageCodec::kPng && info.channels == 1) {
+  if (info.palette) return tiff && info.has_alpha ? "PA" : "P";
+  if ((info.codec == ImageCodec::kPng || tiff) && info.channels == 1) {
     if (info.bit_depth == 1) return "1";
-    if (info.bit_depth == 16) return "I;16";
+    if (info.bit_depth == 16) return tiff && info.big_endian ? "I;16B" : "I;16";
   }
   constexpr std::array<std::string_view, 4> kModes = {"L", "LA", "RGB", "RGBA"};
   if (info.channels < 1 || info.channels > 4) return "";
@@ -120,25 +121,35 @@ Result<ImageCodec> DecodableCodec(std::span<const uint8_t> bytes, uint64_t max_i
     case ImageCodec::kWebp:
     case ImageCodec::kPpm:
     case ImageCodec::kGif:
+    case ImageCodec::kTiff:
       return codec;
     case ImageCodec::kUnknown:
       return UnsupportedError(
-          "unrecognised image format (no JPEG, PNG, WebP, GIF or PPM signature)");
+          "unrecognised image format (no JPEG, PNG, WebP, GIF, TIFF or PPM signature)");
     default:
       return UnsupportedError(std::string(ImageCodecName(codec)) +
-                              " images are not supported (only JPEG, PNG, WebP, GIF and PPM)");
+                              " images are not supported (only JPEG, PNG, WebP, GIF, TIFF and PPM)");
   }
+}
+
+// Only TIFF has pages; the other formats accept frame 0 alone.
+Status CheckSinglePage(ImageCodec codec, int32_t frame) {
+  if (codec == ImageCodec::kTiff || frame == 0) return Status::Ok();
+  return InvalidArgumentError(std::string(ImageCodecName(codec)) + " images have one page; page " +
+                              std::to_string(frame) + " does not exist");
 }
 
 }  // namespace
 
-Result<ImageInfo> ProbeImage(std::span<const uint8_t> bytes) {
+Result<ImageInfo> ProbeImage(std::span<const uint8_t> bytes, const DecodeOptions& options) {
   DOCFEED_ASSIGN_OR_RETURN(ImageCodec codec, DecodableCodec(bytes, DecodeLimits{}.max_input_bytes));
-  Result<ImageInfo> info = codec == ImageCodec::kJpeg  ? ProbeJpeg(bytes)
-                           : codec == ImageCodec::kPng ? ProbePng(bytes)
-                           : codec == ImageCodec::kPpm ? ProbePpm(bytes)
-                           : codec == ImageCodec::kGif ? ProbeGif(bytes)
-                                                       : ProbeWebp(bytes);
+  DOCFEED_RETURN_IF_ERROR(CheckSinglePage(codec, options.frame));
+  Result<ImageInfo> info = codec == ImageCodec::kJpeg   ? ProbeJpeg(bytes)
+                           : codec == ImageCodec::kPng  ? ProbePng(bytes)
+                           : codec == ImageCodec::kPpm  ? ProbePpm(bytes)
+                           : codec == ImageCodec::kGif  ? ProbeGif(bytes)
+                           : codec == ImageCodec::kTiff ? ProbeTiff(bytes, options.frame)
+                                                        : ProbeWebp(bytes);
   if (info.ok() && (info->width <= 0 || info->height <= 0)) {
     return CorruptionError("image has zero size");
   }
@@ -147,9 +158,17 @@ Result<ImageInfo> ProbeImage(std::span<const uint8_t> bytes) {
 
 Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& limits,
                           DecodeReport* report) {
+  return DecodeImage(bytes, limits, DecodeOptions{}, report);
+}
+
+Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& limits,
+                          const DecodeOptions& options, DecodeReport* report) {
   if (report != nullptr) *report = DecodeReport{};
   DOCFEED_ASSIGN_OR_RETURN(ImageCodec codec, DecodableCodec(bytes, limits.max_input_bytes));
+  DOCFEED_RETURN_IF_ERROR(CheckSinglePage(codec, options.frame));
   switch (codec) {
+    case ImageCodec::kTiff:
+      return DecodeTiff(bytes, limits, options.frame);
     case ImageCodec::kJpeg:
       return DecodeJpeg(bytes, limits, report);
     case ImageCodec::kGif:

@@ -1,6 +1,6 @@
 // docfeed's image codec: sniffs, probes, decodes and encodes the document images that go into
-// shards (JPEG via libjpeg-turbo, PNG via libspng, WebP via libwebp, GIF via giflib (decode
-// only); binary PGM/PPM, the container of preprocessed samples, in ppm.cc).
+// shards (JPEG via libjpeg-turbo, PNG via libspng, WebP via libwebp, GIF via giflib and TIFF via
+// libtiff (decode only); binary PGM/PPM, the container of preprocessed samples, in ppm.cc).
 //
 // The decoders are a C++ mirror of what Hugging Face `datasets` does with an Image column:
 // `PIL.Image.open(...).load()`, i.e. Pillow's natural 8-bit mode, pixel for pixel. EXIF
@@ -27,9 +27,9 @@
 
 namespace docfeed::internal {
 
-// Container formats docfeed can recognise. JPEG, PNG, WebP, GIF and binary PGM/PPM (P5/P6,
-// maxval 255) are decoded; BMP, TIFF and the other Netpbm variants are recognised so the error
-// can say which format was refused.
+// Container formats docfeed can recognise. JPEG, PNG, WebP, GIF, TIFF and binary PGM/PPM (P5/P6,
+// maxval 255) are decoded; BMP and the other Netpbm variants are recognised so the error can say
+// which format was refused.
 enum class ImageCodec { kUnknown, kJpeg, kPng, kWebp, kGif, kBmp, kTiff, kPpm };
 
 // "jpeg", "png", "webp", "gif", "bmp", "tiff", "ppm" or "unknown".
@@ -46,13 +46,17 @@ struct ImageInfo {
   // Channels DecodeImage returns: 1 L, 2 LA, 3 RGB, 4 RGBA. For palette PNGs that is 3, or 4 when
   // a tRNS chunk is present; for a GIF 3, or 4 when frame 0 has a transparent index (1 when
   // Pillow opens it as L); for a CMYK/YCCK JPEG it is 3 (`cmyk` is set; decoded to RGB).
+  // For TIFF: bilevel and 16-bit gray give 1, palette 3 (4 with an alpha sample), CMYK 3.
   int32_t channels = 0;
   ImageCodec codec = ImageCodec::kUnknown;
-  int32_t bit_depth = 8;  // Bits per stored sample: JPEG 8/12, PNG 1/2/4/8/16, WebP/GIF 8.
-  bool palette = false;   // PNG colour type 3, or a GIF Pillow opens as mode P.
+  // Bits per stored sample: JPEG 8/12, PNG 1/2/4/8/16, WebP/GIF 8, TIFF 1/2/4/8/16.
+  int32_t bit_depth = 8;
+  // PNG colour type 3, a GIF Pillow opens as mode P, TIFF photometric palette.
+  bool palette = false;
   bool progressive_or_interlaced = false;  // Progressive JPEG or Adam7-interlaced PNG.
-  bool cmyk = false;                       // 4-component (CMYK or YCCK) JPEG.
+  bool cmyk = false;  // 4-component (CMYK or YCCK) JPEG; TIFF photometric separated (CMYK).
   bool has_alpha = false;
+  bool big_endian = false;  // TIFF in "MM" byte order (Pillow's mode I;16B for 16-bit gray).
   // Pillow's info["transparency"] of a grayscale (mode 1 or L) or RGB PNG with a tRNS chunk
   // before the image data: the gray value in [0], or the R, G, B values, as Pillow reads them
   // (16-bit fields; mode 1 gives 0 or 255). DecodeImage ignores it, as Image.open + np.asarray
@@ -60,23 +64,34 @@ struct ImageInfo {
   // (imaging's transformers 5 colour conversion). Palette transparency is decoded as alpha.
   std::optional<std::array<uint16_t, 3>> transparency;
   // The EXIF Orientation tag (1..8) as PIL.ImageOps.exif_transpose reads it (IFD0 of the EXIF
-  // block, else `tiff:Orientation` in XMP); 1 when absent or out of range.
+  // block, else `tiff:Orientation` in XMP; for TIFF the Orientation tag of the probed page, which
+  // Pillow applies when it loads the page); 1 when absent or out of range.
   int32_t exif_orientation = 1;
-  // Pillow's n_frames: the frames of an animated GIF, APNG (acTL, plus the default image when
-  // it is not part of the animation) or animated WebP; 1 for everything else. DecodeImage
-  // returns frame 0, as Image.open() shows it.
+  // Pillow's n_frames: the pages of a TIFF (its IFDs), the frames of an animated GIF, APNG
+  // (acTL, plus the default image when it is not part of the animation) or animated WebP; 1 for
+  // everything else. DecodeImage returns frame 0, as Image.open() shows it, unless a TIFF page
+  // is asked for (DecodeOptions).
   int32_t frames = 1;
 };
 
 // The mode name Pillow gives this image after Image.open(): "L", "LA", "RGB", "RGBA", "P",
-// "CMYK", "1" (1-bit grayscale PNG) or "I;16" (16-bit grayscale PNG).
+// "PA" (TIFF palette with alpha), "CMYK", "1" (1-bit grayscale PNG or TIFF), "I;16" (16-bit
+// grayscale PNG or little-endian TIFF) or "I;16B" (16-bit grayscale big-endian TIFF).
 std::string_view PillowModeName(const ImageInfo& info);
 
-// Reads only the headers (plus, for PNG and WebP, a walk over chunk headers to find EXIF), so it
-// costs microseconds even for a 600 dpi scan.
-// Errors: Unsupported for BMP/TIFF/unknown data and 12-bit or lossless JPEG; Corruption for
-// malformed or truncated headers and zero dimensions.
-Result<ImageInfo> ProbeImage(std::span<const uint8_t> bytes);
+// Which page of a multi-page file to read: TIFF IFD number `frame` in file order (Pillow's
+// Image.seek(frame)); the other formats have only frame 0. Frame 0 is what `datasets` and
+// Image.open give.
+struct DecodeOptions {
+  int32_t frame = 0;
+};
+
+// Reads only the headers (plus, for PNG and WebP, a walk over chunk headers to find EXIF; for
+// TIFF the IFD chain, to count pages), so it costs microseconds even for a 600 dpi scan.
+// Errors: Unsupported for BMP/unknown data, 12-bit or lossless JPEG and TIFF layouts Pillow
+// cannot open as 8-bit images; Corruption for malformed or truncated headers and zero
+// dimensions; InvalidArgument for a frame the file does not have.
+Result<ImageInfo> ProbeImage(std::span<const uint8_t> bytes, const DecodeOptions& options = {});
 
 // Resource limits checked from the headers before any pixel buffer is allocated.
 struct DecodeLimits {
@@ -112,11 +127,21 @@ struct DecodeReport {
 //         palette).
 //   PPM:  P5 -> L, P6 -> RGB (maxval 255 only; the raster is copied). See ViewPpm for the header
 //         rules.
-// EXIF orientation is NOT applied; see ApplyOrientation. `report` (may be null) receives the
-// warnings a decode tolerated (see DecodeReport); it is reset on every call.
+//   TIFF: page `options.frame` (default the first): L, LA, RGB, RGBA as Pillow's mode; bilevel
+//         ("1") to L 0/255, 16-bit gray to L as Pillow's convert("L") (values above 255 clip to
+//         255), 16-bit colour to its high bytes, palette to RGB/RGBA, CMYK to RGB as Pillow's
+//         convert("RGB"). src/codec/README.md lists the layouts.
+// EXIF orientation is NOT applied (not even TIFF's, which Pillow applies on load); see
+// ApplyOrientation. `report` (may be null) receives the warnings a decode tolerated (see
+// DecodeReport); it is reset on every call.
 // Errors: ResourceExhausted when bytes or pixels exceed `limits`; Corruption for corrupt or
 // truncated data (data that ends early is an error, not gray fill, as in Pillow); Unsupported
-// for BMP/TIFF, 12-bit/lossless JPEG and Netpbm other than binary P5/P6 with maxval 255.
+// for BMP, 12-bit/lossless JPEG, Netpbm other than binary P5/P6 with maxval 255, and TIFF
+// compressions or layouts outside the README's table; InvalidArgument for a frame the file does
+// not have.
+Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& limits,
+                          const DecodeOptions& options, DecodeReport* report = nullptr);
+// The first page (frame 0).
 Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& limits = {},
                           DecodeReport* report = nullptr);
 

@@ -57,6 +57,9 @@ Status CheckStoredCodec(uint8_t codec, std::span<const uint8_t> image) {
     case ImageCodec::kPpm:
       actual = StoredCodec::kPpm;
       break;
+    case ImageCodec::kTiff:
+      actual = StoredCodec::kTiff;
+      break;
     default:
       return CorruptionError("the stored bytes are " +
                              std::string(ImageCodecName(SniffCodec(image))) +
@@ -78,6 +81,8 @@ std::string_view StoredCodecName(StoredCodec codec) {
       return "webp";
     case StoredCodec::kPpm:
       return "ppm";
+    case StoredCodec::kTiff:
+      return "tiff";
   }
   return "unknown";
 }

@@ -22,10 +22,11 @@ inline constexpr size_t kIndexRecordBytes = 64;
 inline constexpr size_t kIndexFooterBytes = 8;
 
 // Codes stored in IndexRecord::codec. Never renumber: they are on disk.
-// kPpm is binary PGM/PPM (P5/P6, maxval 255), the container of preprocessed samples.
-enum class StoredCodec : uint8_t { kJpeg = 1, kPng = 2, kWebp = 3, kPpm = 4 };
+// kPpm is binary PGM/PPM (P5/P6, maxval 255), the container of preprocessed samples. kTiff is a
+// TIFF file kept as it was packed (`--codec keep`); readers decode its first page.
+enum class StoredCodec : uint8_t { kJpeg = 1, kPng = 2, kWebp = 3, kPpm = 4, kTiff = 5 };
 
-// "jpeg", "png", "webp", "ppm" ("unknown" for other values).
+// "jpeg", "png", "webp", "ppm", "tiff" ("unknown" for other values).
 std::string_view StoredCodecName(StoredCodec codec);
 
 // OK when the signature (magic bytes) of `image` is that of IndexRecord::codec `codec`;

@@ -17,9 +17,12 @@ Result<StoredCodec> ToStoredCodec(ImageCodec codec) {
       return StoredCodec::kWebp;
     case ImageCodec::kPpm:
       return StoredCodec::kPpm;
+    case ImageCodec::kTiff:
+      return StoredCodec::kTiff;
     default:
-      return UnsupportedError(std::string(ImageCodecName(codec)) +
-                              " images are not supported (docfeed stores JPEG, PNG, WebP and PPM)");
+      return UnsupportedError(
+          std::string(ImageCodecName(codec)) +
+          " images are not supported (docfeed stores JPEG, PNG, WebP, TIFF and PPM)");
   }
 }
 

@@ -1,8 +1,15 @@
 // docfeed::Preset (docfeed/preprocess.h): the public handle over an internal::Preset.
+#include "codec/codec.h"
 #include "docfeed/preprocess.h"
 #include "preset/preset.h"
 
 namespace docfeed {
+
+int32_t OrientationAppliedOnOpen(std::span<const uint8_t> bytes) {
+  if (internal::SniffCodec(bytes) != internal::ImageCodec::kTiff) return 1;
+  const Result<internal::ImageInfo> info = internal::ProbeImage(bytes);
+  return info.ok() ? info->exif_orientation : 1;
+}
 
 Result<Preset> Preset::Create(const PresetOptions& options) {
   DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<const internal::Preset> impl,

@@ -64,10 +64,8 @@ TEST(SniffCodec, ShortAndUnknownInputIsUnknown) {
 TEST(ProbeImage, GeometryAndModeMatchPillow) {
   for (const nlohmann::json& entry : Golden()["images"]) {
     const std::string file = entry["file"];
-    if (!entry.contains("format") || (CodecForPillowFormat(entry["format"]) > ImageCodec::kWebp &&
-                                      CodecForPillowFormat(entry["format"]) != ImageCodec::kGif)) {
-      continue;
-    }
+    if (!entry.contains("format")) continue;
+    if (CodecForPillowFormat(entry["format"]) == ImageCodec::kBmp) continue;
     Result<ImageInfo> info = ProbeImage(ReadImage(file));
     ASSERT_TRUE(info.ok()) << file << ": " << info.status().ToString();
     EXPECT_EQ(info->width, entry["width"].get<int32_t>()) << file;
@@ -155,7 +153,6 @@ void ExpectUnsupported(const std::string& file, const std::string& needle) {
 
 TEST(DecodeImage, RefusesUnsupportedVariantsByName) {
   ExpectUnsupported("gen/tiny.bmp", "bmp");
-  ExpectUnsupported("gen/tiny.tif", "tiff");
   ExpectUnsupported("gen/precision12.jpg", "precision 12");
   const uint8_t junk[] = {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd'};
   EXPECT_EQ(DecodeImage(junk).status().code(), StatusCode::kUnsupported);

@@ -1,6 +1,6 @@
-// Shared body of the codec fuzzers (jpeg/png/webp/gif_decode_fuzz.cc): probe and decode arbitrary
-// bytes and check the invariants callers rely on. Any crash, sanitizer report or failed check
-// is a bug. Limits are lowered so the fuzzer spends its time on parsing, not on huge buffers.
+// Shared body of the codec fuzzers (jpeg/png/webp/gif/ppm/tiff_decode_fuzz.cc): probe and decode
+// arbitrary bytes and check the invariants callers rely on. Any crash, sanitizer report or failed
+// check is a bug. Limits are lowered so the fuzzer spends its time on parsing, not on huge buffers.
 #ifndef DOCFEED_TESTS_FUZZ_CODEC_FUZZ_COMMON_H_
 #define DOCFEED_TESTS_FUZZ_CODEC_FUZZ_COMMON_H_
 
@@ -36,6 +36,26 @@ inline void FuzzDecodeOnce(const uint8_t* data, size_t size) {
     if (!png.ok()) std::abort();
     const Result<Image> again = DecodeImage(*png);
     if (!again.ok() || again->pixels != image->pixels) std::abort();
+  }
+}
+
+// Decodes pages 1..3 of a multi-page file (TIFF) with the same consistency checks as page 0.
+inline void FuzzDecodePages(const uint8_t* data, size_t size) {
+  const std::span<const uint8_t> bytes(data, size);
+  const Result<ImageInfo> first = ProbeImage(bytes);
+  if (!first.ok()) return;
+  DecodeLimits limits;
+  limits.max_pixels = 1 << 20;
+  for (int32_t page = 1; page < first->frames && page < 4; ++page) {
+    const DecodeOptions options{.frame = page};
+    const Result<ImageInfo> info = ProbeImage(bytes, options);
+    const Result<Image> image = DecodeImage(bytes, limits, options);
+    if (!image.ok()) continue;
+    if (!info.ok() || info->width != image->width || info->height != image->height ||
+        info->channels != image->channels ||
+        image->pixels.size() != image->stride_bytes() * static_cast<size_t>(image->height)) {
+      std::abort();
+    }
   }
 }
 

@@ -6,8 +6,9 @@
 # Seeds come from tests/data/images (by magic, so a renamed file still seeds the right target)
 # and tests/fuzz/corpus/<target>/ (kept by the long campaign).
 # Crashes are written to build/fuzz/<target>/ as crash-* files; the script exits non-zero if a
-# target fails. libjpeg-turbo, libspng, libwebp and giflib are the system builds, so only docfeed's code
-# is coverage-instrumented; memory errors inside the libraries still surface as crashes.
+# target fails. libjpeg-turbo, libspng, libwebp, giflib and libtiff are the system builds, so
+# only docfeed's code is coverage-instrumented; memory errors inside the libraries still surface
+# as crashes. The tiff target also seeds from tests/data/tiff/cases (small files only).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -20,7 +21,7 @@ source "${root}/tests/fuzz/fuzz_lib.sh"
 sources=("${root}"/src/codec/*.cc "${root}"/src/codec/internal/*.cc "${root}/src/base/status.cc")
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
        -I"${root}/include" -I"${root}/src")
-libs=(-ljpeg -lspng -lwebpdemux -lwebp -lgif)
+libs=(-ljpeg -lspng -lwebpdemux -lwebp -lgif -ltiff)
 
 seed() {  # seed <corpus-dir> <magic-hex>
   mkdir -p "$1"
@@ -31,7 +32,7 @@ seed() {  # seed <corpus-dir> <magic-hex>
 }
 
 status=0
-for target in jpeg png webp gif ppm; do
+for target in jpeg png webp gif ppm tiff; do
   bin="${out}/${target}_decode_fuzz"
   # Rebuild only when a source is newer than the binary (a second `make test` does no extra work).
   if [[ ! -x "${bin}" || -n "$(find "${root}/tests/fuzz" "${root}/src/codec" "${root}/src/base" "${root}/include" -newer "${bin}" -name '*.[ch]*' | head -1)" ]]; then
@@ -44,6 +45,9 @@ for target in jpeg png webp gif ppm; do
     png) seed "${corpus}" 89504e47 ;;
     webp) seed "${corpus}" 52494646 ;;
     gif) seed "${corpus}" 474946 ;;
+    tiff)  # The TIFF corpus: every case up to 16 KiB (the document pages are larger).
+      mkdir -p "${corpus}"
+      find "${root}/tests/data/tiff/cases" -name '*.tif' -size -16k -exec cp -f {} "${corpus}/" \; ;;
     ppm)  # No PPM files in tests/data/images: seed with two tiny hand-written ones.
       mkdir -p "${corpus}"
       printf 'P6\n2 1\n255\n\x01\x02\x03\x04\x05\x06' > "${corpus}/rgb.ppm"

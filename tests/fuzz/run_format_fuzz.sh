@@ -22,7 +22,7 @@ common=("${root}"/src/base/{status,hash,file,mem_env}.cc "${root}/src/base/posix
         "${root}"/src/codec/internal/*.cc)
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
        -I"${root}/include" -I"${root}/src")
-libs=(-lxxhash -ljpeg -lspng -lwebp -larchive)
+libs=(-lxxhash -ljpeg -lspng -lwebpdemux -lwebp -lgif -ltiff -larchive)
 
 # The code under test is compiled once into an archive (instrumented, without libFuzzer's main)
 # and linked into each target; rebuilt only when a source is newer than it.

@@ -9,7 +9,9 @@ computes every reference array of the session. Pillow and numpy are .venv's own.
 Compared: the resized stage (do_pad/rescale/normalize off, HWC uint8), the centred padded stage
 (rescale/normalize off, HWC uint8) and pixel_values (CHW float32, bit for bit), on every sample
 document and on generated images (tiny, huge, very tall/wide, landscape, L/LA/P/RGBA/1, sizes
-that make the thumbnail run Pillow's reduce() step, align_long_axis). Random padding cannot
+that make the thumbnail run Pillow's reduce() step, align_long_axis), on TIFF files (generated
+G4/LZW/JPEG/palette/Orientation-tagged ones and the document pages of tests/data/tiff/cases).
+Random padding cannot
 match numpy's stream (docfeed has its own generator); it is checked for range, reachability of
 every offset, determinism, and the same placement semantics as the processor's.
 """
@@ -181,6 +183,21 @@ GENERATED = [
     if h != 3  # (see tiny-1x2)
 ]
 
+# TIFF inputs: (name, width, height, mode, target "HxW", Pillow save options). Pillow applies a
+# TIFF's Orientation tag when it loads the page, so the processor sees the turned image.
+GENERATED_TIFF = [
+    ("tiff-g4-a4-page", 1240, 1754, "1", "1553x1200", {"compression": "group4"}),
+    ("tiff-lzw-rgb", 413, 587, "RGB", "155x120", {"compression": "tiff_lzw"}),
+    ("tiff-jpeg-rgb", 350, 461, "RGB", "155x120", {"compression": "jpeg"}),
+    ("tiff-palette-deflate", 229, 311, "P", "155x120", {"compression": "tiff_adobe_deflate"}),
+    ("tiff-rgba-packbits", 167, 233, "RGBA", "155x120", {"compression": "packbits"}),
+    ("tiff-orientation6", 300, 200, "L", "155x120", {"compression": "tiff_lzw",
+                                                     "tiffinfo": {274: 6}}),
+]
+TIFF_CASES = REPO / "tests" / "data" / "tiff" / "cases"
+TIFF_PAGES = ["doc_azure_invoice_g4.tif", "doc_sroie_gray_lzw.tif", "rgb_jpeg_ycbcr.tif",
+              "multipage_lzw.tif", "cmyk_lzw.tif", "gray16_le.tif"]
+
 STAGES = ("resized", "padded", "normalized")
 # In a 12x11 (HxW) canvas: tiny-3x2 resizes to 11x7 (room below), gray to 8x12 (room right).
 RANDOM_PAD_IMAGES = ("tiny-3x2", "gray")
@@ -211,13 +228,21 @@ def all_cases(gen_dir):
     for name, w, h, mode, hw, align in GENERATED:
         for stage in STAGES:
             cases.append((f"{name}-{stage}", gen_dir / f"{name}.png", hw, align, stage))
+    for name, _, _, _, hw, _ in GENERATED_TIFF:
+        for stage in STAGES:
+            cases.append((f"{name}-{stage}", gen_dir / f"{name}.tif", hw, False, stage))
+    for name in TIFF_PAGES:
+        cases.append((f"{name}@1553x1200-normalized", TIFF_CASES / name, "1553x1200", False,
+                      "normalized"))
     return cases
 
 
 CASE_IDS = ([f"{r}@1553x1200-{s}" for r in SAMPLES for s in ("padded", "normalized")]
             + [f"{r}@{hw}-{s}" for r in FULL_PAGE_EXTRA
                for hw, s in (("1553x1200", "resized"), ("1280x960", "normalized"))]
-            + [f"{g[0]}-{s}" for g in GENERATED for s in STAGES])
+            + [f"{g[0]}-{s}" for g in GENERATED for s in STAGES]
+            + [f"{g[0]}-{s}" for g in GENERATED_TIFF for s in STAGES]
+            + [f"{name}@1553x1200-normalized" for name in TIFF_PAGES])
 
 
 @pytest.fixture(scope="module")
@@ -227,6 +252,9 @@ def reference(tmp_path_factory):
     gen_dir.mkdir()
     for name, w, h, mode, _, _ in GENERATED:
         make_image(gen_dir / f"{name}.png", w, h, mode, seed=w * 7 + h)
+    for name, w, h, mode, _, options in GENERATED_TIFF:
+        make_image(gen_dir / f"{name}.png", w, h, mode, seed=w * 5 + h)
+        Image.open(gen_dir / f"{name}.png").save(gen_dir / f"{name}.tif", **options)
     cases = {c[0]: c for c in all_cases(gen_dir)}
     jobs = [stage_job(img, hw, stage, align, tmp / f"ref-{i}.npy")
             for i, (_, img, hw, align, stage) in enumerate(cases.values())]

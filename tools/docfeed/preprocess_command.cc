@@ -168,12 +168,13 @@ void SetFloatShape(const Options& o, Output& out) {
 }
 
 // The preset's two parts, as the loader runs them: Prepare (decode + resize; EXIF orientation
-// is not applied, as PIL.Image.open does not), then Finish (pad + normalize) into the output,
-// with the padding offsets drawn for sample 0 of epoch 0.
+// only where PIL.Image.open applies it itself: a TIFF's Orientation tag), then Finish (pad +
+// normalize) into the output, with the padding offsets drawn for sample 0 of epoch 0.
 Status RunOnce(const Options& o, const Preset& preset, std::span<const uint8_t> bytes,
                Workspace& ws, StageTimes& t) {
-  double start = ThreadCpuSeconds();
   PrepareOptions prepare;
+  prepare.orientation = OrientationAppliedOnOpen(bytes);
+  double start = ThreadCpuSeconds();
   prepare.mode = o.mode;
   DOCFEED_RETURN_IF_ERROR(preset.Prepare(bytes, prepare, &ws.resized));
   t.prepare_s += Seconds(start);

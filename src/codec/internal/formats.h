@@ -28,6 +28,10 @@ Result<Image> DecodeGif(std::span<const uint8_t> bytes, const DecodeLimits& limi
 Result<ImageInfo> ProbePpm(std::span<const uint8_t> bytes);
 Result<Image> DecodePpm(std::span<const uint8_t> bytes, const DecodeLimits& limits);
 
+// `frame` is the page (IFD) to read; InvalidArgument when the file has no such page.
+Result<ImageInfo> ProbeTiff(std::span<const uint8_t> bytes, int32_t frame);
+Result<Image> DecodeTiff(std::span<const uint8_t> bytes, const DecodeLimits& limits, int32_t frame);
+
 // The checks every decoder runs on header geometry before allocating: both sides positive
 // (Corruption otherwise) and width * height <= limits.max_pixels (ResourceExhausted otherwise).
 Status CheckGeometry(uint64_t width, uint64_t height, const DecodeLimits& limits);

@@ -187,7 +187,7 @@ def golden_entry(path):
             entry.update({"decodable": False, "pillow_error": str(e)})
             return entry
         entry["exif_orientation"] = orientation if orientation in range(1, 9) else 1
-        if img.format not in ("JPEG", "PNG", "WEBP", "GIF"):
+        if img.format not in ("JPEG", "PNG", "WEBP", "GIF", "TIFF"):
             entry["decodable"] = False
             return entry
         ref = reference_pixels(img)

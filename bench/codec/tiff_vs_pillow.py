@@ -1,0 +1,120 @@
+"""TIFF decode per page, one core: docfeed's DecodeImage against Pillow, same pages, same run.
+
+Makes document-size TIFF pages in a temporary folder from the repository's real scans
+(tests/data/images): the 1700x2200 Azure invoice scan and the 463x1013 SROIE receipt, each
+scaled to an A4 page (300 dpi 2480x3508 bilevel, 150 dpi 1240x1754 colour/gray), written by
+Pillow and libtiff's tiffcp as
+  - CCITT G4 bilevel, 300 dpi, a one-page file and the first page of a two-page file,
+  - LZW RGB (horizontal predictor), 150 dpi, and LZW gray, 300 dpi,
+  - JPEG-in-TIFF (YCbCr 2x2, quality 90), 150 dpi and 300 dpi,
+  - Adobe Deflate RGB in 256x256 tiles, 150 dpi.
+Then times, per page:
+  (p) Pillow 13: Image.open(BytesIO(bytes)).load() (what `datasets` does to an Image column),
+  (d) docfeed: DecodeImage (`donut_stages_bench FILE --mode decode-only`,
+      src/imaging/donut_stages_bench.cc; the image buffer is allocated per run, as in Pillow),
+and prints a markdown table with docfeed/Pillow ratios. Both are CPU time per page, the mean of
+--repeat runs after one warm-up (time.process_time() in Python, the thread's CPU clock in
+donut_stages_bench), on the core the script is pinned to.
+
+Usage: taskset -c 0 .venv/bin/python bench/codec/tiff_vs_pillow.py --build build [--repeat 20]
+(the build needs the target donut_stages_bench; tiffcp from libtiff-tools on PATH).
+"""
+import argparse
+import io
+import os
+import pathlib
+import platform
+import re
+import subprocess
+import tempfile
+import time
+
+from PIL import Image, features
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+IMAGES = REPO / "tests" / "data" / "images"
+
+
+def make_pages(tmp):
+    """(name, path) of the benchmark pages, written into `tmp`."""
+    scan = Image.open(IMAGES / "azure_invoice_sample.jpg").convert("L")
+    receipt = Image.open(IMAGES / "sroie_000.jpg").convert("RGB")
+    bilevel = scan.resize((2480, 3508), Image.Resampling.BILINEAR).point(
+        lambda v: 255 if v > 160 else 0).convert("1", dither=Image.Dither.NONE)
+    rgb150 = receipt.resize((1240, 1754), Image.Resampling.BICUBIC)
+    gray300 = scan.resize((2480, 3508), Image.Resampling.BICUBIC)
+    rgb300 = receipt.resize((2480, 3508), Image.Resampling.BICUBIC)
+    pages = []
+
+    def add(name, path):
+        pages.append((name, path))
+
+    bilevel.save(tmp / "g4.tif", compression="group4")
+    add("G4 bilevel 2480x3508, 1 page", tmp / "g4.tif")
+    bilevel.save(tmp / "g4x2.tif", compression="group4", save_all=True,
+                 append_images=[bilevel.transpose(Image.Transpose.FLIP_TOP_BOTTOM)])
+    add("G4 bilevel 2480x3508, first of 2 pages", tmp / "g4x2.tif")
+    rgb150.save(tmp / "rgb150_raw.tif")
+    subprocess.run(["tiffcp", "-c", "lzw:2", str(tmp / "rgb150_raw.tif"),
+                    str(tmp / "lzw_rgb.tif")], check=True)
+    add("LZW+predictor RGB 1240x1754", tmp / "lzw_rgb.tif")
+    gray300.save(tmp / "lzw_gray.tif", compression="tiff_lzw")
+    add("LZW gray 2480x3508", tmp / "lzw_gray.tif")
+    subprocess.run(["tiffcp", "-c", "jpeg:90", "-r", "16", str(tmp / "rgb150_raw.tif"),
+                    str(tmp / "jpeg150.tif")], check=True)
+    add("JPEG YCbCr 1240x1754", tmp / "jpeg150.tif")
+    rgb300.save(tmp / "rgb300_raw.tif")
+    subprocess.run(["tiffcp", "-c", "jpeg:90", "-r", "16", str(tmp / "rgb300_raw.tif"),
+                    str(tmp / "jpeg300.tif")], check=True)
+    add("JPEG YCbCr 2480x3508", tmp / "jpeg300.tif")
+    subprocess.run(["tiffcp", "-c", "zip", "-t", "-w", "256", "-l", "256",
+                    str(tmp / "rgb150_raw.tif"), str(tmp / "zip_tiled.tif")], check=True)
+    add("Deflate RGB tiled 1240x1754", tmp / "zip_tiled.tif")
+    return pages
+
+
+def time_pillow(data, repeat):
+    def once():
+        with Image.open(io.BytesIO(data)) as img:
+            img.load()
+            return img.mode
+
+    mode = once()  # warm-up
+    start = time.process_time()
+    for _ in range(repeat):
+        once()
+    return 1e3 * (time.process_time() - start) / repeat, mode
+
+
+def time_docfeed(bench, path, repeat):
+    subprocess.run([str(bench), str(path), "--mode", "decode-only", "--repeat", "1"], check=True,
+                   capture_output=True)  # warm-up
+    proc = subprocess.run([str(bench), str(path), "--mode", "decode-only", "--repeat",
+                           str(repeat)], check=True, capture_output=True, text=True)
+    return float(re.search(r"cpu per image \(mean of \d+\): ([0-9.]+) ms", proc.stderr).group(1))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.environ.get("DOCFEED_BUILD_DIR", "build"))
+    parser.add_argument("--repeat", type=int, default=20)
+    opts = parser.parse_args()
+    build = pathlib.Path(opts.build)
+    bench = (build if build.is_absolute() else REPO / build) / "bin" / "donut_stages_bench"
+    cpus = sorted(os.sched_getaffinity(0))
+    print(f"Pillow {Image.__version__} (libtiff {features.version('libtiff')}), "
+          f"{platform.processor() or platform.machine()}, CPUs {cpus}, mean of {opts.repeat}")
+    print()
+    print("| page | bytes | Pillow mode | Pillow ms | docfeed ms | docfeed / Pillow |")
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, path in make_pages(pathlib.Path(tmp)):
+            data = path.read_bytes()
+            pillow_ms, mode = time_pillow(data, opts.repeat)
+            docfeed_ms = time_docfeed(bench, path, opts.repeat)
+            print(f"| {name} | {len(data):,} | {mode} | {pillow_ms:.2f} | {docfeed_ms:.2f} | "
+                  f"{docfeed_ms / pillow_ms:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
