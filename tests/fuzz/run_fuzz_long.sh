@@ -31,6 +31,7 @@ targets=(
   "manifest ${out}/manifest_fuzz ${out}/manifest/corpus 65536"
   "index ${out}/index_fuzz ${out}/index/corpus 65536"
   "metadata_jsonl ${out}/metadata_jsonl_fuzz ${out}/metadata_jsonl/corpus 65536"
+  "pdf ${out}/pdf_fuzz ${out}/pdf/corpus 65536"
 )
 only="${FUZZ_TARGETS:-}"
 if [[ -n "${only}" ]]; then
