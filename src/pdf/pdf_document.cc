@@ -1,17 +1,17 @@
 #include "pdf/pdf_document.h"
 
-#include <poppler-document.h>
-#include <poppler-global.h>
-#include <poppler-image.h>
-#include <poppler-page-renderer.h>
-#include <poppler-page.h>
-#include <poppler-version.h>
+#include <GlobalParams.h>
+#include <PDFDoc.h>
+#include <Page.h>
+#include <SplashOutputDev.h>
+#include <Stream.h>
+#include <poppler-config.h>
+#include <splash/SplashBitmap.h>
 
 #include <climits>
 #include <cmath>
 #include <cstring>
 #include <exception>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,7 +41,7 @@ namespace {
 constexpr size_t kKeptMessages = 4;
 
 struct Collected {
-  std::vector<std::string> first;
+  std::vector<std::string> first;  // of the messages that count (Damaging)
   size_t count = 0;
 };
 
@@ -50,20 +50,42 @@ struct Collected {
 // keeps concurrent documents apart without a lock.
 thread_local Collected* t_collected = nullptr;
 
-void CollectMessage(const std::string& message, void* /*closure*/) {
-  if (t_collected == nullptr) return;  // outside a docfeed call: dropped, never printed
-  if (t_collected->first.size() < kKeptMessages) t_collected->first.push_back(message);
+// poppler's categories (Error.h): a syntax warning means "output will probably be correct"; a
+// syntax error "output will probably be incorrect", an unimplemented feature "display will be
+// incorrect". Configuration, permission and command-line messages say nothing about the pixels.
+bool Damaging(ErrorCategory category) {
+  return category == errSyntaxError || category == errIO || category == errUnimplemented ||
+         category == errInternal;
+}
+
+const char* CategoryName(ErrorCategory category) {
+  switch (category) {
+    case errSyntaxError:
+      return "syntax error";
+    case errIO:
+      return "I/O error";
+    case errUnimplemented:
+      return "unimplemented feature";
+    case errInternal:
+      return "internal error";
+    default:
+      return "message";
+  }
+}
+
+// The error callback poppler gets (through GlobalParamsIniter, below): nothing is printed.
+void CollectMessage(ErrorCategory category, Goffset pos, const char* message) {
+  if (t_collected == nullptr || !Damaging(category)) return;
+  if (t_collected->first.size() < kKeptMessages) {
+    std::string text = std::string(CategoryName(category)) +
+                       (pos >= 0 ? " at byte " + std::to_string(pos) : std::string()) + ": " +
+                       (message == nullptr ? "" : message);
+    t_collected->first.push_back(std::move(text));
+  }
   ++t_collected->count;
 }
 
-// poppler-cpp prints to stderr unless given a function. The function is a process-wide setting
-// read without a lock, so it is written once, before this process opens its first document.
-void RoutePopplerMessages() {
-  static std::once_flag once;
-  std::call_once(once, [] { poppler::set_debug_error_function(&CollectMessage, nullptr); });
-}
-
-// Collects poppler's messages on this thread for its lifetime (scopes nest).
+// Collects poppler's damaging messages on this thread for its lifetime (scopes nest).
 class MessageScope {
  public:
   MessageScope() : previous_(t_collected) { t_collected = &collected_; }
@@ -77,7 +99,7 @@ class MessageScope {
     if (collected_.first.empty()) return "poppler gave no reason";
     std::string text = "poppler: " + collected_.first.front();
     if (collected_.count > 1) {
-      text += " (and " + std::to_string(collected_.count - 1) + " more message(s))";
+      text += " (and " + std::to_string(collected_.count - 1) + " more)";
     }
     return text;
   }
@@ -97,16 +119,19 @@ bool IsPdf(std::span<const uint8_t> bytes) {
          std::memcmp(bytes.data(), kHeader, sizeof(kHeader) - 1) == 0;
 }
 
-std::string PdfRendererName() { return "poppler " + poppler::version_string(); }
+std::string PdfRendererName() { return std::string("poppler ") + POPPLER_VERSION; }
 
 struct PdfDocument::Impl {
-  std::unique_ptr<poppler::document> document;
+  // poppler's global parameters exist while any document does; the first one in the process
+  // also installs CollectMessage (under poppler's lock), before the document is parsed.
+  GlobalParamsIniter global_params{&CollectMessage};
+  std::unique_ptr<PDFDoc> document;
   int32_t page_count = 0;
 
-  // The page, or Corruption. poppler's messages go to the caller's scope.
-  Result<std::unique_ptr<poppler::page>> Page(int32_t index) const {
+  // Page `index` (0-based), or Corruption. poppler's messages go to the caller's scope.
+  Result<::Page*> GetPage(int32_t index) const {
     DOCFEED_CHECK(index >= 0 && index < page_count);
-    std::unique_ptr<poppler::page> page(document->create_page(index));
+    ::Page* page = document->getPage(index + 1);
     if (page == nullptr) return CorruptionError(PageName(index) + " cannot be read");
     return page;
   }
@@ -129,19 +154,22 @@ Result<std::unique_ptr<PdfDocument>> PdfDocument::Open(std::span<const uint8_t> 
                                   " bytes exceeds the limit of " +
                                   std::to_string(limits.max_input_bytes) + " bytes");
   }
-  RoutePopplerMessages();
   MessageScope messages;
   auto impl = std::make_unique<Impl>();
   try {
-    impl->document.reset(poppler::document::load_from_raw_data(
-        reinterpret_cast<const char*>(bytes.data()), static_cast<int>(bytes.size())));
-    if (impl->document == nullptr) {
+    // The stream reads `bytes` in place; PDFDoc owns the stream object, not the bytes.
+    auto* stream = new MemStream(reinterpret_cast<const char*>(bytes.data()), 0,
+                                 static_cast<Goffset>(bytes.size()), Object(objNull));
+    impl->document = std::make_unique<PDFDoc>(stream);
+    if (!impl->document->isOk()) {
+      if (impl->document->getErrorCode() == errEncrypted) {
+        return UnsupportedError("PDF is encrypted and needs a password to open");
+      }
       return CorruptionError("PDF cannot be opened (" + messages.Quote() + ")");
     }
-    if (impl->document->is_locked()) {
-      return UnsupportedError("PDF is encrypted and needs a password to open");
-    }
-    impl->page_count = impl->document->pages();
+    impl->page_count = impl->document->getNumPages();
+  } catch (const std::bad_alloc&) {
+    return ResourceExhaustedError("out of memory opening the PDF");
   } catch (const std::exception& e) {
     return InternalError(std::string("poppler failed while opening the PDF: ") + e.what());
   }
@@ -151,24 +179,11 @@ Result<std::unique_ptr<PdfDocument>> PdfDocument::Open(std::span<const uint8_t> 
 
 Result<PdfPageGeometry> PdfDocument::PageGeometry(int32_t index) const {
   MessageScope messages;
-  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<poppler::page> page, impl_->Page(index));
-  const poppler::rectf box = page->page_rect(poppler::crop_box);
+  DOCFEED_ASSIGN_OR_RETURN(::Page * page, impl_->GetPage(index));
   PdfPageGeometry geometry;
-  geometry.width_pt = box.width();
-  geometry.height_pt = box.height();
-  switch (page->orientation()) {
-    case poppler::page::landscape:
-      geometry.rotation_degrees = 90;
-      break;
-    case poppler::page::upside_down:
-      geometry.rotation_degrees = 180;
-      break;
-    case poppler::page::seascape:
-      geometry.rotation_degrees = 270;
-      break;
-    case poppler::page::portrait:
-      break;
-  }
+  geometry.width_pt = page->getMediaWidth();
+  geometry.height_pt = page->getMediaHeight();
+  geometry.rotation_degrees = page->getRotate();
   return geometry;
 }
 
@@ -183,8 +198,9 @@ Result<int64_t> PixelSide(double side_pt, int32_t dpi, const char* side) {
                            " points is not a positive size");
   }
   if (pixels > static_cast<double>(INT32_MAX)) {
-    return ResourceExhaustedError(std::string("page ") + side + " of " + std::to_string(side_pt) +
-                                  " points at " + std::to_string(dpi) + " dpi exceeds 2^31 pixels");
+    return ResourceExhaustedError(std::string("page ") + side + " of " +
+                                  std::to_string(side_pt) + " points at " + std::to_string(dpi) +
+                                  " dpi exceeds 2^31 pixels");
   }
   return static_cast<int64_t>(std::ceil(pixels));
 }
@@ -205,20 +221,22 @@ Result<PdfPixelSize> PdfDocument::RenderedSize(int32_t index, int32_t dpi,
   }
   // Both sides are below 2^31, so the product fits in 64 bits.
   if (static_cast<uint64_t>(width) * static_cast<uint64_t>(height) > limits.max_pixels) {
-    return ResourceExhaustedError(
-        PageName(index) + " at " + std::to_string(dpi) + " dpi is " + std::to_string(width) + "x" +
-        std::to_string(height) + " pixels, over the limit of " + std::to_string(limits.max_pixels) +
-        " pixels (possible decompression bomb)");
+    return ResourceExhaustedError(PageName(index) + " at " + std::to_string(dpi) + " dpi is " +
+                                  std::to_string(width) + "x" + std::to_string(height) +
+                                  " pixels, over the limit of " +
+                                  std::to_string(limits.max_pixels) +
+                                  " pixels (possible decompression bomb)");
   }
   return PdfPixelSize{static_cast<int32_t>(width), static_cast<int32_t>(height)};
 }
 
 namespace {
 
-// The poppler image as tightly packed RGB rows, or Corruption when it is not the expected size.
-Result<Image> CopyRgb(const poppler::image& rendered, const PdfPixelSize& size) {
-  if (!rendered.is_valid() || rendered.format() != poppler::image::format_rgb24 ||
-      rendered.width() != size.width || rendered.height() != size.height) {
+// The bitmap as tightly packed RGB rows, or Corruption when it is not the expected size.
+Result<Image> CopyRgb(SplashBitmap* bitmap, const PdfPixelSize& size) {
+  if (bitmap == nullptr || bitmap->getMode() != splashModeRGB8 ||
+      bitmap->getDataPtr() == nullptr || bitmap->getWidth() != size.width ||
+      bitmap->getHeight() != size.height || bitmap->getRowSize() < size.width * 3) {
     return CorruptionError("poppler rendered no image of the expected " +
                            std::to_string(size.width) + "x" + std::to_string(size.height) +
                            " pixels");
@@ -229,8 +247,8 @@ Result<Image> CopyRgb(const poppler::image& rendered, const PdfPixelSize& size) 
   image.channels = 3;
   const size_t row_bytes = image.stride_bytes();
   image.pixels.resize(row_bytes * static_cast<size_t>(size.height));
-  const char* source = rendered.const_data();
-  const auto source_stride = static_cast<size_t>(rendered.bytes_per_row());
+  const unsigned char* source = bitmap->getDataPtr();
+  const auto source_stride = static_cast<size_t>(bitmap->getRowSize());
   for (size_t y = 0; y < static_cast<size_t>(size.height); ++y) {
     std::memcpy(image.pixels.data() + y * row_bytes, source + y * source_stride, row_bytes);
   }
@@ -243,26 +261,26 @@ Result<Image> PdfDocument::RenderPage(int32_t index, int32_t dpi,
                                       const DecodeLimits& limits) const {
   DOCFEED_ASSIGN_OR_RETURN(PdfPixelSize size, RenderedSize(index, dpi, limits));
   MessageScope messages;
-  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<poppler::page> page, impl_->Page(index));
-  if (!poppler::page_renderer::can_render()) {
-    return UnsupportedError("this poppler was built without its Splash renderer");
-  }
-  poppler::page_renderer renderer;
-  // pdftoppm's defaults: antialiased text and vector graphics (-aa yes -aaVector yes), FreeType
-  // hinting off, white paper, RGB8 (what its PPM output holds).
-  renderer.set_render_hints(poppler::page_renderer::antialiasing |
-                            poppler::page_renderer::text_antialiasing);
-  renderer.set_image_format(poppler::image::format_rgb24);
-  renderer.set_paper_color(0xffffffff);
   try {
-    // The slice (0, 0, width, height) in pixels, as pdftoppm passes it: without a slice poppler
-    // rounds the page size to the nearest pixel instead of pdftoppm's ceil.
-    const poppler::image rendered =
-        renderer.render_page(page.get(), dpi, dpi, 0, 0, size.width, size.height);
+    // What pdftoppm does (utils/pdftoppm.cc, poppler 22.12): an RGB8 Splash device on white
+    // paper with font and vector antialiasing (its -aa yes -aaVector yes defaults), FreeType on
+    // without hinting, and the slice (0, 0, ceil(w), ceil(h)) of the MediaBox (useMediaBox, no
+    // crop clip). copyXRef, which pdftoppm leaves off, lets pages render on several threads.
+    SplashColor paper;
+    paper[0] = paper[1] = paper[2] = 255;
+    SplashOutputDev device(splashModeRGB8, 4, false, paper, true, splashThinLineDefault, false);
+    device.setFontAntialias(true);
+    device.setVectorAntialias(true);
+    device.setEnableFreeType(true);
+    device.startDoc(impl_->document.get());
+    impl_->document->displayPageSlice(&device, index + 1, dpi, dpi, 0, /*useMediaBox=*/true,
+                                      /*crop=*/false, /*printing=*/false, 0, 0, size.width,
+                                      size.height, nullptr, nullptr, nullptr, nullptr,
+                                      /*copyXRef=*/true);
     if (!messages.empty()) {
       return CorruptionError(PageName(index) + " is damaged (" + messages.Quote() + ")");
     }
-    return CopyRgb(rendered, size);
+    return CopyRgb(device.getBitmap(), size);
   } catch (const std::bad_alloc&) {
     return ResourceExhaustedError("out of memory rendering " + PageName(index));
   } catch (const std::exception& e) {

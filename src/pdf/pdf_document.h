@@ -1,14 +1,13 @@
 // docfeed's PDF reader: the page count, each page's size and each page rendered to 8-bit RGB, of
-// a PDF held in memory, through poppler-cpp's Splash renderer. A rendered page is pixel-identical
-// to `pdftoppm -r DPI` of the same poppler when the page's CropBox is its MediaBox (the default
-// when a PDF sets no CropBox); otherwise to `pdftoppm -r DPI -cropbox`. src/pdf/README.md says
-// what was verified and what is refused.
+// a PDF held in memory, through poppler's core API (PDFDoc, SplashOutputDev) called as pdftoppm
+// calls it, so a rendered page is byte-identical to `pdftoppm -r DPI` of the same poppler.
+// src/pdf/README.md says what was verified and what is refused.
 //
 // Thread safety: one PdfDocument is used by one thread at a time; different PdfDocuments, even of
-// the same bytes, may be used on different threads at once (poppler-cpp's render_page has been
-// thread-safe since poppler 0.77, and poppler's global parameters are created under poppler's
-// own lock). The one process-wide setting made here, routing poppler's error messages away from
-// stderr into the calling thread's collector, is made once, before the first document opens.
+// the same bytes, may be used on different threads at once (each render copies the document's
+// cross-reference table, as poppler's own threaded pdftoppm does, and poppler's global
+// parameters are created under poppler's own lock). poppler's messages never reach stderr: its
+// one error callback, installed with the global parameters, hands them to the calling thread.
 #ifndef DOCFEED_PDF_PDF_DOCUMENT_H_
 #define DOCFEED_PDF_PDF_DOCUMENT_H_
 
@@ -33,8 +32,8 @@ bool IsPdf(std::span<const uint8_t> bytes);
 // The renderer and its version, e.g. "poppler 22.12.0" (recorded in a pack's manifest).
 std::string PdfRendererName();
 
-// A page's geometry as the PDF states it: the CropBox (clipped to the MediaBox, as poppler does;
-// the MediaBox when there is no CropBox) in points (1/72 inch), and the page's /Rotate.
+// A page's geometry as the PDF states it: the MediaBox (what pdftoppm renders without -cropbox) in
+// points (1/72 inch), and the page's /Rotate.
 struct PdfPageGeometry {
   double width_pt = 0;
   double height_pt = 0;
@@ -80,11 +79,12 @@ class PdfDocument {
                                     const DecodeLimits& limits = {}) const;
 
   // Renders page `index` at `dpi` to 8-bit RGB (3 channels, rows top to bottom, no padding): the
-  // raster `pdftoppm -r DPI` writes to its PPM (see the file comment for the box). Antialiased
-  // text and vector graphics, no font hinting, white paper: pdftoppm's defaults. The pixel limit
-  // is checked from the page size before anything is rendered.
-  // Errors: those of RenderedSize; Corruption when poppler reports an error while drawing the page
-  // (the page may be incomplete; the message quotes poppler) or returns no image.
+  // raster `pdftoppm -r DPI` writes to its PPM. Antialiased text and vector graphics, no font
+  // hinting, white paper: pdftoppm's defaults. The pixel limit is checked from the page size
+  // before anything is rendered.
+  // Errors: those of RenderedSize; Corruption when poppler reports a syntax error, I/O error,
+  // unimplemented feature or internal error while drawing the page (it may be incomplete; the
+  // message quotes poppler; its warnings are ignored) or returns no bitmap.
   // REQUIRES: 0 <= index < page_count().
   Result<Image> RenderPage(int32_t index, int32_t dpi, const DecodeLimits& limits = {}) const;
 

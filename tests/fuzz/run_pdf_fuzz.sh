@@ -24,8 +24,8 @@ if [[ ! -x "${bin}" || -n "$(find "${root}/tests/fuzz/pdf_fuzz.cc" "${root}/src/
       "${root}/include" -newer "${bin}" -name '*.[ch]*' | head -1)" ]]; then
   echo "== building pdf_fuzz"
   "${cxx}" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-    -I"${root}/include" -I"${root}/src" $(pkg-config --cflags poppler-cpp) \
-    "${root}/tests/fuzz/pdf_fuzz.cc" "${sources[@]}" $(pkg-config --libs poppler-cpp) -o "${bin}"
+    -I"${root}/include" -I"${root}/src" $(pkg-config --cflags poppler) \
+    "${root}/tests/fuzz/pdf_fuzz.cc" "${sources[@]}" $(pkg-config --libs poppler) -o "${bin}"
 fi
 corpus="${out}/pdf/corpus"
 mkdir -p "${corpus}"

@@ -16,11 +16,6 @@ from conftest import REPO, SAMPLE_DOCS, run_docfeed
 
 PDFS = REPO / "tests" / "data" / "pdf"
 SCAN = "sroie/000.jpg"
-# Pages whose CropBox is smaller than their MediaBox: docfeed renders the CropBox, which is
-# `pdftoppm -cropbox` (plain pdftoppm renders the MediaBox).
-CROPPED = {("handmade.pdf", 2), ("handmade.pdf", 3)}
-
-
 def pdfinfo_pages(path):
     out = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
     return int(next(line for line in out.splitlines() if line.startswith("Pages:")).split()[1])
@@ -29,8 +24,6 @@ def pdfinfo_pages(path):
 def pdftoppm(path, page, dpi, tmp_path):
     prefix = tmp_path / f"ref-{path.name}-{page}-{dpi}"
     args = ["pdftoppm", "-singlefile", "-r", str(dpi), "-f", str(page), "-l", str(page)]
-    if (path.name, page) in CROPPED:
-        args.append("-cropbox")
     subprocess.run(args + [str(path), str(prefix)], check=True, capture_output=True)
     with Image.open(f"{prefix}.ppm") as im:
         assert im.mode == "RGB"

@@ -7,7 +7,8 @@
   in embedded subset fonts, filled and stroked vector shapes, a translucent fill and a scaled
   bitmap: A4 portrait, US Letter, A5 landscape.
 * handmade.pdf: written byte by byte below: page 1 /Rotate 90, page 2 a CropBox inside its
-  MediaBox with drawing that crosses the crop edges, page 3 /Rotate 270 with a CropBox; text in
+  MediaBox with drawing that crosses the crop edges, page 3 /Rotate 270 with a CropBox whose
+  sides are no whole number of pixels, filled past every edge; text in
   the standard Helvetica and Times fonts (not embedded, so poppler substitutes them through
   fontconfig, as pdftoppm does).
 * encrypted.pdf: handmade.pdf's pages under the standard security handler (RC4, 40-bit,
@@ -18,6 +19,8 @@
 * damaged_xref.pdf: invoice.pdf with its cross-reference table overwritten by spaces (every
   object is intact; poppler rebuilds the table).
 * damaged_page.pdf: handmade.pdf with page 2's compressed content stream cut in half.
+* bleed.pdf: two pages of 595.3 x 841.9 pt, one filled past its edges, one filled exactly to
+  them.
 * no_pages.pdf: a well-formed PDF whose page tree is empty.
 
 Everything is deterministic (fixed dates, fixed file identifiers).
@@ -196,7 +199,18 @@ HANDMADE_PAGES = [
      + text(40, 600, "F1", 18, "CropBox 540x720 inside a 600x800 MediaBox")
      + "0 0 0 RG 0.5 w 20 400 m 580 410 l S\n"),
     ("0 0 500 300", "10.5 20.25 480.75 290", 270,
-     text(30, 150, "F2", 22, "Rotated 270, odd CropBox") + "0.5 0.5 0.5 rg 300 50 120 60 re f\n"),
+     "0.95 0.85 0.6 rg 0 0 500 300 re f 0.2 0.3 0.9 rg 470 280 30 20 re f\n"
+     + text(30, 150, "F2", 22, "Rotated 270, odd CropBox") + "0.5 0.5 0.5 rg 300 50 120 60 re f\n"),
+]
+
+
+# Sides that are no whole number of pixels at 72 or 200 dpi, drawn up to the edge and past it
+# (a scan placed on the whole page, a full-bleed background): the last, partly covered pixel
+# column is where a renderer that clips to the page box differs from pdftoppm.
+BLEED_PAGES = [
+    ("0 0 595.3 841.9", None, 0,
+     "0.95 0.85 0.6 rg -10 -10 700 900 re f\n" + text(40, 400, "F1", 20, "Full bleed")),
+    ("0 0 595.3 841.9", None, 0, "0.2 0.3 0.9 rg 0 0 595.3 841.9 re f\n"),
 ]
 
 
@@ -295,6 +309,7 @@ def main():
     make_truncated(invoice, OUT / "truncated.pdf")
     make_damaged_xref(invoice, OUT / "damaged_xref.pdf")
     make_damaged_page(OUT / "damaged_page.pdf")
+    write_pdf(OUT / "bleed.pdf", handmade_objects(BLEED_PAGES))
     write_pdf(OUT / "no_pages.pdf", [(1, b"<< /Type /Catalog /Pages 2 0 R >>", None),
                                      (2, b"<< /Type /Pages /Kids [] /Count 0 >>", None)])
     for p in sorted(OUT.glob("*.pdf")):
