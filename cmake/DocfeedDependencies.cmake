@@ -12,6 +12,9 @@ pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)         # liblz4-dev
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)   # libxxhash-dev
 pkg_check_modules(LIBARCHIVE REQUIRED IMPORTED_TARGET libarchive) # libarchive-dev
 find_package(nlohmann_json 3.10 REQUIRED)                      # nlohmann-json3-dev
+# PDF input of docfeed pack: poppler's core API (PDFDoc, SplashOutputDev), the calls pdftoppm
+# (poppler-utils) makes, so pages come out identical to its output (src/pdf/README.md).
+pkg_check_modules(POPPLER REQUIRED IMPORTED_TARGET poppler)    # libpoppler-private-dev
 # docfeed synth: text layout and rendering of synthetic documents.
 pkg_check_modules(PANGOCAIRO REQUIRED IMPORTED_TARGET pangocairo) # libpango1.0-dev, libcairo2-dev
 pkg_check_modules(PANGOFT2 REQUIRED IMPORTED_TARGET pangoft2)     # libpango1.0-dev

@@ -20,6 +20,8 @@ packages=(
   fonts-liberation2 fonts-dejavu-core fonts-crosextra-carlito  # docfeed synth: the fonts
   libsentencepiece-dev sentencepiece                 # XLM-R tokenization of Donut labels
   libicu-dev                                         # tokenizer.json: grapheme clusters, Unicode properties
+  libpoppler-private-dev                             # PDF input of pack: poppler's core API, as pdftoppm uses it
+  poppler-utils                                      # pdftoppm/pdfinfo: the reference the PDF tests compare with
   libgtest-dev libgmock-dev libbenchmark-dev         # tests and benchmarks
   python3 python3-venv python3-dev                   # .venv for the interop tests
 )

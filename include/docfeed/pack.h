@@ -113,6 +113,11 @@ struct PackOptions {
   std::string compression = "none";       // Arrow IPC body compression: none, zstd, lz4_frame
   uint64_t max_file_bytes = 500'000'000;  // start a new data file after this many bytes
   PackLabels labels;
+  // Pack of an image folder: each *.pdf document whose bytes are a PDF becomes one sample per
+  // page (only its first with pdf_first_page_only), rendered at pdf_dpi (1..2400) as pdftoppm
+  // renders it and stored as PNG, with the int64 columns `page` and `pages`.
+  int32_t pdf_dpi = 200;
+  bool pdf_first_page_only = false;
   // Every file the pack reads or writes goes through this Env (Env::Default() when null); not
   // owned, must outlive the call.
   Env* env = nullptr;
@@ -148,6 +153,9 @@ struct PackSummary {
   std::vector<DecodeWarning> decode_warnings;  // packed samples that decoded with warnings
   std::vector<std::string> data_files;  // relative to the output (SPLIT/... for a DatasetDict)
   std::vector<std::string> splits;      // the packed splits of a DatasetDict; empty otherwise
+  uint64_t pdf_documents = 0;                // PDF documents opened while listing
+  uint64_t pdf_pages = 0;                    // page samples listed from them (packed or rejected)
+  int32_t pdf_dpi = 0;                       // what they were rendered at; 0 without PDFs
   double seconds = 0;
   // With PackLabels::tokenizer_dir:
   uint64_t labels_truncated = 0;  // targets cut at max_length

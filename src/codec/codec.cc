@@ -34,6 +34,8 @@ std::string_view ImageCodecName(ImageCodec codec) {
       return "tiff";
     case ImageCodec::kPpm:
       return "ppm";
+    case ImageCodec::kPdf:
+      return "pdf";
     case ImageCodec::kUnknown:
       break;
   }
@@ -42,7 +44,8 @@ std::string_view ImageCodecName(ImageCodec codec) {
 
 // Signatures: JPEG SOI + first marker prefix (ITU-T T.81 B.1.1.3), PNG spec section 5.2,
 // WebP RFC 9649 section 2.4, GIF89a spec section 17, BMP "BM", TIFF 6.0 section 2 (and BigTIFF),
-// Netpbm "P1".."P7" followed by whitespace (pbm(5), pgm(5), ppm(5), pam(5)).
+// Netpbm "P1".."P7" followed by whitespace (pbm(5), pgm(5), ppm(5), pam(5)), PDF "%PDF-"
+// (ISO 32000-1, 7.5.2).
 ImageCodec SniffCodec(std::span<const uint8_t> bytes) {
   using std::string_view_literals::operator""sv;
   if (HasPrefix(bytes, "\xFF\xD8\xFF"sv)) return ImageCodec::kJpeg;
@@ -57,6 +60,7 @@ ImageCodec SniffCodec(std::span<const uint8_t> bytes) {
       std::strchr(" \t\n\r\v\f", bytes[2]) != nullptr && bytes[2] != 0) {
     return ImageCodec::kPpm;
   }
+  if (HasPrefix(bytes, "%PDF-"sv)) return ImageCodec::kPdf;
   return ImageCodec::kUnknown;
 }
 
@@ -126,6 +130,10 @@ Result<ImageCodec> DecodableCodec(std::span<const uint8_t> bytes, uint64_t max_i
     case ImageCodec::kUnknown:
       return UnsupportedError(
           "unrecognised image format (no JPEG, PNG, WebP, GIF, TIFF or PPM signature)");
+    case ImageCodec::kPdf:
+      return UnsupportedError(
+          "a PDF document is not an image (docfeed pack renders the pages of files named "
+          "*.pdf in an image folder)");
     default:
       return UnsupportedError(std::string(ImageCodecName(codec)) +
                               " images are not supported (only JPEG, PNG, WebP, GIF, TIFF and PPM)");

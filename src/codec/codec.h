@@ -29,10 +29,11 @@ namespace docfeed::internal {
 
 // Container formats docfeed can recognise. JPEG, PNG, WebP, GIF, TIFF and binary PGM/PPM (P5/P6,
 // maxval 255) are decoded; BMP and the other Netpbm variants are recognised so the error can say
-// which format was refused.
-enum class ImageCodec { kUnknown, kJpeg, kPng, kWebp, kGif, kBmp, kTiff, kPpm };
+// which format was refused. A PDF ("%PDF-") is a document, not an image: DecodeImage refuses it,
+// and `docfeed pack` renders its pages through src/pdf instead.
+enum class ImageCodec { kUnknown, kJpeg, kPng, kWebp, kGif, kBmp, kTiff, kPpm, kPdf };
 
-// "jpeg", "png", "webp", "gif", "bmp", "tiff", "ppm" or "unknown".
+// "jpeg", "png", "webp", "gif", "bmp", "tiff", "ppm", "pdf" or "unknown".
 std::string_view ImageCodecName(ImageCodec codec);
 
 // Identifies the format from its magic bytes (never from a file name). Returns kUnknown when no

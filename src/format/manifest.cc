@@ -116,6 +116,27 @@ Json PreprocessToJson(const PreprocessInfo& p) {
   return j;
 }
 
+Json PdfToJson(const PdfRenderInfo& p) {
+  Json j;
+  j["dpi"] = p.dpi;
+  j["pages"] = p.first_page_only ? "first" : "all";
+  j["renderer"] = p.renderer;
+  return j;
+}
+
+Result<PdfRenderInfo> PdfFromJson(const Json& j) {
+  PdfRenderInfo p;
+  p.dpi = j.at("dpi").get<int32_t>();
+  const std::string pages = j.at("pages").get<std::string>();
+  p.renderer = j.at("renderer").get<std::string>();
+  if (p.dpi < 1) return CorruptionError("field pdf.dpi: " + std::to_string(p.dpi));
+  if (pages != "all" && pages != "first") {
+    return CorruptionError("field pdf.pages: \"" + pages + "\" (expected \"all\" or \"first\")");
+  }
+  p.first_page_only = pages == "first";
+  return p;
+}
+
 Result<PreprocessInfo> PreprocessFromJson(const Json& j) {
   PreprocessInfo p;
   p.preset = j.at("preset").get<std::string>();
@@ -228,6 +249,9 @@ Result<Manifest> ManifestFromJson(const Json& j) {
   if (j.contains("original_column")) {
     m.original_column = j.at("original_column").get<std::string>();
   }
+  if (j.contains("pdf")) {
+    DOCFEED_ASSIGN_OR_RETURN(m.pdf, PdfFromJson(j.at("pdf")));
+  }
   for (const Json& f : j.at("data_files")) {
     DOCFEED_ASSIGN_OR_RETURN(FileEntry e, FileFromJson(f, "data_files"));
     m.data_files.push_back(std::move(e));
@@ -273,10 +297,11 @@ std::string EncodeManifest(const Manifest& m) {
   j["stored_image_bytes"] = m.stored_image_bytes;
   j["rejected"] = m.rejected;
   // These fields are omitted when unset (original images, default normalization, no original
-  // column), so such manifests read as before.
+  // column, no PDF), so such manifests read as before.
   if (m.preprocess.preprocessed()) j["preprocess"] = PreprocessToJson(m.preprocess);
   if (m.normalization) j["normalization"] = NormalizationToJson(*m.normalization);
   if (!m.original_column.empty()) j["original_column"] = m.original_column;
+  if (m.pdf.rendered()) j["pdf"] = PdfToJson(m.pdf);
   Json data = Json::array();
   for (const FileEntry& f : m.data_files) data.push_back(FileToJson(f));
   j["data_files"] = std::move(data);

@@ -79,6 +79,17 @@ struct NormalizationInfo {
   bool operator==(const NormalizationInfo&) const = default;
 };
 
+// How the PDF documents of a packed image folder were rendered into its page samples
+// (docs/format.md, "pdf"); the default (dpi 0) means the source had none.
+struct PdfRenderInfo {
+  int32_t dpi = 0;
+  bool first_page_only = false;  // pack --pages 1
+  std::string renderer;          // e.g. "poppler 22.12.0"
+
+  bool rendered() const { return dpi > 0; }
+  bool operator==(const PdfRenderInfo&) const = default;
+};
+
 struct Manifest {
   int format_version = kFormatVersion;
   std::string created_by;
@@ -97,6 +108,7 @@ struct Manifest {
   std::optional<NormalizationInfo> normalization;
   // Name of the extra column holding the untouched source bytes (pack --keep-original), or "".
   std::string original_column;
+  PdfRenderInfo pdf;                   // "pdf" in docfeed.json; absent there = no PDF pages
   std::vector<FileEntry> data_files;   // data-NNNNN-of-NNNNN.arrow, in order
   std::vector<FileEntry> other_files;  // docfeed.index, dataset_info.json, state.json, ...
 };

@@ -310,9 +310,19 @@ bool IsInside(const std::string& path, const std::string& root) {
                           path[root.size()] == '/');
 }
 
+// What a row names: its file, and for a *.pdf file the page when the row has an integer "page"
+// (pack/pdf_pages.h checks it against the document and catches a page named twice).
+std::string NamedKey(const ParsedRow& r) {
+  auto page = r.row.find("page");
+  if (!HasPdfExtension(r.file_name) || page == r.row.end() || !page->is_number_integer()) {
+    return r.file_name;
+  }
+  return r.file_name + '\0' + std::to_string(page->get<int64_t>());
+}
+
 Status ResolveMetadataRows(const Confinement& confine, const std::string& meta_path,
                            std::vector<ParsedRow>& rows, ImageFolder* folder) {
-  std::map<std::string, int64_t> line_of;  // file_name -> first row naming it
+  std::map<std::string, int64_t> line_of;  // NamedKey -> first row naming it
   for (ParsedRow& r : rows) {
     const std::string where = meta_path + ":" + std::to_string(r.line);
     if (r.problem.ok() && !IsSafeRelativePath(r.file_name)) {
@@ -320,7 +330,7 @@ Status ResolveMetadataRows(const Confinement& confine, const std::string& meta_p
                                        "\" must be a relative path inside the dataset folder");
     }
     if (r.problem.ok()) {
-      auto [first, inserted] = line_of.emplace(r.file_name, r.line);
+      auto [first, inserted] = line_of.emplace(NamedKey(r), r.line);
       if (!inserted) {
         r.problem = InvalidArgumentError(where + ": file_name \"" + r.file_name +
                                          "\" is also named by line " +
@@ -410,16 +420,27 @@ Result<ImageFolder> ParseSampleRows(std::string_view jsonl) {
   return listing;
 }
 
-bool HasImageExtension(const std::string& path) {
+namespace {
+
+// The extension after the last '.', lower-cased ("" without one).
+std::string LowerExtension(const std::string& path) {
   size_t dot = path.rfind('.');
-  if (dot == std::string::npos) return false;
+  if (dot == std::string::npos) return "";
   std::string ext = path.substr(dot + 1);
   std::transform(ext.begin(), ext.end(), ext.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  static const std::set<std::string> kExtensions = {"jpg", "jpeg", "png", "webp",
-                                                    "gif", "bmp",  "tif", "tiff"};
-  return kExtensions.count(ext) > 0;
+  return ext;
 }
+
+}  // namespace
+
+bool HasImageExtension(const std::string& path) {
+  static const std::set<std::string> kExtensions = {"jpg", "jpeg", "png",  "webp", "gif",
+                                                    "bmp", "tif",  "tiff", "pdf"};
+  return kExtensions.count(LowerExtension(path)) > 0;
+}
+
+bool HasPdfExtension(const std::string& path) { return LowerExtension(path) == "pdf"; }
 
 Result<ImageFolder> ScanImageFolder(const std::string& root, Env* env, bool follow_symlinks) {
   env = EnvOrDefault(env);

@@ -33,6 +33,18 @@ struct SourceSample {
   // packer stops on it, or with skip_bad rejects the row; the image is never read.
   Status problem;
   int64_t row = -1;  // 0-based row of a dataset source (rejects.jsonl "row"); -1 for none
+  // A page of a PDF document (pack/pdf_pages.h): its 1-based number and the document's page
+  // count; 0 and 0 for an image.
+  int32_t page = 0;
+  int32_t pages = 0;
+};
+
+// The PDF documents of a listing (pack/pdf_pages.h); all zero when it has none.
+struct PdfListing {
+  uint64_t documents = 0;  // PDF files opened while listing
+  uint64_t pages = 0;      // page samples listed
+  int32_t dpi = 0;         // what they are rendered at
+  bool first_page_only = false;
 };
 
 struct ImageFolder {
@@ -48,6 +60,7 @@ struct ImageFolder {
   // symlinks, symlinks to directories, and (unless follow_symlinks) symlinks leading outside
   // the root. Entries a metadata.jsonl row names are reported through its row instead.
   std::vector<SkippedEntry> skipped;
+  PdfListing pdf;
 };
 
 // Scans `root`. Errors name the file and, for metadata.jsonl, the line and column: nested
@@ -94,9 +107,14 @@ size_t FirstInvalidUtf8(std::string_view text);
 bool IsSafeRelativePath(std::string_view path);
 
 // True if the file name has an image extension (.jpg .jpeg .png .webp .gif .bmp .tif .tiff,
-// any case). Used only to decide which files are candidate samples; the format itself is
-// always detected from the bytes.
+// any case) or is a PDF document (.pdf). Used only to decide which files are candidate samples;
+// the format itself is always detected from the bytes.
 bool HasImageExtension(const std::string& path);
+
+// True if the file name ends in ".pdf" (any case): the files whose bytes are looked at while
+// listing, because a PDF's pages must be counted before the schema is written
+// (pack/pdf_pages.h). Whether such a file IS a PDF is decided from its bytes ("%PDF-").
+bool HasPdfExtension(const std::string& path);
 
 }  // namespace docfeed::internal
 

@@ -61,6 +61,8 @@ internal::PackOptions ToInternal(const PackOptions& o) {
   p.labels.max_length = o.labels.max_length;
   p.labels.pad_to_max_length = o.labels.pad_to_max_length;
   p.labels.strict = o.labels.strict;
+  p.pdf.dpi = o.pdf_dpi;
+  p.pdf.first_page_only = o.pdf_first_page_only;
   p.on_progress = o.on_progress;
   p.env = o.env;
   return p;

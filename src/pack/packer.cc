@@ -18,6 +18,7 @@
 #include "pack/image_folder.h"
 #include "pack/saved_dataset_source.h"
 #include "pack/tar_source.h"
+#include "pdf/pdf_document.h"
 
 namespace docfeed::internal {
 namespace {
@@ -33,19 +34,25 @@ struct Slot {
   std::vector<Value> label_values;  // `labels`, `target_sequence` with a Labeler
 };
 
-// The image folder: its listing, and each sample's file read from the folder.
+// The image folder: its listing, and each sample's file read from the folder (a PDF page
+// rendered from its document).
 class ImageFolderSource final : public SampleSource {
  public:
-  ImageFolderSource(ImageFolder folder, Env* env) : folder_(std::move(folder)), env_(env) {}
+  ImageFolderSource(ImageFolder folder, Env* env, PdfPackOptions pdf)
+      : folder_(std::move(folder)), env_(env), pdf_(std::move(pdf)) {}
   const ImageFolder& listing() const override { return folder_; }
   // At most the decoders' byte limit: a larger image would be refused unread anyway.
   Result<std::vector<uint8_t>> ReadImage(size_t i) override {
-    return env_->ReadFile(JoinPath(folder_.root, folder_.samples[i].relative_path),
-                          DecodeLimits().max_input_bytes);
+    const SourceSample& s = folder_.samples[i];
+    if (s.page > 0) return RenderPdfPage(folder_.root, s, env_, pdf_);
+    return env_->ReadFile(JoinPath(folder_.root, s.relative_path), DecodeLimits().max_input_bytes);
   }
   std::string Where(size_t i) const override {
     const SourceSample& s = folder_.samples[i];
     std::string where = JoinPath(folder_.root, s.relative_path);
+    if (s.page > 0) {
+      where += " page " + std::to_string(s.page) + " of " + std::to_string(s.pages);
+    }
     if (s.line > 0) where += " (metadata.jsonl line " + std::to_string(s.line) + ")";
     return where;
   }
@@ -54,6 +61,7 @@ class ImageFolderSource final : public SampleSource {
  private:
   ImageFolder folder_;
   Env* env_;
+  PdfPackOptions pdf_;
 };
 
 Slot EncodeOne(SampleSource& source, size_t i, const EncodeOptions& opts, const Labeler* labeler) {
@@ -96,6 +104,7 @@ Status Reject(Env* env, const std::string& dir, const SourceSample& s, const Sta
   if (!s.relative_path.empty()) row["file_name"] = s.relative_path;  // empty: malformed row
   if (s.line > 0) row["metadata_line"] = s.line;
   if (s.row >= 0) row["row"] = s.row;
+  if (s.page > 0) row["page"] = s.page;
   row["error"] = why.ToString();
   ++log->count;
   return log->file->Append(row.dump() + "\n");
@@ -223,6 +232,9 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
   manifest.preprocess = options.encode.preprocess;
   if (manifest.preprocess.preprocessed()) manifest.codec = "ppm";
   manifest.rejected = state.rejects.count;
+  if (folder.pdf.documents > 0) {
+    manifest.pdf = {folder.pdf.dpi, folder.pdf.first_page_only, PdfRendererName()};
+  }
   DOCFEED_ASSIGN_OR_RETURN(Manifest written, writer->Finish(std::move(manifest)));
   for (const FileEntry& f : written.data_files) {
     state.summary.data_files.push_back(f.name);
@@ -235,10 +247,13 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
 }  // namespace
 
 Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root, Env* env,
-                                                            bool follow_symlinks) {
+                                                            bool follow_symlinks,
+                                                            const PdfPackOptions& pdf) {
   env = EnvOrDefault(env);
   DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(root, env, follow_symlinks));
-  return std::unique_ptr<SampleSource>(std::make_unique<ImageFolderSource>(std::move(folder), env));
+  DOCFEED_RETURN_IF_ERROR(ExpandPdfSamples(&folder, env, pdf));
+  return std::unique_ptr<SampleSource>(
+      std::make_unique<ImageFolderSource>(std::move(folder), env, pdf));
 }
 
 namespace {
@@ -310,6 +325,9 @@ void FinishSummary(const SampleSource& source, WriteState& state) {
   state.summary.unlisted_images = source.listing().unlisted_images;
   state.summary.other_files = source.listing().other_files;
   state.summary.skipped = source.listing().skipped;
+  state.summary.pdf_documents = source.listing().pdf.documents;
+  state.summary.pdf_pages = source.listing().pdf.pages;
+  state.summary.pdf_dpi = source.listing().pdf.dpi;
   state.summary.seconds = std::chrono::duration<double>(Clock::now() - state.start).count();
 }
 
@@ -465,7 +483,7 @@ Result<PackSummary> Pack(const PackOptions& options) {
   state.start = Clock::now();
   DOCFEED_ASSIGN_OR_RETURN(
       std::unique_ptr<SampleSource> source,
-      OpenImageFolderSource(options.source, options.env, options.follow_symlinks));
+      OpenImageFolderSource(options.source, options.env, options.follow_symlinks, options.pdf));
   return PackChecked(*source, options, output, state);
 }
 

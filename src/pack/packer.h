@@ -20,6 +20,7 @@
 #include "docfeed/status.h"
 #include "pack/image_folder.h"
 #include "pack/labeler.h"
+#include "pack/pdf_pages.h"
 #include "pack/sample_encoder.h"
 
 namespace docfeed::internal {
@@ -45,6 +46,7 @@ struct PackOptions {
   std::string compression = "none";
   uint64_t max_file_bytes = 500'000'000;
   LabelOptions labels;  // with a tokenizer_dir: `labels` and `target_sequence` columns
+  PdfPackOptions pdf;   // Pack of an image folder: how its *.pdf documents become page samples
   std::function<void(const PackProgress&)> on_progress;  // called from the writing thread
   // Every file the pack reads or writes goes through this Env (Env::Default() when null); it
   // must outlive the call.
@@ -71,11 +73,12 @@ class SampleSource {
   virtual std::string Name() const = 0;
 };
 
-// The image folder at `root` as a SampleSource (ScanImageFolder, then ReadFile per sample, of
-// at most the decoders' byte limit).
+// The image folder at `root` as a SampleSource (ScanImageFolder and ExpandPdfSamples, then
+// ReadFile per sample, of at most the decoders' byte limit, or RenderPdfPage per PDF page).
 Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root,
                                                             Env* env = nullptr,
-                                                            bool follow_symlinks = false);
+                                                            bool follow_symlinks = false,
+                                                            const PdfPackOptions& pdf = {});
 
 // Packs options.source: an image folder, or a save_to_disk Dataset / DatasetDict with an Image
 // column `image` (pack/saved_dataset_source.h; a DatasetDict gives OUT/<split>/ per split and

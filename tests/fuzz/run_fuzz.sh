@@ -4,12 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds="${1:-10}"
-# All three run even when one fails; a failing script prints its report last, and the list of the
+# All of them run even when one fails; a failing script prints its report last, and the list of the
 # failed ones comes at the very end (where a truncated CI log still shows it).
 failed=()
 tests/fuzz/run_codec_fuzz.sh "$seconds" || failed+=(codec)
 tests/fuzz/run_arrow_fuzz.sh "$seconds" || failed+=(arrow)
 tests/fuzz/run_format_fuzz.sh "$seconds" || failed+=(format)
+tests/fuzz/run_pdf_fuzz.sh "$seconds" || failed+=(pdf)
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "fuzz: FAILED: ${failed[*]} (reports above; inputs under build/fuzz/)"
   exit 1

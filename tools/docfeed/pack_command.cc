@@ -29,6 +29,11 @@ constexpr char kPackHelp[] =
     "one column per other extension, __key__ and __url__.\n"
     "A save_to_disk directory with a float pixel_values column is migrated instead\n"
     "(docfeed pack SAVED_DATASET --help lists those options).\n"
+    "PDF documents (files named *.pdf whose bytes are a PDF) become one sample per page,\n"
+    "rendered by poppler exactly as `pdftoppm -r DPI` renders them and stored as PNG,\n"
+    "with the int64 columns page (1-based) and pages (the page count), null for\n"
+    "images. A metadata.jsonl row naming a PDF gives its columns to every page, or with an\n"
+    "integer \"page\" names that page only. Encrypted or damaged PDFs are bad samples.\n"
     "\n"
     "options:\n"
     "  -o, --output OUT       output directory (written atomically)\n"
@@ -46,6 +51,8 @@ constexpr char kPackHelp[] =
     "                         link is skipped, and a metadata.jsonl row naming one is bad)\n"
     "  --compression C        Arrow IPC buffer compression: none (default), zstd, lz4_frame\n"
     "  --max-file-mb N        start a new data file after N MB (default 500)\n"
+    "  --dpi N                render PDF pages at N dpi (1-2400, default 200)\n"
+    "  --pages all|1          every page of a PDF (default) or only its first\n"
     "\n"
     "Hugging Face datasets on disk:\n"
     "  --split NAME           pack only this split of a DatasetDict (default: every split)\n"
@@ -147,6 +154,10 @@ Result<PackOptions> ToOptions(const ParsedArgs& parsed) {
   o.skip_bad = parsed.Has("--skip-bad");
   o.overwrite = parsed.Has("--overwrite");
   o.follow_symlinks = parsed.Has("--follow-symlinks");
+  DOCFEED_ASSIGN_OR_RETURN(o.pdf_dpi, ParseInt("--dpi", parsed.Get("--dpi", "200"), 1, 2400));
+  const std::string pages = parsed.Get("--pages", "all");
+  if (pages != "all" && pages != "1") return InvalidArgumentError("--pages must be all or 1");
+  o.pdf_first_page_only = pages == "1";
   o.split = parsed.Get("--split", "");
   o.image_root = parsed.Get("--image-root", "");
   return o;
@@ -168,6 +179,11 @@ void PrintSummary(const PackOptions& o, const PackSummary& s) {
     std::printf(" %s=%llu", codec.c_str(), static_cast<unsigned long long>(n));
   }
   std::printf("\n  files      %zu data file(s)\n", s.data_files.size());
+  if (s.pdf_documents > 0) {
+    std::printf("  pdf        %llu document(s), %llu page(s) rendered at %d dpi\n",
+                static_cast<unsigned long long>(s.pdf_documents),
+                static_cast<unsigned long long>(s.pdf_pages), s.pdf_dpi);
+  }
   if (!s.splits.empty()) {
     std::string names;
     for (const std::string& split : s.splits) names += (names.empty() ? "" : ", ") + split;
@@ -226,7 +242,8 @@ int RunPack(const Args& args) {
                             {"-o", "--output", "--codec", "--quality", "--threads", "--compression",
                              "--max-file-mb", "--tokenizer", "--target-field", "--task-token",
                              "--prompt-end-token", "--recipe", "--max-length", "--preprocess",
-                             "--size", "--hf-version", "--backend", "--split", "--image-root"},
+                             "--size", "--hf-version", "--backend", "--split", "--image-root",
+                             "--dpi", "--pages"},
                             kPackHelp, &ToOptions);
   if (const int* exit_code = std::get_if<int>(&start)) return *exit_code;
   PackOptions* options = &std::get<PackOptions>(start);
