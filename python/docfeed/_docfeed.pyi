@@ -83,7 +83,7 @@ def pack_rows(output: str, rows: str, fetch: Callable[[], List[Any]], *, codec: 
 
 def pack_path(source: str, output: str, *, codec: str = "keep", jpeg_quality: int = 90,
               threads: int = 0, overwrite: bool = False, skip_bad: bool = False,
-              compression: Optional[str] = None, preprocess: str = "",
+              strict: bool = False, compression: Optional[str] = None, preprocess: str = "",
               size: Optional[Tuple[int, int]] = None, align_long_axis: bool = False,
               hf_version: Optional[int] = None, backend: str = "pil",
               keep_original: bool = False, max_file_mb: int = 500, split: str = "",

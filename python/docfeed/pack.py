@@ -256,9 +256,10 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
             raise InvalidArgumentError(
                 "tokenizer, columns and image_column apply to in-memory rows; a path is packed "
                 "as `docfeed pack` packs it (use its --tokenizer for Donut labels)")
-        _docfeed.pack_path(os.fspath(dataset), output, split=split or "",
-                           image_root="" if image_root is None else os.fspath(image_root),
-                           **options)
+        summary = _docfeed.pack_path(
+            os.fspath(dataset), output, split=split or "",
+            image_root="" if image_root is None else os.fspath(image_root), **options)
+        _warn_about_decode_warnings(summary)
         return output
     if split is not None or image_root is not None:
         raise InvalidArgumentError("split and image_root apply to a dataset given by its path")
@@ -273,6 +274,12 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
     listing = _listing(metadata, images.suffixes(), image_column, columns, tokenizer,
                        text_column, max_length)
     summary = _docfeed.pack_rows(output, listing, images.fetcher(), **options)
+    _warn_about_decode_warnings(summary)
+    return output
+
+
+def _warn_about_decode_warnings(summary: Dict[str, Any]) -> None:
+    """One DecodeWarning naming the images that decoded only with warnings, if any."""
     warned = summary.get("decode_warnings", [])
     if warned:
         names = "; ".join(f"{w['file_name']}: {w['warnings']} warning(s), first: {w['first']}"
@@ -280,8 +287,7 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
         more = f" (and {len(warned) - 5} more)" if len(warned) > 5 else ""
         warnings.warn(f"docfeed.pack: {len(warned)} image(s) decoded only with warnings and "
                       f"were packed, as Pillow decodes them (strict=True refuses them): "
-                      f"{names}{more}", DecodeWarning, stacklevel=2)
-    return output
+                      f"{names}{more}", DecodeWarning, stacklevel=3)
 
 
 class DecodeWarning(UserWarning):

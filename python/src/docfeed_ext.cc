@@ -697,13 +697,15 @@ nb::dict PackRows(const std::string& output, const std::string& rows, nb::object
 // Dataset/DatasetDict or a load_dataset cache directory).
 nb::dict PackPath(const std::string& source, const std::string& output, const std::string& codec,
                   nb::int_ jpeg_quality, nb::int_ threads, bool overwrite, bool skip_bad,
-                  std::optional<std::string> compression, const std::string& preprocess,
-                  std::optional<std::array<int64_t, 2>> size, bool align_long_axis,
-                  nb::object hf_version, const std::string& backend, bool keep_original,
-                  nb::int_ max_file_mb, const std::string& split, const std::string& image_root) {
-  PackOptions options = MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad,
-                                        compression, preprocess, size, align_long_axis,
-                                        hf_version, backend, keep_original, max_file_mb);
+                  bool strict, std::optional<std::string> compression,
+                  const std::string& preprocess, std::optional<std::array<int64_t, 2>> size,
+                  bool align_long_axis, nb::object hf_version, const std::string& backend,
+                  bool keep_original, nb::int_ max_file_mb, const std::string& split,
+                  const std::string& image_root) {
+  PackOptions options =
+      MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad, strict,
+                      compression, preprocess, size, align_long_axis, hf_version, backend,
+                      keep_original, max_file_mb);
   options.source = source;
   options.split = split;
   options.image_root = image_root;
@@ -871,7 +873,7 @@ NB_MODULE(_docfeed, m) {
         "rows' images. The GIL is released while encoding and writing. Returns the summary.");
   m.def("pack_path", &PackPath, "source"_a, "output"_a, nb::kw_only(), "codec"_a = "keep",
         "jpeg_quality"_a = 90, "threads"_a = 0, "overwrite"_a = false, "skip_bad"_a = false,
-        "compression"_a = nb::none(), "preprocess"_a = "", "size"_a = nb::none(),
+        "strict"_a = false, "compression"_a = nb::none(), "preprocess"_a = "", "size"_a = nb::none(),
         "align_long_axis"_a = false, "hf_version"_a = nb::none(), "backend"_a = "pil",
         "keep_original"_a = false, "max_file_mb"_a = 500, "split"_a = "", "image_root"_a = "",
         "Packs the image folder or Hugging Face dataset on disk (save_to_disk output, or a "
