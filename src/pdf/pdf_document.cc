@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,13 @@ extern "C" __attribute__((weak)) const char* __lsan_default_suppressions() {
 
 namespace docfeed::internal {
 namespace {
+
+// Serializes poppler (see pdf_document.h, "Thread safety"). Recursive: a document closed on an
+// error path of Open is closed under the lock Open holds.
+std::recursive_mutex& PopplerMutex() {
+  static std::recursive_mutex mu;
+  return mu;
+}
 
 // Enough to quote the first complaint; the rest are only counted.
 constexpr size_t kKeptMessages = 4;
@@ -143,6 +151,7 @@ struct PdfDocument::Impl {
 
 PdfDocument::PdfDocument(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 PdfDocument::~PdfDocument() {
+  std::lock_guard<std::recursive_mutex> lock(PopplerMutex());
   MessageScope quiet;  // what poppler says while closing is of no use to anyone
   impl_.reset();
 }
@@ -153,6 +162,7 @@ Result<std::unique_ptr<PdfDocument>> PdfDocument::Open(std::span<const uint8_t> 
                                                        const DecodeLimits& limits) {
   if (bytes.empty()) return InvalidArgumentError("empty PDF data");
   if (!IsPdf(bytes)) return UnsupportedError("not a PDF (no %PDF- header)");
+  std::lock_guard<std::recursive_mutex> lock(PopplerMutex());
   if (bytes.size() > limits.max_input_bytes || bytes.size() > static_cast<size_t>(INT_MAX)) {
     return ResourceExhaustedError("PDF of " + std::to_string(bytes.size()) +
                                   " bytes exceeds the limit of " +
@@ -202,9 +212,8 @@ Result<int64_t> PixelSide(double side_pt, int32_t dpi, const char* side) {
                            " points is not a positive size");
   }
   if (pixels > static_cast<double>(INT32_MAX)) {
-    return ResourceExhaustedError(std::string("page ") + side + " of " +
-                                  std::to_string(side_pt) + " points at " + std::to_string(dpi) +
-                                  " dpi exceeds 2^31 pixels");
+    return ResourceExhaustedError(std::string("page ") + side + " of " + std::to_string(side_pt) +
+                                  " points at " + std::to_string(dpi) + " dpi exceeds 2^31 pixels");
   }
   return static_cast<int64_t>(std::ceil(pixels));
 }
@@ -225,11 +234,10 @@ Result<PdfPixelSize> PdfDocument::RenderedSize(int32_t index, int32_t dpi,
   }
   // Both sides are below 2^31, so the product fits in 64 bits.
   if (static_cast<uint64_t>(width) * static_cast<uint64_t>(height) > limits.max_pixels) {
-    return ResourceExhaustedError(PageName(index) + " at " + std::to_string(dpi) + " dpi is " +
-                                  std::to_string(width) + "x" + std::to_string(height) +
-                                  " pixels, over the limit of " +
-                                  std::to_string(limits.max_pixels) +
-                                  " pixels (possible decompression bomb)");
+    return ResourceExhaustedError(
+        PageName(index) + " at " + std::to_string(dpi) + " dpi is " + std::to_string(width) + "x" +
+        std::to_string(height) + " pixels, over the limit of " + std::to_string(limits.max_pixels) +
+        " pixels (possible decompression bomb)");
   }
   return PdfPixelSize{static_cast<int32_t>(width), static_cast<int32_t>(height)};
 }
@@ -238,9 +246,9 @@ namespace {
 
 // The bitmap as tightly packed RGB rows, or Corruption when it is not the expected size.
 Result<Image> CopyRgb(SplashBitmap* bitmap, const PdfPixelSize& size) {
-  if (bitmap == nullptr || bitmap->getMode() != splashModeRGB8 ||
-      bitmap->getDataPtr() == nullptr || bitmap->getWidth() != size.width ||
-      bitmap->getHeight() != size.height || bitmap->getRowSize() < size.width * 3) {
+  if (bitmap == nullptr || bitmap->getMode() != splashModeRGB8 || bitmap->getDataPtr() == nullptr ||
+      bitmap->getWidth() != size.width || bitmap->getHeight() != size.height ||
+      bitmap->getRowSize() < size.width * 3) {
     return CorruptionError("poppler rendered no image of the expected " +
                            std::to_string(size.width) + "x" + std::to_string(size.height) +
                            " pixels");
@@ -264,6 +272,7 @@ Result<Image> CopyRgb(SplashBitmap* bitmap, const PdfPixelSize& size) {
 Result<Image> PdfDocument::RenderPage(int32_t index, int32_t dpi,
                                       const DecodeLimits& limits) const {
   DOCFEED_ASSIGN_OR_RETURN(PdfPixelSize size, RenderedSize(index, dpi, limits));
+  std::lock_guard<std::recursive_mutex> lock(PopplerMutex());
   MessageScope messages;
   try {
     // What pdftoppm does (utils/pdftoppm.cc, poppler 22.12): an RGB8 Splash device on white

@@ -4,9 +4,10 @@
 // src/pdf/README.md says what was verified and what is refused.
 //
 // Thread safety: one PdfDocument is used by one thread at a time; different PdfDocuments, even of
-// the same bytes, may be used on different threads at once (each render copies the document's
-// cross-reference table, as poppler's own threaded pdftoppm does, and poppler's global
-// parameters are created under poppler's own lock). poppler's messages never reach stderr: its
+// the same bytes, may be used on different threads at once. Opening, rendering and closing are
+// serialized process-wide (one mutex): ThreadSanitizer found two threads rendering at once racing
+// inside liblcms2 (cmsMLUfree), which poppler's colour management calls, so poppler's own notes on
+// threaded rendering were not enough here. poppler's messages never reach stderr: its
 // one error callback, installed with the global parameters, hands them to the calling thread.
 #ifndef DOCFEED_PDF_PDF_DOCUMENT_H_
 #define DOCFEED_PDF_PDF_DOCUMENT_H_
