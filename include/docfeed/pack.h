@@ -93,8 +93,8 @@ struct PackOptions {
   PackCodec codec = PackCodec::kKeep;
   int jpeg_quality = 90;  // 1..100, for kJpeg
   PackPreprocess preprocess;
-  int threads = 0;         // encoding threads; 0: one per hardware thread
-  bool skip_bad = false;   // reject bad samples into OUT/rejects.jsonl instead of stopping
+  int threads = 0;        // encoding threads; 0: one per hardware thread
+  bool skip_bad = false;  // reject bad samples into OUT/rejects.jsonl instead of stopping
   // Refuse an image that decodes only with warnings (a corrupt JPEG that libjpeg-turbo, and so
   // Pillow, decodes anyway, e.g. "Corrupt JPEG data: bad Huffman code"): a bad sample (stops the
   // pack, or a reject with skip_bad). Otherwise it is packed and listed in
@@ -147,15 +147,15 @@ struct PackSummary {
   uint64_t stored_image_bytes = 0;  // image bytes stored
   uint64_t output_bytes = 0;        // every file of the output directory
   std::map<std::string, uint64_t> stored_codecs;
-  std::vector<std::string> unlisted_images;  // images metadata.jsonl does not name
-  uint64_t other_files = 0;                  // non-image files of the source (ignored)
-  std::vector<SkippedEntry> skipped;         // entries of the source listing not read
+  std::vector<std::string> unlisted_images;    // images metadata.jsonl does not name
+  uint64_t other_files = 0;                    // non-image files of the source (ignored)
+  std::vector<SkippedEntry> skipped;           // entries of the source listing not read
   std::vector<DecodeWarning> decode_warnings;  // packed samples that decoded with warnings
   std::vector<std::string> data_files;  // relative to the output (SPLIT/... for a DatasetDict)
   std::vector<std::string> splits;      // the packed splits of a DatasetDict; empty otherwise
-  uint64_t pdf_documents = 0;                // PDF documents opened while listing
-  uint64_t pdf_pages = 0;                    // page samples listed from them (packed or rejected)
-  int32_t pdf_dpi = 0;                       // what they were rendered at; 0 without PDFs
+  uint64_t pdf_documents = 0;           // PDF documents opened while listing
+  uint64_t pdf_pages = 0;               // page samples listed from them (packed or rejected)
+  int32_t pdf_dpi = 0;                  // what they were rendered at; 0 without PDFs
   double seconds = 0;
   // With PackLabels::tokenizer_dir:
   uint64_t labels_truncated = 0;  // targets cut at max_length

@@ -682,8 +682,7 @@ nb::dict PackRows(const std::string& output, const std::string& rows, nb::object
                   bool keep_original, nb::int_ max_file_mb) {
   const PackOptions options = MakePackOptions(
       output, codec, jpeg_quality, threads, overwrite, skip_bad, strict, compression, preprocess,
-      size,
-      align_long_axis, hf_version, backend, keep_original, max_file_mb);
+      size, align_long_axis, hf_version, backend, keep_original, max_file_mb);
   PyRowSource source(CountRows(rows), std::move(fetch));
   Result<PackSummary> packed = [&] {
     nb::gil_scoped_release nogil;
@@ -702,10 +701,9 @@ nb::dict PackPath(const std::string& source, const std::string& output, const st
                   bool align_long_axis, nb::object hf_version, const std::string& backend,
                   bool keep_original, nb::int_ max_file_mb, const std::string& split,
                   const std::string& image_root) {
-  PackOptions options =
-      MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad, strict,
-                      compression, preprocess, size, align_long_axis, hf_version, backend,
-                      keep_original, max_file_mb);
+  PackOptions options = MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad,
+                                        strict, compression, preprocess, size, align_long_axis,
+                                        hf_version, backend, keep_original, max_file_mb);
   options.source = source;
   options.split = split;
   options.image_root = image_root;
@@ -865,17 +863,18 @@ NB_MODULE(_docfeed, m) {
 
   m.def("pack_rows", &PackRows, "output"_a, "rows"_a, "fetch"_a, nb::kw_only(), "codec"_a = "keep",
         "jpeg_quality"_a = 90, "threads"_a = 0, "overwrite"_a = false, "skip_bad"_a = false,
-        "strict"_a = false, "compression"_a = nb::none(), "preprocess"_a = "", "size"_a = nb::none(),
-        "align_long_axis"_a = false, "hf_version"_a = nb::none(), "backend"_a = "pil",
-        "keep_original"_a = false, "max_file_mb"_a = 500,
+        "strict"_a = false, "compression"_a = nb::none(), "preprocess"_a = "",
+        "size"_a = nb::none(), "align_long_axis"_a = false, "hf_version"_a = nb::none(),
+        "backend"_a = "pil", "keep_original"_a = false, "max_file_mb"_a = 500,
         "Packs rows into `output` (docfeed.pack's engine): `rows` is one JSON object per line "
         "(file_name and the other columns, as metadata.jsonl), `fetch()` returns the next "
         "rows' images. The GIL is released while encoding and writing. Returns the summary.");
   m.def("pack_path", &PackPath, "source"_a, "output"_a, nb::kw_only(), "codec"_a = "keep",
         "jpeg_quality"_a = 90, "threads"_a = 0, "overwrite"_a = false, "skip_bad"_a = false,
-        "strict"_a = false, "compression"_a = nb::none(), "preprocess"_a = "", "size"_a = nb::none(),
-        "align_long_axis"_a = false, "hf_version"_a = nb::none(), "backend"_a = "pil",
-        "keep_original"_a = false, "max_file_mb"_a = 500, "split"_a = "", "image_root"_a = "",
+        "strict"_a = false, "compression"_a = nb::none(), "preprocess"_a = "",
+        "size"_a = nb::none(), "align_long_axis"_a = false, "hf_version"_a = nb::none(),
+        "backend"_a = "pil", "keep_original"_a = false, "max_file_mb"_a = 500, "split"_a = "",
+        "image_root"_a = "",
         "Packs the image folder or Hugging Face dataset on disk (save_to_disk output, or a "
         "load_dataset cache directory) at `source` into `output`, as `docfeed pack` does. The "
         "GIL is released while packing. Returns the summary.");

@@ -135,8 +135,9 @@ Result<ImageCodec> DecodableCodec(std::span<const uint8_t> bytes, uint64_t max_i
           "a PDF document is not an image (docfeed pack renders the pages of files named "
           "*.pdf in an image folder)");
     default:
-      return UnsupportedError(std::string(ImageCodecName(codec)) +
-                              " images are not supported (only JPEG, PNG, WebP, GIF, TIFF and PPM)");
+      return UnsupportedError(
+          std::string(ImageCodecName(codec)) +
+          " images are not supported (only JPEG, PNG, WebP, GIF, TIFF and PPM)");
   }
 }
 

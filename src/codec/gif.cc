@@ -238,8 +238,8 @@ Status GifError(int error) {
   const std::string message = text != nullptr ? text : "unknown giflib error";
   if (error == D_GIF_ERR_READ_FAILED || error == D_GIF_ERR_EOF_TOO_SOON ||
       error == D_GIF_ERR_IMAGE_DEFECT) {
-    return CorruptionError("GIF image file is truncated or its image data ends early (" +
-                           message + ")");
+    return CorruptionError("GIF image file is truncated or its image data ends early (" + message +
+                           ")");
   }
   if (error == D_GIF_ERR_NOT_ENOUGH_MEM) return ResourceExhaustedError("GIF: " + message);
   return CorruptionError("corrupt GIF data (" + message + ")");
@@ -333,8 +333,8 @@ Result<ImageInfo> ProbeGif(std::span<const uint8_t> bytes) {
 Result<Image> DecodeGif(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
   DOCFEED_ASSIGN_OR_RETURN(const GifLayout layout, LayoutOf(bytes));
   const ImageInfo info = InfoFromLayout(layout);
-  DOCFEED_RETURN_IF_ERROR(CheckGeometry(static_cast<uint64_t>(info.width),
-                                        static_cast<uint64_t>(info.height), limits));
+  DOCFEED_RETURN_IF_ERROR(
+      CheckGeometry(static_cast<uint64_t>(info.width), static_cast<uint64_t>(info.height), limits));
   GifSource source{bytes, 0};
   int error = 0;
   GifFile gif(DGifOpen(&source, ReadGifBytes, &error));

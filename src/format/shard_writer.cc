@@ -7,8 +7,8 @@
 #include "base/hash.h"
 #include "base/json.h"
 #include "format/arrow/builder.h"
-#include "format/arrow_cell.h"
 #include "format/arrow/writer.h"
+#include "format/arrow_cell.h"
 #include "format/dataset.h"
 
 namespace docfeed::internal {
