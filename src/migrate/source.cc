@@ -15,19 +15,12 @@ using arrow::ArrayView;
 using arrow::Field;
 using arrow::TypeId;
 
-Result<Json> ReadJson(Env* env, const std::string& path) {
-  DOCFEED_ASSIGN_OR_RETURN(std::string text, env->ReadTextFile(path));
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return CorruptionError(path + ": not valid JSON");
-  return j;
-}
-
 Result<SplitSource> OpenSplit(Env* env, const std::string& dir, const std::string& name) {
   SplitSource split;
   split.name = name;
   split.dir = dir;
   const std::string state_path = JoinPath(dir, "state.json");
-  DOCFEED_ASSIGN_OR_RETURN(Json state, ReadJson(env, state_path));
+  DOCFEED_ASSIGN_OR_RETURN(Json state, ReadJsonFile(env, state_path));
   if (!state.is_object() || !state.contains("_data_files") || !state["_data_files"].is_array()) {
     return CorruptionError(state_path + ": field _data_files is missing or not a list");
   }
@@ -83,18 +76,6 @@ Result<ColumnType> KeptType(const Field& f) {
       ") cannot be kept: docfeed datasets hold string, int64, float64, bool and lists of "
       "int64/float64/string; pass --drop-column " +
       f.name + " to leave it out");
-}
-
-// The Hugging Face features `datasets` writes into a data file's schema, if any.
-std::optional<Json> HfFeatures(const arrow::Schema& schema) {
-  const std::string* hf = schema.FindMetadata("huggingface");
-  if (hf == nullptr) return std::nullopt;
-  Json j = Json::parse(*hf, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("info") || !j["info"].is_object() ||
-      !j["info"].contains("features") || !j["info"]["features"].is_object()) {
-    return std::nullopt;
-  }
-  return j["info"]["features"];
 }
 
 // How a kept column is stored: with the file's Hugging Face features, as the source had it
@@ -210,6 +191,24 @@ Result<Value> CellValue(const ArrayView& col, int64_t row, ColumnType type) {
 
 }  // namespace
 
+Result<Json> ReadJsonFile(Env* env, const std::string& path) {
+  DOCFEED_ASSIGN_OR_RETURN(std::string text, env->ReadTextFile(path));
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return CorruptionError(path + ": not valid JSON");
+  return j;
+}
+
+std::optional<Json> HfFeatures(const arrow::Schema& schema) {
+  const std::string* hf = schema.FindMetadata("huggingface");
+  if (hf == nullptr) return std::nullopt;
+  Json j = Json::parse(*hf, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("info") || !j["info"].is_object() ||
+      !j["info"].contains("features") || !j["info"]["features"].is_object()) {
+    return std::nullopt;
+  }
+  return j["info"]["features"];
+}
+
 Result<SavedDataset> OpenSavedDataset(const std::string& path, Env* env) {
   env = EnvOrDefault(env);
   SavedDataset ds;
@@ -217,7 +216,7 @@ Result<SavedDataset> OpenSavedDataset(const std::string& path, Env* env) {
   const std::string dict_path = JoinPath(path, "dataset_dict.json");
   if (env->PathExists(dict_path)) {
     ds.is_dict = true;
-    DOCFEED_ASSIGN_OR_RETURN(Json dict, ReadJson(env, dict_path));
+    DOCFEED_ASSIGN_OR_RETURN(Json dict, ReadJsonFile(env, dict_path));
     if (!dict.is_object() || !dict.contains("splits") || !dict["splits"].is_array() ||
         dict["splits"].empty()) {
       return CorruptionError(dict_path + ": field splits is missing, empty or not a list");

@@ -11,11 +11,13 @@
 #define DOCFEED_MIGRATE_SOURCE_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "base/env.h"
+#include "base/json.h"
 #include "docfeed/migrate.h"
 #include "docfeed/status.h"
 #include "format/arrow/reader.h"
@@ -42,6 +44,13 @@ struct SavedDataset {
 // dataset_info.json (what `save_to_disk` writes). Public (docfeed/migrate.h); defined in
 // source.cc.
 using docfeed::IsSavedDataset;
+
+// A JSON file; Corruption naming it when it does not parse.
+Result<Json> ReadJsonFile(Env* env, const std::string& path);
+
+// The Hugging Face features `datasets` writes into a data file's schema ("huggingface" metadata,
+// info.features), if it has them.
+std::optional<Json> HfFeatures(const arrow::Schema& schema);
 
 // Errors: NotFound/Corruption naming the JSON file and field for a malformed directory, a
 // missing data file, or a dataset with no data files.

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
 #include "base/file.h"
+#include "base/json.h"
 #include "base/ordered_parallel.h"
 #include "base/output_dir.h"
 #include "codec/codec.h"

@@ -35,27 +35,16 @@ std::string RowName(const std::string& file, int64_t row) {
   return file + " row " + std::to_string(row);
 }
 
-Result<Json> ReadJsonFile(Env* env, const std::string& path) {
-  DOCFEED_ASSIGN_OR_RETURN(std::string text, env->ReadTextFile(path));
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return CorruptionError(path + ": not valid JSON");
-  return j;
-}
-
 // The Hugging Face features of a data file: its schema's "huggingface" metadata, which
 // `datasets` writes into every Arrow file it saves; else the split's dataset_info.json.
 Result<Json> Features(Env* env, const arrow::Schema& schema, const std::string& file,
                       const std::string& dir) {
-  if (const std::string* hf = schema.FindMetadata("huggingface")) {
-    Json j = Json::parse(*hf, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.contains("info") && j["info"].is_object() &&
-        j["info"].contains("features") && j["info"]["features"].is_object()) {
-      return j["info"]["features"];
-    }
+  if (std::optional<Json> features = migrate::HfFeatures(schema)) return *features;
+  if (schema.FindMetadata("huggingface") != nullptr) {
     return CorruptionError(file + ": its schema's huggingface metadata has no info.features");
   }
   const std::string info_path = JoinPath(dir, "dataset_info.json");
-  DOCFEED_ASSIGN_OR_RETURN(Json info, ReadJsonFile(env, info_path));
+  DOCFEED_ASSIGN_OR_RETURN(Json info, migrate::ReadJsonFile(env, info_path));
   if (!info.is_object() || !info.contains("features") || !info["features"].is_object()) {
     return CorruptionError(info_path + ": field features is missing or not an object");
   }
@@ -205,11 +194,6 @@ class SavedSplitSource final : public SampleSource {
   }
 
  private:
-  static std::string BaseName(const std::string& path) {
-    const size_t slash = path.rfind('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
-  }
-
   Status ListOnce(Env* env, const std::vector<std::string>& files, std::string* demote) {
     data_files_ = files;
     std::optional<Layout> layout;
@@ -376,7 +360,7 @@ bool IsDatasetsCache(const std::string& path, Env* env) {
 Result<migrate::SavedDataset> OpenDatasetsCache(const std::string& path, Env* env) {
   env = EnvOrDefault(env);
   const std::string info_path = JoinPath(path, "dataset_info.json");
-  DOCFEED_ASSIGN_OR_RETURN(Json info, ReadJsonFile(env, info_path));
+  DOCFEED_ASSIGN_OR_RETURN(Json info, migrate::ReadJsonFile(env, info_path));
   if (!info.is_object() || !info.contains("builder_name") || !info["builder_name"].is_string() ||
       !info.contains("splits") || !info["splits"].is_object() || info["splits"].empty()) {
     return CorruptionError(info_path + ": fields builder_name and splits are missing or empty");
@@ -440,8 +424,8 @@ bool IsSavedImageDataset(const std::string& path, Env* env) {
       cache ? internal::OpenDatasetsCache(path, env)
             : internal::migrate::OpenSavedDataset(path, env);
   if (!saved.ok() || saved->splits.empty()) return false;
-  Result<Json> info =
-      internal::ReadJsonFile(env, internal::JoinPath(saved->splits[0].dir, "dataset_info.json"));
+  Result<Json> info = internal::migrate::ReadJsonFile(
+      env, internal::JoinPath(saved->splits[0].dir, "dataset_info.json"));
   if (!info.ok() || !info->is_object() || !info->contains("features") ||
       !(*info)["features"].is_object()) {
     return false;
