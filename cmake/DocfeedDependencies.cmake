@@ -9,6 +9,10 @@ pkg_check_modules(GIF REQUIRED IMPORTED_TARGET libgif)         # libgif-dev
 pkg_check_modules(TIFF REQUIRED IMPORTED_TARGET libtiff-4>=4.5) # libtiff-dev (TIFFOpenOptions)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)       # libzstd-dev
 pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)         # liblz4-dev
+# Parquet pages' codecs (src/format/parquet): SNAPPY, GZIP, BROTLI (ZSTD and LZ4_RAW above).
+pkg_check_modules(SNAPPY REQUIRED IMPORTED_TARGET snappy)      # libsnappy-dev
+pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)          # zlib1g-dev
+pkg_check_modules(BROTLIDEC REQUIRED IMPORTED_TARGET libbrotlidec) # libbrotli-dev
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)   # libxxhash-dev
 pkg_check_modules(LIBARCHIVE REQUIRED IMPORTED_TARGET libarchive) # libarchive-dev
 find_package(nlohmann_json 3.10 REQUIRED)                      # nlohmann-json3-dev

@@ -11,7 +11,8 @@ packages=(
   libwebp-dev                                        # WebP decode/encode (+ libwebpdemux: animated)
   libgif-dev                                         # GIF decode (giflib)
   libtiff-dev libtiff-tools                          # TIFF decode (libtiff, as Pillow); tiffcp for the test corpus
-  libzstd-dev liblz4-dev                             # Arrow IPC buffer compression
+  libzstd-dev liblz4-dev                             # Arrow IPC buffer compression (and Parquet's ZSTD, LZ4_RAW)
+  libsnappy-dev zlib1g-dev libbrotli-dev             # Parquet pages: SNAPPY, GZIP, BROTLI
   libxxhash-dev                                      # XXH3-64 checksums
   libarchive-dev                                     # WebDataset tar shards (tar, tar.gz)
   nlohmann-json3-dev                                 # JSON (metadata.jsonl, manifests)

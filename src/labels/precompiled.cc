@@ -18,15 +18,6 @@ uint32_t Value(uint32_t unit) { return unit & ((1u << 31) - 1); }
 uint32_t Label(uint32_t unit) { return unit & ((1u << 31) | 0xFF); }
 uint32_t Offset(uint32_t unit) { return (unit >> 10) << ((unit & (1u << 9)) >> 6); }
 
-int Base64Value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
 bool IsAscii(std::string_view s) {
   for (char c : s) {
     if (static_cast<uint8_t>(c) >= 0x80) return false;
@@ -50,32 +41,6 @@ UBreakIterator* ThreadBreakIterator() {
 }
 
 }  // namespace
-
-Result<std::string> DecodeBase64(std::string_view text) {
-  if (text.size() % 4 != 0) return InvalidArgumentError("base64: length is not a multiple of 4");
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (size_t i = 0; i < text.size(); i += 4) {
-    std::array<int, 4> v{};
-    int pad = 0;
-    for (size_t k = 0; k < 4; ++k) {
-      char c = text[i + k];
-      bool last_group = i + 4 == text.size();
-      if (c == '=' && last_group && k >= 2 && (k == 3 || text[i + 3] == '=')) {
-        ++pad;
-        continue;
-      }
-      v[k] = Base64Value(c);
-      if (v[k] < 0 || pad > 0) return InvalidArgumentError("base64: bad character");
-    }
-    uint32_t n = (static_cast<uint32_t>(v[0]) << 18) | (static_cast<uint32_t>(v[1]) << 12) |
-                 (static_cast<uint32_t>(v[2]) << 6) | static_cast<uint32_t>(v[3]);
-    out.push_back(static_cast<char>(n >> 16));
-    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xFF));
-    if (pad < 1) out.push_back(static_cast<char>(n & 0xFF));
-  }
-  return out;
-}
 
 Result<PrecompiledCharsmap> PrecompiledCharsmap::Parse(std::string_view blob) {
   auto u32 = [&](size_t at) {

@@ -14,13 +14,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/base64.h"
 #include "docfeed/status.h"
 
 namespace docfeed::internal {
-
-// Standard base64 (RFC 4648, '=' padding) as JSON files hold binary blobs. InvalidArgument on
-// any other character or a bad length.
-Result<std::string> DecodeBase64(std::string_view text);
 
 // Immutable once parsed; Normalize is const and thread-safe.
 class PrecompiledCharsmap {

@@ -31,6 +31,8 @@ struct SplitSource {
   std::string dir;
   std::vector<std::string> data_files;  // absolute paths, state.json order
   std::vector<uint64_t> file_bytes;
+  // The data files are Parquet (`docfeed pack` of a Hub-layout folder), not Arrow streams.
+  bool parquet = false;
 };
 
 struct SavedDataset {

@@ -16,6 +16,7 @@
 #include "format/verify.h"
 #include "migrate/source.h"
 #include "pack/image_folder.h"
+#include "pack/parquet_source.h"
 #include "pack/saved_dataset_source.h"
 #include "pack/tar_source.h"
 #include "pdf/pdf_document.h"
@@ -437,19 +438,21 @@ Result<PackSummary> PackSavedDict(const migrate::SavedDataset& saved, const Pack
   return total;
 }
 
-// A save_to_disk directory with an Image column: a Dataset as one source, a DatasetDict split
-// by split.
-Result<PackSummary> PackSaved(const PackOptions& options, const std::string& output) {
+// A save_to_disk directory with an Image column, a datasets cache or Parquet: a Dataset as one
+// source, a DatasetDict split by split.
+Result<PackSummary> PackSaved(const PackOptions& options, const std::string& output, bool parquet) {
   Env* env = EnvOrDefault(options.env);
-  Result<migrate::SavedDataset> opened = IsDatasetsCache(options.source, env)
+  Result<migrate::SavedDataset> opened = parquet ? OpenParquetDataset(options.source, env)
+                                         : IsDatasetsCache(options.source, env)
                                              ? OpenDatasetsCache(options.source, env)
                                              : migrate::OpenSavedDataset(options.source, env);
   DOCFEED_RETURN_IF_ERROR(opened.status());
   const migrate::SavedDataset& saved = *opened;
   if (saved.is_dict) return PackSavedDict(saved, options, output);
   if (!options.split.empty()) {
-    return InvalidArgumentError("--split " + options.split + ": " + options.source +
-                                " is a Dataset, not a DatasetDict");
+    return InvalidArgumentError(
+        "--split " + options.split + ": " + options.source +
+        (parquet ? " is one Parquet file, without splits" : " is a Dataset, not a DatasetDict"));
   }
   WriteState state;
   state.start = Clock::now();
@@ -465,12 +468,14 @@ Result<PackSummary> Pack(const PackOptions& options) {
       CheckOverwriteKeepsSource(options.source, output, EnvOrDefault(options.env)));
   // Decided from the names of the files, so that one that cannot be read is reported as such.
   if (IsSavedDataset(options.source, options.env) || IsDatasetsCache(options.source, options.env)) {
-    return PackSaved(options, output);
+    return PackSaved(options, output, /*parquet=*/false);
   }
+  DOCFEED_ASSIGN_OR_RETURN(bool parquet, IsParquetSource(options.source, options.env));
+  if (parquet) return PackSaved(options, output, /*parquet=*/true);
   if (!options.split.empty() || !options.image_root.empty()) {
     return InvalidArgumentError(
-        "--split and --image-root are for a Hugging Face dataset on disk; " + options.source +
-        " is not one");
+        "--split and --image-root are for a Hugging Face dataset on disk or Parquet; " +
+        options.source + " is neither");
   }
   if (IsTarSource(options.source, options.env)) {
     WriteState state;

@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "base/file.h"
 #include "base/json.h"
+#include "base/mutex.h"
 #include "codec/codec.h"
 #include "format/arrow_cell.h"
 #include "format/arrow_column.h"
+#include "format/parquet/reader.h"
 #include "format/row_values.h"
 #include "migrate/source.h"
 #include "migrate/source_stream.h"
@@ -22,12 +26,21 @@ using arrow::Field;
 using arrow::TypeId;
 using migrate::SourceStream;
 
+// Decoded row groups kept for ReadImage: at least two, more while they fit this budget.
+constexpr uint64_t kImageCacheBytes = uint64_t{256} << 20;
+
 // Where one sample's image bytes are.
 struct ImageRange {
   uint32_t file = 0;       // index into the split's data files
-  uint64_t offset = 0;     // in that file
-  uint64_t length = 0;     // 0 with `path_only`
+  uint64_t offset = 0;     // Arrow: in that file; Parquet: the row group
+  uint64_t length = 0;     // Arrow: the bytes; Parquet: the row in the row group
   bool path_only = false;  // no bytes: read relative_path under image_root
+};
+
+// A Parquet row group's image column, decoded for ReadImage, shared by the encode workers.
+struct DecodedImages {
+  parquet::RowGroupBatch batch;  // the image column only
+  uint64_t bytes = 0;            // its binary values, for the cache's budget
 };
 
 // How errors name row `row` (0-based over the split) of `file`.
@@ -35,13 +48,31 @@ std::string RowName(const std::string& file, int64_t row) {
   return file + " row " + std::to_string(row);
 }
 
+bool IsImageStruct(const Field& f) {
+  return f.type == TypeId::kStruct && f.children.size() == 2 &&
+         arrow::IsBinaryLike(f.children[0].type) && f.children[0].name == "bytes" &&
+         arrow::IsBinaryLike(f.children[1].type) && f.children[1].name == "path";
+}
+
 // The Hugging Face features of a data file: its schema's "huggingface" metadata, which
-// `datasets` writes into every Arrow file it saves; else the split's dataset_info.json.
+// `datasets` writes into every Arrow and Parquet file it saves; else the split's
+// dataset_info.json. A Parquet file written by other tools has neither: its column `image`, if it
+// is an Image's struct<bytes, path>, is taken as one, and the other columns have no feature
+// (kept when docfeed has a native type for them).
 Result<Json> Features(Env* env, const arrow::Schema& schema, const std::string& file,
-                      const std::string& dir) {
+                      const std::string& dir, bool parquet) {
   if (std::optional<Json> features = migrate::HfFeatures(schema)) return *features;
   if (schema.FindMetadata("huggingface") != nullptr) {
     return CorruptionError(file + ": its schema's huggingface metadata has no info.features");
+  }
+  if (parquet) {
+    Json features = Json::object();
+    for (const Field& f : schema.fields) {
+      if (f.name == kSourceImageColumn && IsImageStruct(f)) {
+        features[f.name] = Json{{"_type", "Image"}};
+      }
+    }
+    return features;
   }
   const std::string info_path = JoinPath(dir, "dataset_info.json");
   DOCFEED_ASSIGN_OR_RETURN(Json info, migrate::ReadJsonFile(env, info_path));
@@ -106,9 +137,7 @@ Result<Layout> InspectColumns(const arrow::Schema& schema, const Json& features,
                                 (feature != nullptr ? feature->dump() : "no feature") +
                                 "); docfeed stores its images in a column of that name");
       }
-      if (f.type != TypeId::kStruct || f.children.size() != 2 ||
-          !arrow::IsBinaryLike(f.children[0].type) || f.children[0].name != "bytes" ||
-          !arrow::IsBinaryLike(f.children[1].type) || f.children[1].name != "path") {
+      if (!IsImageStruct(f)) {
         return CorruptionError(file + ": column 'image' is " + arrow::TypeToString(f) +
                                ", not an Image's struct<bytes: binary, path: string>");
       }
@@ -142,8 +171,8 @@ bool HasNullItem(const ArrayView& column, int64_t row, ColumnType type) {
 
 class SavedSplitSource final : public SampleSource {
  public:
-  SavedSplitSource(std::string dir, std::string name, SavedSourceOptions options)
-      : dir_(std::move(dir)), name_(std::move(name)), options_(std::move(options)) {}
+  SavedSplitSource(const migrate::SplitSource& split, SavedSourceOptions options)
+      : split_(split), dir_(split.dir), name_(split.name), options_(std::move(options)) {}
 
   // Lists every row; restarts once per native list column found to hold a null item.
   Status List(const std::vector<std::string>& files) {
@@ -158,9 +187,12 @@ class SavedSplitSource final : public SampleSource {
       if (demote.empty()) break;
       force_arrow_.insert(demote);
     }
-    for (const std::string& f : files) {
-      DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, env->NewRandomAccessFile(f));
-      files_.push_back(std::move(file));
+    if (!split_.parquet) {
+      for (const std::string& f : files) {
+        DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                                 env->NewRandomAccessFile(f));
+        files_.push_back(std::move(file));
+      }
     }
     return Status::Ok();
   }
@@ -174,11 +206,8 @@ class SavedSplitSource final : public SampleSource {
       return EnvOrDefault(options_.env)
           ->ReadFile(JoinPath(options_.image_root, folder_.samples[i].relative_path), limit);
     }
-    if (r.length > limit) {
-      return ResourceExhaustedError("the image is " + std::to_string(r.length) +
-                                    " bytes, more than the decoders' limit of " +
-                                    std::to_string(limit));
-    }
+    if (split_.parquet) return ReadParquetImage(r, limit);
+    if (r.length > limit) return TooLarge(r.length, limit);
     std::vector<uint8_t> bytes(static_cast<size_t>(r.length));
     DOCFEED_RETURN_IF_ERROR(files_[r.file]->ReadAt(r.offset, bytes));
     return bytes;
@@ -186,7 +215,7 @@ class SavedSplitSource final : public SampleSource {
 
   std::string Where(size_t i) const override {
     const auto& [file, row] = rows_[i];
-    return RowName(JoinPath(dir_, BaseName(data_files_[file])), row);
+    return RowName(data_files_[file], row);
   }
 
   std::string Name() const override {
@@ -196,53 +225,176 @@ class SavedSplitSource final : public SampleSource {
  private:
   Status ListOnce(Env* env, const std::vector<std::string>& files, std::string* demote) {
     data_files_ = files;
-    std::optional<Layout> layout;
-    std::optional<arrow::Schema> first_schema;
-    std::unique_ptr<Confinement> confine;
+    layout_.reset();
+    first_schema_.reset();
+    confine_.reset();
+    parquet_.clear();
     if (!options_.image_root.empty()) {
       DOCFEED_ASSIGN_OR_RETURN(std::string real_root, env->RealPath(options_.image_root));
-      confine = std::make_unique<Confinement>(env, options_.image_root, real_root,
-                                              options_.follow_symlinks);
+      confine_ = std::make_unique<Confinement>(env, options_.image_root, real_root,
+                                               options_.follow_symlinks);
       real_root_ = real_root;
     }
-    int64_t split_row = 0;
+    split_row_ = 0;
     for (size_t f = 0; f < files.size(); ++f) {
-      DOCFEED_ASSIGN_OR_RETURN(SourceStream stream, SourceStream::Open(env, files[f], files[f]));
-      if (!layout) {
-        DOCFEED_ASSIGN_OR_RETURN(Json features, Features(env, stream.schema(), files[f], dir_));
-        DOCFEED_ASSIGN_OR_RETURN(Layout l,
-                                 InspectColumns(stream.schema(), features, files[f], force_arrow_));
-        layout = std::move(l);
-        first_schema = stream.schema();
-        folder_.columns = layout->columns;
-      } else if (!SameColumns(stream.schema(), *first_schema)) {
-        return CorruptionError(files[f] + ": its columns differ from those of " + files[0]);
-      }
-      stream.set_deferred_buffer(
-          migrate::StructChildDataBuffer(stream.schema(), layout->image, /*child=*/0));
-      arrow::RecordBatch batch;
-      for (;;) {
-        DOCFEED_ASSIGN_OR_RETURN(bool more, stream.Next(&batch));
-        if (!more) break;
-        if (!stream.batch_deferred()) {
-          return UnsupportedError(files[f] + ": record batch " + std::to_string(batch.batch_index) +
-                                  " is compressed; docfeed reads the uncompressed Arrow files "
-                                  "datasets writes (save it again with datasets)");
-        }
-        const ArrayView& image = batch.columns[layout->image];
-        for (int64_t row = 0; row < batch.num_rows; ++row, ++split_row) {
-          for (size_t c = 0; c < layout->columns.size(); ++c) {
-            if (HasNullItem(batch.columns[layout->kept[c]], row, layout->columns[c].type)) {
-              *demote = layout->columns[c].name;
-              return Status::Ok();
-            }
-          }
-          DOCFEED_RETURN_IF_ERROR(
-              AddRow(stream, batch, image, row, split_row, f, *layout, confine.get(), files[f]));
-        }
-      }
+      DOCFEED_RETURN_IF_ERROR(split_.parquet ? ListParquetFile(env, f, demote)
+                                             : ListArrowFile(env, f, demote));
+      if (!demote->empty()) return Status::Ok();
     }
     return Status::Ok();
+  }
+
+  // The first file's columns decide the layout; every later file must have the same.
+  Status CheckColumns(Env* env, const arrow::Schema& schema, size_t f) {
+    const std::string& file = data_files_[f];
+    if (!layout_) {
+      DOCFEED_ASSIGN_OR_RETURN(Json features, Features(env, schema, file, dir_, split_.parquet));
+      DOCFEED_ASSIGN_OR_RETURN(Layout l, InspectColumns(schema, features, file, force_arrow_));
+      layout_ = std::move(l);
+      first_schema_ = schema;
+      folder_.columns = layout_->columns;
+    } else if (!SameColumns(schema, *first_schema_)) {
+      return CorruptionError(file + ": its columns differ from those of " + data_files_[0]);
+    }
+    return Status::Ok();
+  }
+
+  // Lists the rows of one batch; `locate` gives the image range of a row whose bytes are there.
+  template <typename Locate>
+  Status ListBatch(const std::vector<ArrayView>& columns, int64_t rows, size_t f,
+                   std::string* demote, Locate&& locate) {
+    const Layout& layout = *layout_;
+    for (int64_t row = 0; row < rows; ++row, ++split_row_) {
+      for (size_t c = 0; c < layout.columns.size(); ++c) {
+        if (HasNullItem(columns[layout.kept[c]], row, layout.columns[c].type)) {
+          *demote = layout.columns[c].name;
+          return Status::Ok();
+        }
+      }
+      DOCFEED_RETURN_IF_ERROR(AddRow(columns, row, f, locate));
+    }
+    return Status::Ok();
+  }
+
+  Status ListArrowFile(Env* env, size_t f, std::string* demote) {
+    const std::string& file = data_files_[f];
+    DOCFEED_ASSIGN_OR_RETURN(SourceStream stream, SourceStream::Open(env, file, file));
+    DOCFEED_RETURN_IF_ERROR(CheckColumns(env, stream.schema(), f));
+    stream.set_deferred_buffer(
+        migrate::StructChildDataBuffer(stream.schema(), layout_->image, /*child=*/0));
+    arrow::RecordBatch batch;
+    for (;;) {
+      DOCFEED_ASSIGN_OR_RETURN(bool more, stream.Next(&batch));
+      if (!more) break;
+      if (!stream.batch_deferred()) {
+        return UnsupportedError(file + ": record batch " + std::to_string(batch.batch_index) +
+                                " is compressed; docfeed reads the uncompressed Arrow files "
+                                "datasets writes (save it again with datasets)");
+      }
+      DOCFEED_RETURN_IF_ERROR(
+          ListBatch(batch.columns, batch.num_rows, f, demote,
+                    [&](int64_t, std::span<const uint8_t> cell, ImageRange* range) -> Status {
+                      DOCFEED_ASSIGN_OR_RETURN(range->offset, stream.FileOffset(cell));
+                      range->length = cell.size();
+                      return Status::Ok();
+                    }));
+      if (!demote->empty()) return Status::Ok();
+    }
+    return Status::Ok();
+  }
+
+  Status ListParquetFile(Env* env, size_t f, std::string* demote) {
+    const std::string& file = data_files_[f];
+    DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> handle,
+                             env->NewRandomAccessFile(file));
+    DOCFEED_ASSIGN_OR_RETURN(parquet::FileReader reader,
+                             parquet::FileReader::Open(std::move(handle), file));
+    DOCFEED_RETURN_IF_ERROR(CheckColumns(env, reader.schema(), f));
+    std::vector<size_t> all(reader.schema().fields.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    for (int g = 0; g < reader.num_row_groups(); ++g) {
+      parquet::RowGroupBatch batch;
+      DOCFEED_RETURN_IF_ERROR(reader.ReadRowGroup(g, all, &batch));
+      DOCFEED_RETURN_IF_ERROR(
+          ListBatch(batch.columns, batch.num_rows, f, demote,
+                    [&](int64_t row, std::span<const uint8_t>, ImageRange* range) -> Status {
+                      range->offset = static_cast<uint64_t>(g);
+                      range->length = static_cast<uint64_t>(row);
+                      return Status::Ok();
+                    }));
+      if (!demote->empty()) return Status::Ok();
+    }
+    parquet_.push_back(std::make_unique<parquet::FileReader>(std::move(reader)));
+    return Status::Ok();
+  }
+
+  static Status TooLarge(uint64_t bytes, uint64_t limit) {
+    return ResourceExhaustedError("the image is " + std::to_string(bytes) +
+                                  " bytes, more than the decoders' limit of " +
+                                  std::to_string(limit));
+  }
+
+  // Sample bytes from a Parquet file: its row group's image column, decoded once and kept while
+  // the workers, which take samples in about their order, still need it.
+  Result<std::vector<uint8_t>> ReadParquetImage(const ImageRange& r, uint64_t limit) {
+    DOCFEED_ASSIGN_OR_RETURN(std::shared_ptr<const DecodedImages> images,
+                             ImagesOf(r.file, static_cast<int>(r.offset)));
+    const ArrayView& bytes = images->batch.columns[0].children[0];
+    const auto row = static_cast<int64_t>(r.length);
+    const std::span<const uint8_t> cell = bytes.GetBinary(row);
+    if (cell.size() > limit) return TooLarge(cell.size(), limit);
+    return std::vector<uint8_t>(cell.begin(), cell.end());
+  }
+
+  Result<std::shared_ptr<const DecodedImages>> ImagesOf(uint32_t file, int group) {
+    const std::pair<uint32_t, int> key(file, group);
+    {
+      MutexLock lock(&cache_mu_);
+      for (;;) {
+        auto it = cache_.find(key);
+        if (it == cache_.end()) break;
+        if (it->second.images) {
+          it->second.last_use = ++cache_clock_;
+          return it->second.images;
+        }
+        cache_cv_.Wait(&cache_mu_);  // another worker is decoding it
+      }
+      cache_[key].last_use = ++cache_clock_;  // claimed: decoding
+    }
+    auto images = std::make_shared<DecodedImages>();
+    const size_t image[] = {layout_->image};
+    Status s = parquet_[file]->ReadRowGroup(group, image, &images->batch);
+    if (s.ok()) {
+      const ArrayView& bytes = images->batch.columns[0].children[0];
+      images->bytes = bytes.values.size();
+      if (static_cast<int64_t>(bytes.length) < parquet_[file]->row_group_rows(group)) {
+        s = CorruptionError("the image column has fewer rows than the row group");
+      }
+    }
+    MutexLock lock(&cache_mu_);
+    if (!s.ok()) {
+      cache_.erase(key);
+      cache_cv_.SignalAll();
+      return s;
+    }
+    CacheEntry& entry = cache_[key];
+    entry.images = images;
+    cache_bytes_ += images->bytes;
+    // Evicts the least recently used decoded groups beyond the budget, keeping two.
+    while (cache_.size() > 2 && cache_bytes_ > kImageCacheBytes) {
+      auto oldest = cache_.end();
+      for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+        if (it->second.images && it->first != key &&
+            (oldest == cache_.end() || it->second.last_use < oldest->second.last_use)) {
+          oldest = it;
+        }
+      }
+      if (oldest == cache_.end()) break;
+      cache_bytes_ -= oldest->second.images->bytes;
+      cache_.erase(oldest);
+    }
+    cache_cv_.SignalAll();
+    return std::shared_ptr<const DecodedImages>(images);
   }
 
   static bool SameColumns(const arrow::Schema& a, const arrow::Schema& b) {
@@ -255,16 +407,19 @@ class SavedSplitSource final : public SampleSource {
     return true;
   }
 
-  Status AddRow(const SourceStream& stream, const arrow::RecordBatch& batch, const ArrayView& image,
-                int64_t row, int64_t split_row, size_t file, const Layout& layout,
-                const Confinement* confine, const std::string& path) {
+  template <typename Locate>
+  Status AddRow(const std::vector<ArrayView>& columns, int64_t row, size_t file, Locate& locate) {
+    const Layout& layout = *layout_;
+    const Confinement* confine = confine_.get();
+    const int64_t split_row = split_row_;
+    const ArrayView& image = columns[layout.image];
     SourceSample sample;
     ImageRange range;
     range.file = static_cast<uint32_t>(file);
-    const std::string where = RowName(path, split_row);
+    const std::string where = RowName(data_files_[file], split_row);
     sample.values.reserve(layout.columns.size());
     for (size_t c = 0; c < layout.columns.size(); ++c) {
-      sample.values.push_back(ReadCell(batch.columns[layout.kept[c]], row, layout.columns[c]));
+      sample.values.push_back(ReadCell(columns[layout.kept[c]], row, layout.columns[c]));
     }
     const bool null_image = image.IsNull(row);
     const ArrayView& bytes = image.children[0];
@@ -273,9 +428,7 @@ class SavedSplitSource final : public SampleSource {
     if (null_image) {
       sample.problem = InvalidArgumentError(where + ": the image is null");
     } else if (!bytes.IsNull(row) && !bytes.GetBinary(row).empty()) {
-      const std::span<const uint8_t> cell = bytes.GetBinary(row);
-      DOCFEED_ASSIGN_OR_RETURN(range.offset, stream.FileOffset(cell));
-      range.length = cell.size();
+      DOCFEED_RETURN_IF_ERROR(locate(row, bytes.GetBinary(row), &range));
     } else if (sample.relative_path.empty()) {
       sample.problem = InvalidArgumentError(where + ": the image has neither bytes nor a path");
     } else if (confine == nullptr) {
@@ -321,23 +474,40 @@ class SavedSplitSource final : public SampleSource {
     return Status::Ok();
   }
 
+  struct CacheEntry {
+    std::shared_ptr<const DecodedImages> images;  // null while a worker decodes it
+    uint64_t last_use = 0;
+  };
+
+  const migrate::SplitSource split_;
   std::string dir_;
   std::string name_;
   SavedSourceOptions options_;
+  // Listing state (List()).
+  std::optional<Layout> layout_;
+  std::optional<arrow::Schema> first_schema_;
+  std::unique_ptr<Confinement> confine_;
+  int64_t split_row_ = 0;
   std::set<std::string> force_arrow_;  // native list columns seen with a null item
   std::string real_root_;              // options_.image_root's real path
   ImageFolder folder_;
   std::vector<ImageRange> ranges_;
   std::vector<std::pair<size_t, int64_t>> rows_;  // (file, row over the split) per sample
   std::vector<std::string> data_files_;
-  std::vector<std::unique_ptr<RandomAccessFile>> files_;
+  std::vector<std::unique_ptr<RandomAccessFile>> files_;       // Arrow
+  std::vector<std::unique_ptr<parquet::FileReader>> parquet_;  // Parquet
+  Mutex cache_mu_;
+  CondVar cache_cv_;
+  std::map<std::pair<uint32_t, int>, CacheEntry> cache_ DOCFEED_GUARDED_BY(cache_mu_);
+  uint64_t cache_bytes_ DOCFEED_GUARDED_BY(cache_mu_) = 0;
+  uint64_t cache_clock_ DOCFEED_GUARDED_BY(cache_mu_) = 0;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<SampleSource>> OpenSavedSplitSource(const migrate::SplitSource& split,
                                                            const SavedSourceOptions& options) {
-  auto source = std::make_unique<SavedSplitSource>(split.dir, split.name, options);
+  auto source = std::make_unique<SavedSplitSource>(split, options);
   DOCFEED_RETURN_IF_ERROR(source->List(split.data_files));
   return std::unique_ptr<SampleSource>(std::move(source));
 }

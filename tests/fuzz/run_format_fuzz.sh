@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the format fuzzers (manifest_fuzz, index_fuzz, metadata_jsonl_fuzz, tar_fuzz) with clang's
+# Builds the format fuzzers (manifest_fuzz, index_fuzz, metadata_jsonl_fuzz, tar_fuzz, parquet_fuzz) with clang's
 # libFuzzer + ASan/UBSan and runs each for SECONDS on its corpus.
 #
 #   tests/fuzz/run_format_fuzz.sh [seconds-per-target=20] [extra libFuzzer flags...]
@@ -16,13 +16,14 @@ out="${DOCFEED_FUZZ_DIR:-${root}/build/fuzz}"
 mkdir -p "${out}"
 source "${root}/tests/fuzz/fuzz_lib.sh"
 
-common=("${root}"/src/base/{status,hash,file,mem_env}.cc "${root}/src/base/posix/env_posix.cc"
-        "${root}"/src/format/{manifest,index,value,arrow_column}.cc "${root}/src/format/arrow/schema.cc"
+common=("${root}"/src/base/{status,base64,hash,file,mem_env}.cc "${root}/src/base/posix/env_posix.cc"
+        "${root}"/src/format/{manifest,index,value,arrow_column,arrow_cell}.cc
+        "${root}"/src/format/arrow/*.cc "${root}"/src/format/parquet/*.cc
         "${root}"/src/codec/*.cc
         "${root}"/src/codec/internal/*.cc)
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
        -I"${root}/include" -I"${root}/src")
-libs=(-lxxhash -ljpeg -lspng -lwebpdemux -lwebp -lgif -ltiff -larchive)
+libs=(-lxxhash -ljpeg -lspng -lwebpdemux -lwebp -lgif -ltiff -larchive -lsnappy -lz -lbrotlidec -lzstd -llz4)
 
 # The code under test is compiled once into an archive (instrumented, without libFuzzer's main)
 # and linked into each target; rebuilt only when a source is newer than it.
@@ -40,7 +41,7 @@ if [[ ! -e "${lib}" || -n "$(find "${root}/src/base" "${root}/src/format" "${roo
 fi
 
 status=0
-for target in manifest index metadata_jsonl tar; do
+for target in manifest index metadata_jsonl tar parquet; do
   bin="${out}/${target}_fuzz"
   if [[ ! -x "${bin}" || "${lib}" -nt "${bin}" || "${root}/tests/fuzz/${target}_fuzz.cc" -nt "${bin}" ]]; then
     echo "== building ${target}_fuzz"

@@ -34,6 +34,7 @@ targets=(
   "index ${out}/index_fuzz ${out}/index/corpus 65536"
   "metadata_jsonl ${out}/metadata_jsonl_fuzz ${out}/metadata_jsonl/corpus 65536"
   "tar ${out}/tar_fuzz ${out}/tar/corpus 65536"
+  "parquet ${out}/parquet_fuzz ${out}/parquet/corpus 65536"
   "pdf ${out}/pdf_fuzz ${out}/pdf/corpus 65536"
 )
 only="${FUZZ_TARGETS:-}"

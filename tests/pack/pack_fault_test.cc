@@ -40,8 +40,10 @@ void MakeFolder(const std::string& root, int images) {
 }
 
 // What is packed: the image folder, or a Hugging Face dataset on disk made from it (a
-// save_to_disk Dataset: docfeed's own output is one; a DatasetDict of it).
-enum class SourceKind { kFolder, kSavedDataset, kSavedDict };
+// save_to_disk Dataset: docfeed's own output is one; a DatasetDict of it), or the same images in
+// a Hub-layout Parquet folder (tests/data/parquet/images.parquet, written by datasets: two row
+// groups), which packs as a DatasetDict of one split.
+enum class SourceKind { kFolder, kSavedDataset, kSavedDict, kParquet };
 
 class PackFaultTest : public ::testing::Test {
  protected:
@@ -51,6 +53,14 @@ class PackFaultTest : public ::testing::Test {
     kind_ = kind;
     if (kind == SourceKind::kFolder) {
       MakeFolder(dir_.Join("src"), 4);
+    } else if (kind == SourceKind::kParquet) {
+      ASSERT_TRUE(CreateDirectory(dir_.Join("src")).ok());
+      ASSERT_TRUE(CreateDirectory(dir_.Join("src/data")).ok());
+      ASSERT_TRUE(
+          WriteFile(
+              dir_.Join("src/data/train-00000-of-00001.parquet"),
+              ReadFile(std::string(DOCFEED_TEST_DATA_DIR) + "/parquet/images.parquet").value())
+              .ok());
     } else {
       MakeFolder(dir_.Join("images"), 4);
       PackOptions folder;
@@ -76,14 +86,18 @@ class PackFaultTest : public ::testing::Test {
   // Only the source (and `also`) may be left in the temporary directory.
   void ExpectNoLeftovers(const std::string& where, std::vector<std::string> also = {}) {
     also.push_back("src");
-    if (kind_ != SourceKind::kFolder) also.push_back("images");
+    if (kind_ == SourceKind::kSavedDataset || kind_ == SourceKind::kSavedDict) {
+      also.push_back("images");
+    }
     std::sort(also.begin(), also.end());
     EXPECT_EQ(Entries(dir_.path()), also) << where;
   }
 
   // The verified output: OUT itself, or each split of a DatasetDict.
   Status VerifyOutput() const {
-    if (kind_ != SourceKind::kSavedDict) return VerifyDataset(options_.output);
+    if (kind_ != SourceKind::kSavedDict && kind_ != SourceKind::kParquet) {
+      return VerifyDataset(options_.output);
+    }
     if (!PathExists(JoinPath(options_.output, "dataset_dict.json"))) {
       return CorruptionError("no dataset_dict.json");
     }
@@ -104,7 +118,7 @@ class PackFaultSweep : public PackFaultTest, public ::testing::WithParamInterfac
 
 INSTANTIATE_TEST_SUITE_P(Sources, PackFaultSweep,
                          ::testing::Values(SourceKind::kFolder, SourceKind::kSavedDataset,
-                                           SourceKind::kSavedDict));
+                                           SourceKind::kSavedDict, SourceKind::kParquet));
 
 TEST_P(PackFaultSweep, EveryWriteErrorFailsCleanlyAndLeavesNoOutput) {
   const testing::IoCounts io = testing::CountIo(env_, [&] { return Run(options_); });
