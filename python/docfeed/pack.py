@@ -207,10 +207,12 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
     """Packs `dataset` (a datasets.Dataset, or any sequence of dict rows) into `output`.
 
     `dataset` may also be a path (str or os.PathLike): an image folder, a Hugging Face dataset
-    saved with `save_to_disk` (Dataset or DatasetDict) or a `load_dataset` cache directory, whose
-    `image` column holds the images; it is packed in C++ as `docfeed pack PATH -o OUTPUT` does,
-    keeping every other column with its type and feature. split: only this split of a
-    DatasetDict; image_root: where cells holding only a path are read from.
+    saved with `save_to_disk` (Dataset or DatasetDict), a `load_dataset` cache directory, a
+    Parquet file or a Hub-layout folder of them (data/train-00000-of-00004.parquet), or
+    WebDataset tar shards; where the images are an `image` column, it is packed in C++ as
+    `docfeed pack PATH -o OUTPUT` does, keeping every other column with its type and feature.
+    split: only this split of a DatasetDict or Parquet folder; image_root: where cells holding
+    only a path are read from.
 
     image_column: the images (a datasets Image column, decoded or not, or PIL images).
     tokenizer: optional Hugging Face tokenizer; with it, `labels` (list<int64>) is added from

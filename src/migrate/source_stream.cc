@@ -233,4 +233,16 @@ size_t StructChildDataBuffer(const arrow::Schema& schema, size_t column, size_t 
   return buffers - 1;
 }
 
+size_t ListStructChildDataBuffer(const arrow::Schema& schema, size_t column, size_t child) {
+  size_t buffers = 0;
+  for (size_t i = 0; i < column; ++i) CountBuffers(schema.fields[i], &buffers);
+  const arrow::Field& list = schema.fields[column];
+  const arrow::Field& item = list.children[0];
+  buffers += static_cast<size_t>(arrow::BufferCount(list.type));
+  buffers += static_cast<size_t>(arrow::BufferCount(item.type));
+  for (size_t i = 0; i < child; ++i) CountBuffers(item.children[i], &buffers);
+  CountBuffers(item.children[child], &buffers);  // validity, offsets, data: data is last
+  return buffers - 1;
+}
+
 }  // namespace docfeed::internal::migrate

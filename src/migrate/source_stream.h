@@ -104,6 +104,9 @@ size_t TensorValuesBuffer(const arrow::Schema& schema, size_t column);
 // The index of the data buffer of child `child` (binary-like, e.g. an Image column's `bytes`)
 // of the struct column `column`, among the buffers of a record batch of `schema`.
 size_t StructChildDataBuffer(const arrow::Schema& schema, size_t column, size_t child);
+// The same for child `child` of the struct items of the list column `column` (a List(Image)
+// column's image bytes).
+size_t ListStructChildDataBuffer(const arrow::Schema& schema, size_t column, size_t child);
 
 }  // namespace docfeed::internal::migrate
 

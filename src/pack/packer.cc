@@ -354,7 +354,8 @@ Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options
 Result<std::vector<std::pair<std::string, std::unique_ptr<SampleSource>>>> OpenSavedSplits(
     const migrate::SavedDataset& saved, const PackOptions& options) {
   std::vector<std::pair<std::string, std::unique_ptr<SampleSource>>> out;
-  SavedSourceOptions source_options{options.image_root, options.follow_symlinks, options.env};
+  SavedSourceOptions source_options{options.image_root, options.follow_symlinks,
+                                    options.pdf.first_page_only, options.env};
   std::string names;
   for (const migrate::SplitSource& split : saved.splits) {
     names += (names.empty() ? "" : ", ") + split.name;

@@ -17,6 +17,7 @@
 #include "format/row_values.h"
 #include "migrate/source.h"
 #include "migrate/source_stream.h"
+#include "pack/pdf_pages.h"
 
 namespace docfeed::internal {
 namespace {
@@ -102,11 +103,27 @@ bool HoldsImages(const Json& feature) {
   return false;
 }
 
-// The columns of a split: the image column's index and how every other column is kept.
+// True for a List / Sequence of Image feature (datasets 4+ spells it {"_type": "List",
+// "feature": ...}, 3.x "Sequence", and a bare JSON list [feature] is the older spelling).
+bool IsImageListFeature(const Json& feature) {
+  if (feature.is_array()) return feature.size() == 1 && IsImageFeature(feature[0]);
+  return feature.is_object() && feature.contains("_type") &&
+         (feature["_type"] == "List" || feature["_type"] == "Sequence") &&
+         feature.contains("feature") && IsImageFeature(feature["feature"]) &&
+         (!feature.contains("length") || feature["length"] == -1);
+}
+
+bool IsImageList(const Field& f) {
+  return (f.type == TypeId::kList || f.type == TypeId::kLargeList) && f.children.size() == 1 &&
+         IsImageStruct(f.children[0]);
+}
+
+// The columns of a split: where the images are and how every other column is kept.
 struct Layout {
-  size_t image = 0;
-  std::vector<size_t> kept;         // schema index of each column below
-  std::vector<ColumnSpec> columns;  // in schema order
+  size_t image = 0;          // the `image` column, or the List(Image) column with `pages`
+  bool pages = false;        // one sample per page of a List(Image) column (multi-page documents)
+  std::vector<size_t> kept;  // schema index of each column below
+  std::vector<ColumnSpec> columns;  // in schema order; with `pages`, then `page` and `pages`
 };
 
 Result<Layout> InspectColumns(const arrow::Schema& schema, const Json& features,
@@ -115,12 +132,48 @@ Result<Layout> InspectColumns(const arrow::Schema& schema, const Json& features,
   const auto named_image =
       std::find_if(schema.fields.begin(), schema.fields.end(),
                    [](const Field& f) { return f.name == kSourceImageColumn; });
+  std::vector<size_t> page_lists;  // List(Image) columns
+  for (size_t i = 0; i < schema.fields.size(); ++i) {
+    const Field& f = schema.fields[i];
+    if (features.contains(f.name) && IsImageListFeature(features[f.name]) && IsImageList(f)) {
+      page_lists.push_back(i);
+    }
+  }
+  if (named_image == schema.fields.end() && page_lists.size() == 1) {
+    // A document per row, its pages a List(Image): one sample per page.
+    layout.image = page_lists[0];
+    layout.pages = true;
+    for (size_t i = 0; i < schema.fields.size(); ++i) {
+      const Field& f = schema.fields[i];
+      if (i == layout.image) continue;
+      if (f.name == kPageColumn || f.name == kPagesColumn) {
+        return UnsupportedError(file + ": column '" + f.name +
+                                "' clashes with the page number "
+                                "docfeed adds to each page of '" +
+                                schema.fields[i].name + "'s documents; rename it");
+      }
+      const Json* feature = features.contains(f.name) ? &features[f.name] : nullptr;
+      Result<ColumnSpec> spec = KeptColumn(f, feature, force_arrow.count(f.name) > 0);
+      if (!spec.ok()) return spec.status().WithContext(file);
+      layout.kept.push_back(i);
+      layout.columns.push_back(std::move(spec).value());
+    }
+    layout.columns.push_back({kPageColumn, ColumnType::kInt64});
+    layout.columns.push_back({kPagesColumn, ColumnType::kInt64});
+    return layout;
+  }
   if (named_image == schema.fields.end()) {
     std::string other;
     for (const Field& f : schema.fields) {
       if (other.empty() && features.contains(f.name) && IsImageFeature(features[f.name])) {
         other = f.name;
       }
+    }
+    if (other.empty() && page_lists.size() > 1) {
+      return UnsupportedError(file + ": no column 'image', and several List(Image) columns ('" +
+                              schema.fields[page_lists[0]].name + "', '" +
+                              schema.fields[page_lists[1]].name +
+                              "'...): keep the one whose pages are the samples (remove_columns)");
     }
     return UnsupportedError(file + ": no column 'image' to take the images from; " +
                             (other.empty() ? "it has no Image column"
@@ -215,7 +268,15 @@ class SavedSplitSource final : public SampleSource {
 
   std::string Where(size_t i) const override {
     const auto& [file, row] = rows_[i];
-    return RowName(data_files_[file], row);
+    const SourceSample& s = folder_.samples[i];
+    return RowName(data_files_[file], row) + PageName(s.page, s.pages);
+  }
+
+  // " page K of N (column 'X')" for a page of a List(Image) column's document, else "".
+  std::string PageName(int32_t page, int32_t pages) const {
+    if (page == 0) return "";
+    return " page " + std::to_string(page) + " of " + std::to_string(pages) + " (column '" +
+           page_column_ + "')";
   }
 
   std::string Name() const override {
@@ -265,7 +326,7 @@ class SavedSplitSource final : public SampleSource {
                    std::string* demote, Locate&& locate) {
     const Layout& layout = *layout_;
     for (int64_t row = 0; row < rows; ++row, ++split_row_) {
-      for (size_t c = 0; c < layout.columns.size(); ++c) {
+      for (size_t c = 0; c < layout.kept.size(); ++c) {
         if (HasNullItem(columns[layout.kept[c]], row, layout.columns[c].type)) {
           *demote = layout.columns[c].name;
           return Status::Ok();
@@ -281,7 +342,9 @@ class SavedSplitSource final : public SampleSource {
     DOCFEED_ASSIGN_OR_RETURN(SourceStream stream, SourceStream::Open(env, file, file));
     DOCFEED_RETURN_IF_ERROR(CheckColumns(env, stream.schema(), f));
     stream.set_deferred_buffer(
-        migrate::StructChildDataBuffer(stream.schema(), layout_->image, /*child=*/0));
+        layout_->pages
+            ? migrate::ListStructChildDataBuffer(stream.schema(), layout_->image, /*child=*/0)
+            : migrate::StructChildDataBuffer(stream.schema(), layout_->image, /*child=*/0));
     arrow::RecordBatch batch;
     for (;;) {
       DOCFEED_ASSIGN_OR_RETURN(bool more, stream.Next(&batch));
@@ -339,9 +402,11 @@ class SavedSplitSource final : public SampleSource {
   Result<std::vector<uint8_t>> ReadParquetImage(const ImageRange& r, uint64_t limit) {
     DOCFEED_ASSIGN_OR_RETURN(std::shared_ptr<const DecodedImages> images,
                              ImagesOf(r.file, static_cast<int>(r.offset)));
-    const ArrayView& bytes = images->batch.columns[0].children[0];
-    const auto row = static_cast<int64_t>(r.length);
-    const std::span<const uint8_t> cell = bytes.GetBinary(row);
+    const ArrayView& bytes = ImageStructs(images->batch.columns[0]).children[0];
+    const auto index = static_cast<int64_t>(r.length);
+    if (index >= bytes.length)
+      return CorruptionError("the image column changed since it was listed");
+    const std::span<const uint8_t> cell = bytes.GetBinary(index);
     if (cell.size() > limit) return TooLarge(cell.size(), limit);
     return std::vector<uint8_t>(cell.begin(), cell.end());
   }
@@ -364,13 +429,7 @@ class SavedSplitSource final : public SampleSource {
     auto images = std::make_shared<DecodedImages>();
     const size_t image[] = {layout_->image};
     Status s = parquet_[file]->ReadRowGroup(group, image, &images->batch);
-    if (s.ok()) {
-      const ArrayView& bytes = images->batch.columns[0].children[0];
-      images->bytes = bytes.values.size();
-      if (static_cast<int64_t>(bytes.length) < parquet_[file]->row_group_rows(group)) {
-        s = CorruptionError("the image column has fewer rows than the row group");
-      }
-    }
+    if (s.ok()) images->bytes = ImageStructs(images->batch.columns[0]).children[0].values.size();
     MutexLock lock(&cache_mu_);
     if (!s.ok()) {
       cache_.erase(key);
@@ -407,43 +466,94 @@ class SavedSplitSource final : public SampleSource {
     return true;
   }
 
+  // The Image structs of the image column: the column itself, or its lists' items.
+  const ArrayView& ImageStructs(const ArrayView& column) const {
+    return layout_->pages ? column.children[0] : column;
+  }
+
   template <typename Locate>
   Status AddRow(const std::vector<ArrayView>& columns, int64_t row, size_t file, Locate& locate) {
     const Layout& layout = *layout_;
-    const Confinement* confine = confine_.get();
     const int64_t split_row = split_row_;
+    const std::string where = RowName(data_files_[file], split_row);
+    std::vector<Value> values;
+    values.reserve(layout.columns.size());
+    for (size_t c = 0; c < layout.kept.size(); ++c) {
+      values.push_back(ReadCell(columns[layout.kept[c]], row, layout.columns[c]));
+    }
     const ArrayView& image = columns[layout.image];
-    SourceSample sample;
+    if (!layout.pages) {
+      return AddImage(image, row, std::move(values), file, where, 0, 0, locate);
+    }
+    const std::string column = "'" + image.field->name + "'";
+    if (image.IsNull(row) || image.GetListRange(row).first == image.GetListRange(row).second) {
+      // Still one sample, rejected: nothing is dropped without a word.
+      values.push_back(Value());
+      values.push_back(int64_t{0});
+      AddSample(std::move(values), file, ImageRange{},
+                InvalidArgumentError(where + ": the document in column " + column +
+                                     (image.IsNull(row) ? " is null" : " has no pages")),
+                "", 0, 0);
+      return Status::Ok();
+    }
+    const auto [first, last] = image.GetListRange(row);
+    const int64_t count = options_.first_page_only ? 1 : last - first;
+    for (int64_t k = 0; k < count; ++k) {
+      std::vector<Value> page_values = values;
+      page_values.push_back(int64_t{k + 1});
+      page_values.push_back(int64_t{last - first});
+      page_column_ = image.field->name;
+      const std::string page_where =
+          where + PageName(static_cast<int32_t>(k + 1), static_cast<int32_t>(last - first));
+      DOCFEED_RETURN_IF_ERROR(AddImage(image.children[0], first + k, std::move(page_values), file,
+                                       page_where, static_cast<int32_t>(k + 1),
+                                       static_cast<int32_t>(last - first), locate));
+    }
+    return Status::Ok();
+  }
+
+  // One sample from item `index` of `structs`, an array of Image struct<bytes, path>.
+  template <typename Locate>
+  Status AddImage(const ArrayView& structs, int64_t index, std::vector<Value> values, size_t file,
+                  const std::string& where, int32_t page, int32_t pages, Locate& locate) {
+    const Confinement* confine = confine_.get();
     ImageRange range;
     range.file = static_cast<uint32_t>(file);
-    const std::string where = RowName(data_files_[file], split_row);
-    sample.values.reserve(layout.columns.size());
-    for (size_t c = 0; c < layout.columns.size(); ++c) {
-      sample.values.push_back(ReadCell(columns[layout.kept[c]], row, layout.columns[c]));
-    }
-    const bool null_image = image.IsNull(row);
-    const ArrayView& bytes = image.children[0];
-    const ArrayView& name = image.children[1];
-    if (!null_image && !name.IsNull(row)) sample.relative_path = std::string(name.GetString(row));
+    std::string path;
+    Status problem;
+    const bool null_image = structs.IsNull(index);
+    const ArrayView& bytes = structs.children[0];
+    const ArrayView& name = structs.children[1];
+    if (!null_image && !name.IsNull(index)) path = std::string(name.GetString(index));
     if (null_image) {
-      sample.problem = InvalidArgumentError(where + ": the image is null");
-    } else if (!bytes.IsNull(row) && !bytes.GetBinary(row).empty()) {
-      DOCFEED_RETURN_IF_ERROR(locate(row, bytes.GetBinary(row), &range));
-    } else if (sample.relative_path.empty()) {
-      sample.problem = InvalidArgumentError(where + ": the image has neither bytes nor a path");
+      problem = InvalidArgumentError(where + ": the image is null");
+    } else if (!bytes.IsNull(index) && !bytes.GetBinary(index).empty()) {
+      DOCFEED_RETURN_IF_ERROR(locate(index, bytes.GetBinary(index), &range));
+    } else if (path.empty()) {
+      problem = InvalidArgumentError(where + ": the image has neither bytes nor a path");
     } else if (confine == nullptr) {
-      sample.problem = InvalidArgumentError(
-          where + ": the image has no bytes, only the path \"" + sample.relative_path +
-          "\"; pass --image-root DIR to read such images from DIR");
+      problem = InvalidArgumentError(where + ": the image has no bytes, only the path \"" + path +
+                                     "\"; pass --image-root DIR to read such images from DIR");
     } else {
       range.path_only = true;
-      sample.problem = ResolvePath(*confine, &sample.relative_path).WithContext(where);
+      problem = ResolvePath(*confine, &path).WithContext(where);
     }
-    sample.row = split_row;
+    AddSample(std::move(values), file, range, std::move(problem), std::move(path), page, pages);
+    return Status::Ok();
+  }
+
+  void AddSample(std::vector<Value> values, size_t file, const ImageRange& range, Status problem,
+                 std::string path, int32_t page, int32_t pages) {
+    SourceSample sample;
+    sample.values = std::move(values);
+    sample.relative_path = std::move(path);
+    sample.problem = std::move(problem);
+    sample.row = split_row_;
+    sample.page = page;
+    sample.pages = pages;
     folder_.samples.push_back(std::move(sample));
     ranges_.push_back(range);
-    rows_.emplace_back(file, split_row);
-    return Status::Ok();
+    rows_.emplace_back(file, split_row_);
   }
 
   // A path-only cell's file, relative to the image root: a relative path as it is, an absolute
@@ -493,6 +603,7 @@ class SavedSplitSource final : public SampleSource {
   ImageFolder folder_;
   std::vector<ImageRange> ranges_;
   std::vector<std::pair<size_t, int64_t>> rows_;  // (file, row over the split) per sample
+  std::string page_column_;                       // the List(Image) column with layout_->pages
   std::vector<std::string> data_files_;
   std::vector<std::unique_ptr<RandomAccessFile>> files_;       // Arrow
   std::vector<std::unique_ptr<parquet::FileReader>> parquet_;  // Parquet

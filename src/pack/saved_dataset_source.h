@@ -7,10 +7,10 @@
 // read of exactly their range in the data file when the sample is encoded; the listing never
 // holds image bytes), its `path` is kept as the stored name, and every other column is kept with
 // its Arrow type and Hugging Face feature (a List(Image) of pages or a second Image column
-// too, its bytes carried as they are, not decoded) (format/arrow_cell.h: native docfeed columns where the
-// feature is a plain Value or List of one, the source's own type otherwise: ClassLabel, int32,
-// nested structs...). A `path`-only cell (no bytes) is read from `image_root` when one is given,
-// confined to it like an image folder's files; otherwise the row is a bad sample.
+// too, its bytes carried as they are, not decoded) (format/arrow_cell.h: native docfeed columns
+// where the feature is a plain Value or List of one, the source's own type otherwise: ClassLabel,
+// int32, nested structs...). A `path`-only cell (no bytes) is read from `image_root` when one is
+// given, confined to it like an image folder's files; otherwise the row is a bad sample.
 //
 // Thread safety: ReadImage may be called concurrently (positioned reads of files opened once).
 #ifndef DOCFEED_PACK_SAVED_DATASET_SOURCE_H_
@@ -34,6 +34,7 @@ inline constexpr char kSourceImageColumn[] = "image";
 struct SavedSourceOptions {
   std::string image_root;        // where `path`-only cells are read from; "" refuses them
   bool follow_symlinks = false;  // image_root: read through symlinks leading outside it
+  bool first_page_only = false;  // a List(Image) column's documents: only their first page
   Env* env = nullptr;            // Env::Default() when null; must outlive the source
 };
 

@@ -139,3 +139,17 @@ def test_a_bad_image_is_named_by_file_and_row(tmp_path):
     run_docfeed("pack", src, "-o", tmp_path / "out", "--skip-bad")
     packed = undecoded(datasets.load_from_disk(str(tmp_path / "out")))
     assert len(packed) == 3
+
+
+def test_docfeed_pack_of_a_parquet_folder_equals_the_cli_and_loads(tmp_path):
+    docfeed = pytest.importorskip("docfeed")
+    src = write_hub_layout(tmp_path / "src")
+    run_docfeed("pack", src, "-o", tmp_path / "cli")
+    docfeed.pack(src, tmp_path / "py")
+    for name in ("train/docfeed.index", "train/data-00000-of-00001.arrow",
+                 "test/data-00000-of-00001.arrow", "dataset_dict.json"):
+        assert (tmp_path / "py" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes()
+    loader = docfeed.Loader(tmp_path / "py" / "train", batch_size=3, image_size=(64, 48),
+                            shuffle=False, drop_last=False)
+    batch = next(iter(loader))
+    assert tuple(batch["pixel_values"].shape[:1]) == (3,)
