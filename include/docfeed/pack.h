@@ -44,6 +44,19 @@ enum class LabelRecipe { kNotebook, kDonut };
 // Parses "notebook" or "donut".
 Result<LabelRecipe> ParseLabelRecipe(std::string_view name);
 
+// Which pages of the multi-page documents in an image folder become samples (`pack --pages`;
+// docs/format.md section 13). A PDF is always split into pages (an image reader cannot show
+// it); a TIFF is an image to `datasets`, which shows its first page, so it is split only when
+// asked for.
+enum class PackPages {
+  kAuto,   // every page of a PDF; a TIFF stays one sample, stored as it is, loaded as page 1
+  kAll,    // every page of a PDF and of a TIFF
+  kFirst,  // the first page of a PDF and of a TIFF
+};
+
+// Parses "auto", "all" or "1"; InvalidArgument naming the accepted values otherwise.
+Result<PackPages> ParsePackPages(std::string_view name);
+
 // The preset name PackPreprocess::preset accepts.
 inline constexpr char kPackPresetDonut[] = "donut";
 
@@ -114,10 +127,12 @@ struct PackOptions {
   uint64_t max_file_bytes = 500'000'000;  // start a new data file after this many bytes
   PackLabels labels;
   // Pack of an image folder: each *.pdf document whose bytes are a PDF becomes one sample per
-  // page (only its first with pdf_first_page_only), rendered at pdf_dpi (1..2400) as pdftoppm
-  // renders it and stored as PNG, with the int64 columns `page` and `pages`.
+  // page, rendered at pdf_dpi (1..2400) as pdftoppm renders it and stored as PNG, with the int64
+  // columns `page` and `pages`; with kAll or kFirst so does each *.tif/*.tiff file whose bytes
+  // are a TIFF (a page of a multi-page TIFF is stored as a PNG of Pillow's pixels of that page).
+  // kFirst keeps only a document's first page. Other sources ignore both.
   int32_t pdf_dpi = 200;
-  bool pdf_first_page_only = false;
+  PackPages pages = PackPages::kAuto;
   // Every file the pack reads or writes goes through this Env (Env::Default() when null); not
   // owned, must outlive the call.
   Env* env = nullptr;
@@ -156,6 +171,8 @@ struct PackSummary {
   uint64_t pdf_documents = 0;           // PDF documents opened while listing
   uint64_t pdf_pages = 0;               // page samples listed from them (packed or rejected)
   int32_t pdf_dpi = 0;                  // what they were rendered at; 0 without PDFs
+  uint64_t tiff_documents = 0;          // TIFF files split into pages (PackPages kAll, kFirst)
+  uint64_t tiff_pages = 0;              // page samples listed from them (packed or rejected)
   double seconds = 0;
   // With PackLabels::tokenizer_dir:
   uint64_t labels_truncated = 0;  // targets cut at max_length

@@ -87,7 +87,7 @@ def pack_path(source: str, output: str, *, codec: str = "keep", jpeg_quality: in
               size: Optional[Tuple[int, int]] = None, align_long_axis: bool = False,
               hf_version: Optional[int] = None, backend: str = "pil",
               keep_original: bool = False, max_file_mb: int = 500, split: str = "",
-              image_root: str = "") -> Dict[str, Any]: ...
+              image_root: str = "", dpi: int = 200, pages: str = "auto") -> Dict[str, Any]: ...
 
 def normalize_table(height: int = 2560, width: int = 1920, rescale_factor: float = ...,
                     mean: Sequence[float] = ..., std: Sequence[float] = ...,

@@ -34,6 +34,10 @@ from docfeed.errors import InvalidArgumentError
 # the memory of fetched-but-not-yet-encoded images.
 _FETCH_ROWS = 16
 
+# docfeed pack's --dpi default and --pages choices (tools/docfeed/pack_command.cc).
+_DEFAULT_DPI = 200
+_PAGES_CHOICES = ("auto", "all", "1")
+
 
 def _suffix_of(path: Optional[str]) -> str:
     return pathlib.Path(path or "").suffix.lower()
@@ -203,16 +207,23 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
          compression: Optional[str] = None, jpeg_quality: int = 90,
          max_file_mb: int = 500, hf_version: Optional[int] = None,
          backend: Optional[str] = None, split: Optional[str] = None,
-         image_root: "Optional[str | os.PathLike[str]]" = None) -> str:
+         image_root: "Optional[str | os.PathLike[str]]" = None, dpi: int = _DEFAULT_DPI,
+         pages: Union[str, int] = "auto") -> str:
     """Packs `dataset` (a datasets.Dataset, or any sequence of dict rows) into `output`.
 
     `dataset` may also be a path (str or os.PathLike): an image folder, a Hugging Face dataset
     saved with `save_to_disk` (Dataset or DatasetDict), a `load_dataset` cache directory, a
     Parquet file or a Hub-layout folder of them (data/train-00000-of-00004.parquet), or
-    WebDataset tar shards; where the images are an `image` column, it is packed in C++ as
-    `docfeed pack PATH -o OUTPUT` does, keeping every other column with its type and feature.
-    split: only this split of a DatasetDict or Parquet folder; image_root: where cells holding
-    only a path are read from.
+    WebDataset tar shards; where the images are an `image` column (or, in a dataset with no
+    `image` column, a List(Image) column of documents' pages: one sample per page), it is packed
+    in C++ as `docfeed pack PATH -o OUTPUT` does, keeping every other column with its type and
+    feature. split: only this split of a DatasetDict or Parquet folder; image_root: where cells
+    holding only a path are read from.
+    dpi and pages (an image folder's documents; `docfeed pack --dpi/--pages`): dpi (1..2400,
+    default 200) renders PDF pages; pages says which pages become samples: "auto" (default)
+    every page of a PDF and a TIFF as one image (its first page, as datasets shows it), "all"
+    every page of a PDF and of a TIFF, "1" (or 1) the first page of each. Page samples get the
+    int64 columns `page` and `pages`.
 
     image_column: the images (a datasets Image column, decoded or not, or PIL images).
     tokenizer: optional Hugging Face tokenizer; with it, `labels` (list<int64>) is added from
@@ -253,6 +264,7 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
         _from_cli_args(extra, options)
         options["codec"] = options["codec"] or "keep"
 
+    dpi, pages = _document_options(dpi, pages)
     if isinstance(dataset, (str, os.PathLike)):
         if tokenizer is not None or columns is not None or image_column != "image":
             raise InvalidArgumentError(
@@ -260,11 +272,15 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
                 "as `docfeed pack` packs it (use its --tokenizer for Donut labels)")
         summary = _docfeed.pack_path(
             os.fspath(dataset), output, split=split or "",
-            image_root="" if image_root is None else os.fspath(image_root), **options)
+            image_root="" if image_root is None else os.fspath(image_root), dpi=dpi, pages=pages,
+            **options)
         _warn_about_decode_warnings(summary)
         return output
     if split is not None or image_root is not None:
         raise InvalidArgumentError("split and image_root apply to a dataset given by its path")
+    if dpi != _DEFAULT_DPI or pages != "auto":
+        raise InvalidArgumentError("dpi and pages apply to an image folder given by its path "
+                                   "(in-memory rows hold one image each)")
     if _arrow_image_dataset(dataset, image_column):
         images: Any = _ArrowImages(dataset, image_column)
         metadata: Iterable[Dict[str, Any]] = dataset.remove_columns([image_column]).with_format(None)
@@ -278,6 +294,18 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
     summary = _docfeed.pack_rows(output, listing, images.fetcher(), **options)
     _warn_about_decode_warnings(summary)
     return output
+
+
+def _document_options(dpi: Any, pages: Any) -> Tuple[int, str]:
+    """dpi and pages checked as `docfeed pack --dpi/--pages` checks them (ValueError naming the
+    parameter); pages=1 is taken for "1"."""
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or not 1 <= dpi <= 2400:
+        raise InvalidArgumentError(f"dpi must be an integer from 1 to 2400, not {dpi!r}")
+    if isinstance(pages, int) and not isinstance(pages, bool) and pages == 1:
+        pages = "1"
+    if pages not in _PAGES_CHOICES:
+        raise InvalidArgumentError(f'pages must be "auto", "all" or "1", not {pages!r}')
+    return dpi, pages
 
 
 def _warn_about_decode_warnings(summary: Dict[str, Any]) -> None:

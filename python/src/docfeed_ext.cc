@@ -700,13 +700,18 @@ nb::dict PackPath(const std::string& source, const std::string& output, const st
                   const std::string& preprocess, std::optional<std::array<int64_t, 2>> size,
                   bool align_long_axis, nb::object hf_version, const std::string& backend,
                   bool keep_original, nb::int_ max_file_mb, const std::string& split,
-                  const std::string& image_root) {
+                  const std::string& image_root, nb::int_ dpi, const std::string& pages) {
   PackOptions options = MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad,
                                         strict, compression, preprocess, size, align_long_axis,
                                         hf_version, backend, keep_original, max_file_mb);
   options.source = source;
   options.split = split;
   options.image_root = image_root;
+  // The bounds and names of `docfeed pack --dpi/--pages` (tools/docfeed/pack_command.cc).
+  options.pdf_dpi = ToInt<int32_t>("dpi", dpi, 1, 2400);
+  Result<PackPages> parsed_pages = ParsePackPages(pages);
+  if (!parsed_pages.ok()) Raise(parsed_pages.status().WithContext("pages"));
+  options.pages = parsed_pages.value();
   Result<PackSummary> packed = [&] {
     nb::gil_scoped_release nogil;
     return Pack(options);
@@ -874,10 +879,11 @@ NB_MODULE(_docfeed, m) {
         "strict"_a = false, "compression"_a = nb::none(), "preprocess"_a = "",
         "size"_a = nb::none(), "align_long_axis"_a = false, "hf_version"_a = nb::none(),
         "backend"_a = "pil", "keep_original"_a = false, "max_file_mb"_a = 500, "split"_a = "",
-        "image_root"_a = "",
+        "image_root"_a = "", "dpi"_a = 200, "pages"_a = "auto",
         "Packs the image folder or Hugging Face dataset on disk (save_to_disk output, or a "
-        "load_dataset cache directory) at `source` into `output`, as `docfeed pack` does. The "
-        "GIL is released while packing. Returns the summary.");
+        "load_dataset cache directory) at `source` into `output`, as `docfeed pack` does "
+        "(dpi, pages: its --dpi and --pages). The GIL is released while packing. Returns the "
+        "summary.");
   m.def(
       "normalize_table",
       [](int32_t height, int32_t width, double rescale_factor, std::array<double, 3> mean,

@@ -310,18 +310,18 @@ bool IsInside(const std::string& path, const std::string& root) {
                           path[root.size()] == '/');
 }
 
-// What a row names: its file, and for a *.pdf file the page when the row has an integer "page"
-// (pack/pdf_pages.h checks it against the document and catches a page named twice).
-std::string NamedKey(const ParsedRow& r) {
+// What a row names: its file, and for a document split into pages (a *.pdf file, or with
+// `tiff_pages` a *.tif/*.tiff file) the page when the row has an integer "page"
+// (pack/document_pages.h checks it against the document and catches a page named twice).
+std::string NamedKey(const ParsedRow& r, bool tiff_pages) {
   auto page = r.row.find("page");
-  if (!HasPdfExtension(r.file_name) || page == r.row.end() || !page->is_number_integer()) {
-    return r.file_name;
-  }
+  const bool paged = HasPdfExtension(r.file_name) || (tiff_pages && HasTiffExtension(r.file_name));
+  if (!paged || page == r.row.end() || !page->is_number_integer()) return r.file_name;
   return r.file_name + '\0' + std::to_string(page->get<int64_t>());
 }
 
 Status ResolveMetadataRows(const Confinement& confine, const std::string& meta_path,
-                           std::vector<ParsedRow>& rows, ImageFolder* folder) {
+                           bool tiff_pages, std::vector<ParsedRow>& rows, ImageFolder* folder) {
   std::map<std::string, int64_t> line_of;  // NamedKey -> first row naming it
   for (ParsedRow& r : rows) {
     const std::string where = meta_path + ":" + std::to_string(r.line);
@@ -330,7 +330,7 @@ Status ResolveMetadataRows(const Confinement& confine, const std::string& meta_p
                                        "\" must be a relative path inside the dataset folder");
     }
     if (r.problem.ok()) {
-      auto [first, inserted] = line_of.emplace(NamedKey(r), r.line);
+      auto [first, inserted] = line_of.emplace(NamedKey(r, tiff_pages), r.line);
       if (!inserted) {
         r.problem = InvalidArgumentError(where + ": file_name \"" + r.file_name +
                                          "\" is also named by line " +
@@ -442,7 +442,13 @@ bool HasImageExtension(const std::string& path) {
 
 bool HasPdfExtension(const std::string& path) { return LowerExtension(path) == "pdf"; }
 
-Result<ImageFolder> ScanImageFolder(const std::string& root, Env* env, bool follow_symlinks) {
+bool HasTiffExtension(const std::string& path) {
+  const std::string ext = LowerExtension(path);
+  return ext == "tif" || ext == "tiff";
+}
+
+Result<ImageFolder> ScanImageFolder(const std::string& root, Env* env, bool follow_symlinks,
+                                    bool tiff_pages) {
   env = EnvOrDefault(env);
   if (!env->IsDirectory(root)) return NotFoundError("source folder " + root + " does not exist");
   ImageFolder folder;
@@ -464,7 +470,7 @@ Result<ImageFolder> ScanImageFolder(const std::string& root, Env* env, bool foll
         ParseMetadata([&](int64_t line) { return meta_path + ":" + std::to_string(line); },
                       WithoutBom(text), /*keep_bad_rows=*/true, &rows, &kinds));
     for (const auto& [name, kind] : kinds) folder.columns.push_back({name, ToColumnType(kind)});
-    DOCFEED_RETURN_IF_ERROR(ResolveMetadataRows(confine, meta_path, rows, &folder));
+    DOCFEED_RETURN_IF_ERROR(ResolveMetadataRows(confine, meta_path, tiff_pages, rows, &folder));
   }
   std::set<std::string> listed;
   for (const SourceSample& s : folder.samples) listed.insert(s.relative_path);

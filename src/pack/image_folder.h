@@ -24,6 +24,13 @@ inline constexpr char kMetadataFileName[] = "metadata.jsonl";
 
 using docfeed::SkippedEntry;
 
+// What a listed file is split into pages as (pack/document_pages.h).
+enum class DocumentKind : uint8_t {
+  kImage,  // one sample, its bytes read as they are
+  kPdf,    // a page of a PDF, rendered
+  kTiff,   // a page of a TIFF split into pages (PackPages kAll or kFirst)
+};
+
 struct SourceSample {
   std::string relative_path;  // image path relative to the root, '/'-separated
   int64_t line = 0;           // 1-based line in metadata.jsonl; 0 without metadata
@@ -33,18 +40,25 @@ struct SourceSample {
   // packer stops on it, or with skip_bad rejects the row; the image is never read.
   Status problem;
   int64_t row = -1;  // 0-based row of a dataset source (rejects.jsonl "row"); -1 for none
-  // A page of a PDF document (pack/pdf_pages.h): its 1-based number and the document's page
-  // count; 0 and 0 for an image.
+  // A page of a document (pack/document_pages.h): its kind, its 1-based number and the
+  // document's page count; kImage, 0 and 0 for an image.
+  DocumentKind document = DocumentKind::kImage;
   int32_t page = 0;
   int32_t pages = 0;
 };
 
-// The PDF documents of a listing (pack/pdf_pages.h); all zero when it has none.
+// The PDF documents of a listing (pack/document_pages.h); all zero when it has none.
 struct PdfListing {
   uint64_t documents = 0;  // PDF files opened while listing
   uint64_t pages = 0;      // page samples listed
   int32_t dpi = 0;         // what they are rendered at
   bool first_page_only = false;
+};
+
+// The TIFF files of a listing split into pages (PackPages kAll or kFirst); zero otherwise.
+struct TiffListing {
+  uint64_t documents = 0;  // TIFF files whose pages were counted while listing
+  uint64_t pages = 0;      // page samples listed
 };
 
 struct ImageFolder {
@@ -61,6 +75,7 @@ struct ImageFolder {
   // the root. Entries a metadata.jsonl row names are reported through its row instead.
   std::vector<SkippedEntry> skipped;
   PdfListing pdf;
+  TiffListing tiff;
 };
 
 // Scans `root`. Errors name the file and, for metadata.jsonl, the line and column: nested
@@ -70,8 +85,11 @@ struct ImageFolder {
 // outside it unless `follow_symlinks`), names a missing or non-regular file, or repeats an
 // earlier row's. A UTF-8 byte order mark at the start of metadata.jsonl is skipped, as
 // `datasets`' imagefolder does. Lists and reads through `env` (Env::Default() when null).
+// Rows naming a *.pdf file with an integer `page` name that page, so two rows may name two pages
+// of one document; with `tiff_pages` (PackPages kAll, kFirst) so do rows naming a *.tif/*.tiff
+// file.
 Result<ImageFolder> ScanImageFolder(const std::string& root, Env* env = nullptr,
-                                    bool follow_symlinks = false);
+                                    bool follow_symlinks = false, bool tiff_pages = false);
 
 // The listing of samples that are not files under a root (the Python binding's in-memory rows):
 // one JSON object per line, each with a string "file_name" (the name stored with the image) and
@@ -113,8 +131,13 @@ bool HasImageExtension(const std::string& path);
 
 // True if the file name ends in ".pdf" (any case): the files whose bytes are looked at while
 // listing, because a PDF's pages must be counted before the schema is written
-// (pack/pdf_pages.h). Whether such a file IS a PDF is decided from its bytes ("%PDF-").
+// (pack/document_pages.h). Whether such a file IS a PDF is decided from its bytes ("%PDF-").
 bool HasPdfExtension(const std::string& path);
+
+// True if the file name ends in ".tif" or ".tiff" (any case): the files whose pages are counted
+// while listing when TIFFs are split into pages. Whether such a file IS a TIFF is decided from
+// its bytes.
+bool HasTiffExtension(const std::string& path);
 
 }  // namespace docfeed::internal
 

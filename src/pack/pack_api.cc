@@ -61,8 +61,8 @@ internal::PackOptions ToInternal(const PackOptions& o) {
   p.labels.max_length = o.labels.max_length;
   p.labels.pad_to_max_length = o.labels.pad_to_max_length;
   p.labels.strict = o.labels.strict;
-  p.pdf.dpi = o.pdf_dpi;
-  p.pdf.first_page_only = o.pdf_first_page_only;
+  p.documents.dpi = o.pdf_dpi;
+  p.documents.pages = o.pages;
   p.on_progress = o.on_progress;
   p.env = o.env;
   return p;
@@ -106,6 +106,14 @@ Result<PackCodec> ParsePackCodec(std::string_view name) {
 Result<LabelRecipe> ParseLabelRecipe(std::string_view name) {
   DOCFEED_ASSIGN_OR_RETURN(internal::TargetRecipe recipe, internal::ParseTargetRecipe(name));
   return recipe == internal::TargetRecipe::kDonut ? LabelRecipe::kDonut : LabelRecipe::kNotebook;
+}
+
+Result<PackPages> ParsePackPages(std::string_view name) {
+  if (name == "auto") return PackPages::kAuto;
+  if (name == "all") return PackPages::kAll;
+  if (name == "1") return PackPages::kFirst;
+  return InvalidArgumentError("unknown pages choice \"" + std::string(name) +
+                              "\" (expected auto, all or 1)");
 }
 
 Result<PackSummary> Pack(const PackOptions& options) { return internal::Pack(ToInternal(options)); }

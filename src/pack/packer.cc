@@ -35,17 +35,17 @@ struct Slot {
   std::vector<Value> label_values;  // `labels`, `target_sequence` with a Labeler
 };
 
-// The image folder: its listing, and each sample's file read from the folder (a PDF page
-// rendered from its document).
+// The image folder: its listing, and each sample's file read from the folder (a page of a
+// document read from its document).
 class ImageFolderSource final : public SampleSource {
  public:
-  ImageFolderSource(ImageFolder folder, Env* env, PdfPackOptions pdf)
-      : folder_(std::move(folder)), env_(env), pdf_(std::move(pdf)) {}
+  ImageFolderSource(ImageFolder folder, Env* env, DocumentOptions documents)
+      : folder_(std::move(folder)), env_(env), documents_(std::move(documents)) {}
   const ImageFolder& listing() const override { return folder_; }
   // At most the decoders' byte limit: a larger image would be refused unread anyway.
   Result<std::vector<uint8_t>> ReadImage(size_t i) override {
     const SourceSample& s = folder_.samples[i];
-    if (s.page > 0) return RenderPdfPage(folder_.root, s, env_, pdf_);
+    if (s.page > 0) return ReadDocumentPage(folder_.root, s, env_, documents_);
     return env_->ReadFile(JoinPath(folder_.root, s.relative_path), DecodeLimits().max_input_bytes);
   }
   std::string Where(size_t i) const override {
@@ -62,7 +62,7 @@ class ImageFolderSource final : public SampleSource {
  private:
   ImageFolder folder_;
   Env* env_;
-  PdfPackOptions pdf_;
+  DocumentOptions documents_;
 };
 
 Slot EncodeOne(SampleSource& source, size_t i, const EncodeOptions& opts, const Labeler* labeler) {
@@ -249,12 +249,13 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
 
 Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root, Env* env,
                                                             bool follow_symlinks,
-                                                            const PdfPackOptions& pdf) {
+                                                            const DocumentOptions& documents) {
   env = EnvOrDefault(env);
-  DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder, ScanImageFolder(root, env, follow_symlinks));
-  DOCFEED_RETURN_IF_ERROR(ExpandPdfSamples(&folder, env, pdf));
+  DOCFEED_ASSIGN_OR_RETURN(ImageFolder folder,
+                           ScanImageFolder(root, env, follow_symlinks, documents.split_tiffs()));
+  DOCFEED_RETURN_IF_ERROR(ExpandDocumentPages(&folder, env, documents));
   return std::unique_ptr<SampleSource>(
-      std::make_unique<ImageFolderSource>(std::move(folder), env, pdf));
+      std::make_unique<ImageFolderSource>(std::move(folder), env, documents));
 }
 
 namespace {
@@ -329,6 +330,8 @@ void FinishSummary(const SampleSource& source, WriteState& state) {
   state.summary.pdf_documents = source.listing().pdf.documents;
   state.summary.pdf_pages = source.listing().pdf.pages;
   state.summary.pdf_dpi = source.listing().pdf.dpi;
+  state.summary.tiff_documents = source.listing().tiff.documents;
+  state.summary.tiff_pages = source.listing().tiff.pages;
   state.summary.seconds = std::chrono::duration<double>(Clock::now() - state.start).count();
 }
 
@@ -355,7 +358,7 @@ Result<std::vector<std::pair<std::string, std::unique_ptr<SampleSource>>>> OpenS
     const migrate::SavedDataset& saved, const PackOptions& options) {
   std::vector<std::pair<std::string, std::unique_ptr<SampleSource>>> out;
   SavedSourceOptions source_options{options.image_root, options.follow_symlinks,
-                                    options.pdf.first_page_only, options.env};
+                                    options.documents.first_page_only(), options.env};
   std::string names;
   for (const migrate::SplitSource& split : saved.splits) {
     names += (names.empty() ? "" : ", ") + split.name;
@@ -487,9 +490,9 @@ Result<PackSummary> Pack(const PackOptions& options) {
   }
   WriteState state;
   state.start = Clock::now();
-  DOCFEED_ASSIGN_OR_RETURN(
-      std::unique_ptr<SampleSource> source,
-      OpenImageFolderSource(options.source, options.env, options.follow_symlinks, options.pdf));
+  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<SampleSource> source,
+                           OpenImageFolderSource(options.source, options.env,
+                                                 options.follow_symlinks, options.documents));
   return PackChecked(*source, options, output, state);
 }
 

@@ -18,9 +18,9 @@
 #include "base/env.h"
 #include "docfeed/pack.h"
 #include "docfeed/status.h"
+#include "pack/document_pages.h"
 #include "pack/image_folder.h"
 #include "pack/labeler.h"
-#include "pack/pdf_pages.h"
 #include "pack/sample_encoder.h"
 
 namespace docfeed::internal {
@@ -46,7 +46,9 @@ struct PackOptions {
   std::string compression = "none";
   uint64_t max_file_bytes = 500'000'000;
   LabelOptions labels;  // with a tokenizer_dir: `labels` and `target_sequence` columns
-  PdfPackOptions pdf;   // Pack of an image folder: how its *.pdf documents become page samples
+  // Pack of an image folder: how its documents (PDF; TIFF with --pages all or 1) become page
+  // samples.
+  DocumentOptions documents;
   std::function<void(const PackProgress&)> on_progress;  // called from the writing thread
   // Every file the pack reads or writes goes through this Env (Env::Default() when null); it
   // must outlive the call.
@@ -73,12 +75,13 @@ class SampleSource {
   virtual std::string Name() const = 0;
 };
 
-// The image folder at `root` as a SampleSource (ScanImageFolder and ExpandPdfSamples, then
-// ReadFile per sample, of at most the decoders' byte limit, or RenderPdfPage per PDF page).
+// The image folder at `root` as a SampleSource (ScanImageFolder and ExpandDocumentPages, then
+// ReadFile per sample, of at most the decoders' byte limit, or ReadDocumentPage per page of a
+// document).
 Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& root,
                                                             Env* env = nullptr,
                                                             bool follow_symlinks = false,
-                                                            const PdfPackOptions& pdf = {});
+                                                            const DocumentOptions& documents = {});
 
 // Packs options.source: an image folder, or a save_to_disk Dataset / DatasetDict with an Image
 // column `image` (pack/saved_dataset_source.h; a DatasetDict gives OUT/<split>/ per split and

@@ -17,7 +17,7 @@
 #include "format/row_values.h"
 #include "migrate/source.h"
 #include "migrate/source_stream.h"
-#include "pack/pdf_pages.h"
+#include "pack/document_pages.h"
 
 namespace docfeed::internal {
 namespace {

@@ -1,6 +1,6 @@
-// docfeed pack of an image folder holding PDF documents (src/pack/pdf_pages.h): one sample per
-// page in file order then page order, the `page` / `pages` columns, metadata.jsonl rows naming a
-// document or one page, --pages 1, and bad documents or pages named by file and page. The
+// docfeed pack of an image folder holding PDF documents (src/pack/document_pages.h): one sample
+// per page in file order then page order, the `page` / `pages` columns, metadata.jsonl rows
+// naming a document or one page, --pages 1, and bad documents or pages named by file and page. The
 // pixels of a stored page are checked against PdfDocument, whose output tests/pdf compares with
 // pdftoppm; tests/python/test_pack_pdf.py compares packed pages with pdftoppm directly.
 #include <gtest/gtest.h>
@@ -40,7 +40,7 @@ class PdfPackTest : public ::testing::Test {
     o.source = src_;
     o.output = out_;
     o.threads = 2;
-    o.pdf.dpi = 40;  // small pages: these tests are about the listing, not the pixels
+    o.documents.dpi = 40;  // small pages: these tests are about the listing, not the pixels
     return o;
   }
   std::unique_ptr<Dataset> Open() const {
@@ -107,7 +107,7 @@ TEST_F(PdfPackTest, FirstPageOnly) {
   Copy("invoice.pdf", "invoice.pdf");
   Copy("handmade.pdf", "handmade.pdf");
   PackOptions o = Options();
-  o.pdf.first_page_only = true;
+  o.documents.pages = PackPages::kFirst;
   Result<PackSummary> summary = Pack(o);
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(summary->samples, 2u);
@@ -267,7 +267,7 @@ TEST_F(PdfPackTest, ReservedAndMistypedColumnsAndBadDpi) {
   Metadata(R"({"file_name": "invoice.pdf"})"
            "\n");
   PackOptions o = Options();
-  o.pdf.dpi = 0;
+  o.documents.dpi = 0;
   EXPECT_EQ(Pack(o).status().code(), StatusCode::kInvalidArgument);
 }
 

@@ -34,6 +34,9 @@ constexpr char kPackHelp[] =
     "with the int64 columns page (1-based) and pages (the page count), null for\n"
     "images. A metadata.jsonl row naming a PDF gives its columns to every page, or with an\n"
     "integer \"page\" names that page only. Encrypted or damaged PDFs are bad samples.\n"
+    "A TIFF is an image by default (stored as it is; Pillow, datasets and the loader show its\n"
+    "first page); with --pages all or 1 each *.tif/*.tiff file is a document like a PDF:\n"
+    "a page of a multi-page TIFF is stored as a PNG of its pixels, a one-page TIFF as it is.\n"
     "\n"
     "options:\n"
     "  -o, --output OUT       output directory (written atomically)\n"
@@ -52,7 +55,9 @@ constexpr char kPackHelp[] =
     "  --compression C        Arrow IPC buffer compression: none (default), zstd, lz4_frame\n"
     "  --max-file-mb N        start a new data file after N MB (default 500)\n"
     "  --dpi N                render PDF pages at N dpi (1-2400, default 200)\n"
-    "  --pages all|1          every page of a PDF (default) or only its first\n"
+    "  --pages auto|all|1     which pages become samples: auto (default) every page of a\n"
+    "                         PDF, a TIFF as one image; all: every page of a PDF and of a\n"
+    "                         TIFF; 1: the first page of each (image folders only)\n"
     "\n"
     "Hugging Face datasets on disk:\n"
     "  --split NAME           pack only this split of a DatasetDict (default: every split)\n"
@@ -155,9 +160,9 @@ Result<PackOptions> ToOptions(const ParsedArgs& parsed) {
   o.overwrite = parsed.Has("--overwrite");
   o.follow_symlinks = parsed.Has("--follow-symlinks");
   DOCFEED_ASSIGN_OR_RETURN(o.pdf_dpi, ParseInt("--dpi", parsed.Get("--dpi", "200"), 1, 2400));
-  const std::string pages = parsed.Get("--pages", "all");
-  if (pages != "all" && pages != "1") return InvalidArgumentError("--pages must be all or 1");
-  o.pdf_first_page_only = pages == "1";
+  Result<PackPages> pages = ParsePackPages(parsed.Get("--pages", "auto"));
+  if (!pages.ok()) return pages.status().WithContext("--pages");
+  o.pages = *pages;
   o.split = parsed.Get("--split", "");
   o.image_root = parsed.Get("--image-root", "");
   return o;
@@ -183,6 +188,11 @@ void PrintSummary(const PackOptions& o, const PackSummary& s) {
     std::printf("  pdf        %llu document(s), %llu page(s) rendered at %d dpi\n",
                 static_cast<unsigned long long>(s.pdf_documents),
                 static_cast<unsigned long long>(s.pdf_pages), s.pdf_dpi);
+  }
+  if (s.tiff_documents > 0) {
+    std::printf("  tiff       %llu file(s) split into %llu page(s)\n",
+                static_cast<unsigned long long>(s.tiff_documents),
+                static_cast<unsigned long long>(s.tiff_pages));
   }
   if (!s.splits.empty()) {
     std::string names;
