@@ -226,6 +226,64 @@ def test_save_to_disk_with_an_image_column(tmp_path):
     assert "--preprocess donut" in r["fix"], r["fix"]
 
 
+def _image_rows(tmp_path, n):
+    rows = []
+    for i, page in enumerate(pages(n)):
+        f = tmp_path / f"p{i}.png"
+        page.save(f)
+        rows.append({"bytes": f.read_bytes(), "path": f.name})
+    return rows
+
+
+def test_a_hub_parquet_folder(tmp_path):
+    """Parquet as the Hub stores it: measured as load_dataset("parquet") + DonutImageProcessor
+    against docfeed packing the same rows from the Parquet file."""
+    datasets = pytest.importorskip("datasets")
+    features = datasets.Features({"image": datasets.Image(),
+                                  "label": datasets.ClassLabel(names=["a", "b"])})
+    ds = datasets.Dataset.from_dict({"image": _image_rows(tmp_path, 8),
+                                     "label": [i % 2 for i in range(8)]}, features=features)
+    (tmp_path / "hub" / "data").mkdir(parents=True)
+    ds.select(range(6)).to_parquet(str(tmp_path / "hub" / "data" / "train-00000-of-00001.parquet"))
+    ds.select(range(6, 8)).to_parquet(str(tmp_path / "hub" / "data" / "test-00000-of-00001.parquet"))
+    r = run_doctor(tmp_path / "hub", tmp_path, "--size", "64x48", "--batch-size", "4")
+    assert r["kind"] == "parquet" and r["samples"] == 6, r
+    assert r["split"] == "train" and r["splits"] == ["train", "test"]
+    names = [p["name"] for p in r["pipelines"]]
+    assert any("DonutImageProcessor" in n for n in names), names
+    assert any(n.startswith("docfeed.Loader") for n in names), (names, r["notes"])
+    assert any('load_dataset("parquet")' in n for n in r["notes"]), r["notes"]
+
+
+def test_webdataset_shards(tmp_path):
+    import io
+    import tarfile
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for s in range(2):
+        with tarfile.open(shards / f"shard-{s:04d}.tar", "w") as tar:
+            for i, page in enumerate(pages(4)):
+                for ext, data in (("png", _png_bytes(page)),
+                                  ("json", json.dumps({"n": i}).encode())):
+                    info = tarfile.TarInfo(f"doc{s}{i:03d}.{ext}")
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+    r = run_doctor(shards, tmp_path, "--size", "64x48", "--batch-size", "4")
+    assert r["kind"] == "webdataset" and r["samples"] == 8, r
+    names = [p["name"] for p in r["pipelines"]]
+    assert any("DonutImageProcessor" in n for n in names), (names, r["notes"])
+    assert any(n.startswith("docfeed.Loader") for n in names), (names, r["notes"])
+
+
+def _png_bytes(page):
+    import io
+
+    b = io.BytesIO()
+    page.save(b, format="PNG")
+    return b.getvalue()
+
+
 def test_docfeed_shards_and_report(packed_keep, tmp_path):
     r = run_doctor(packed_keep, tmp_path, "--report", tmp_path / "rep", "--gpu", "a100")
     assert r["kind"] == "docfeed"

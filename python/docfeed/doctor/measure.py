@@ -398,7 +398,28 @@ def measure_user_imagefolder(stored: Stored, k: int, batch: int, workers: int,
             return {"pixel_values": out}
 
         label = "PIL decode + thumbnail (transformers not importable)"
-    if stored.source.image_column is not None:
+    cache = None  # load_dataset's Arrow cache for Parquet and WebDataset, removed at the end
+    if stored.kind in ("parquet", "webdataset"):
+        import tempfile
+
+        cache = tempfile.TemporaryDirectory(prefix="docfeed-doctor-")
+        files = [str(f) for f in stored.source.data_files]
+        ds = datasets.load_dataset(stored.kind, data_files={"train": files}, split="train",
+                                   cache_dir=cache.name)
+        column = stored.source.image_column
+        if column is None:  # WebDataset: the first image extension's column
+            column = next((c for c in ds.column_names
+                           if isinstance(ds.features[c], datasets.Image)), None)
+            if column is None:
+                cache.cleanup()
+                return Measurements((), ("no image column in the shards: the Python path was "
+                                         "not measured",))
+        ds = ds.select(range(min(k, len(ds)))).select_columns([column])
+        if column != "image":
+            ds = ds.rename_column(column, "image")
+        ds = ds.filter(lambda r: r["image"] is not None)
+        where = f"datasets {datasets.__version__} load_dataset(\"{stored.kind}\")"
+    elif stored.source.image_column is not None:
         ds = datasets.load_from_disk(str(stored.source.split_dir))
         ds = ds.select(range(min(k, len(ds)))).select_columns([stored.source.image_column])
         where = f"datasets {datasets.__version__} load_from_disk"
@@ -418,8 +439,13 @@ def measure_user_imagefolder(stored: Stored, k: int, batch: int, workers: int,
             return px
 
     short = label.split(" (")[0]
-    pipes = _measure_pair(ds, batch, workers, budget, collate, f"datasets Image + {short}",
-                          f"decode + {short}")
+    try:
+        pipes = _measure_pair(ds, batch, workers, budget, collate, f"datasets Image + {short}",
+                              f"decode + {short}")
+    finally:
+        if cache is not None:
+            del ds
+            cache.cleanup()
     return Measurements(pipes, (note,))
 
 
@@ -429,7 +455,7 @@ def measure_user(stored: Stored, k: int, batch: int, workers: int,
     docfeed)."""
     if stored.kind == "save_to_disk" and stored.source.image_column is None:
         return measure_user_save_to_disk(stored, k, batch, workers, budget)
-    if stored.kind in ("imagefolder", "save_to_disk"):
+    if stored.kind in ("imagefolder", "save_to_disk", "parquet", "webdataset"):
         return measure_user_imagefolder(stored, k, batch, workers, budget)
     return Measurements()
 

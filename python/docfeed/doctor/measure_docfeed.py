@@ -130,6 +130,71 @@ def pack_saved_images_sample(stored: Stored, k: int, tmp: pathlib.Path, threads:
     return out, n, time.perf_counter() - start
 
 
+def write_sample_parquet(stored: Stored, k: int, dest: pathlib.Path) -> int:
+    """The first k rows of the examined split's Parquet files as one Parquet file (pyarrow:
+    the same schema, its Hugging Face features included). Returns the rows written."""
+    import pyarrow.parquet as pq
+
+    left, writer = k, None
+    try:
+        for f in stored.source.data_files:
+            pf = pq.ParquetFile(str(f))
+            for batch in pf.iter_batches(batch_size=64):
+                if left <= 0:
+                    break
+                writer = writer or pq.ParquetWriter(str(dest), pf.schema_arrow)
+                part = batch.slice(0, min(left, batch.num_rows))
+                writer.write_batch(part)
+                left -= part.num_rows
+            if left <= 0:
+                break
+    finally:
+        if writer is not None:
+            writer.close()
+    return k - left
+
+
+def write_sample_webdataset(stored: Stored, k: int, dest: pathlib.Path) -> int:
+    """The members of the first k samples (consecutive members sharing a key) as one tar shard.
+    Returns the samples written."""
+    import tarfile
+
+    samples, last = 0, None
+    with tarfile.open(str(dest), "w") as out:
+        for shard in stored.source.data_files:
+            with tarfile.open(str(shard)) as tar:
+                for member in tar:
+                    if not member.isfile():
+                        continue
+                    base = member.name.rsplit("/", 1)[-1]
+                    key = member.name[: len(member.name) - len(base)] + base.split(".", 1)[0]
+                    if key != last:
+                        if samples == k:
+                            return samples
+                        samples, last = samples + 1, key
+                    out.addfile(member, tar.extractfile(member))
+    return samples
+
+
+def pack_document_sample(stored: Stored, k: int, tmp: pathlib.Path, threads: int,
+                         size: Tuple[int, int]) -> Tuple[pathlib.Path, int, float]:
+    """The first k rows (Parquet) or samples (WebDataset) in the user's own format, packed in
+    process (docfeed.pack of the sample file) with --preprocess donut at size: (output, rows,
+    seconds)."""
+    import docfeed
+
+    out = tmp / "sample.docfeed"
+    if stored.kind == "parquet":
+        src = tmp / "sample.parquet"
+        n = write_sample_parquet(stored, k, src)
+    else:
+        src = tmp / "sample.tar"
+        n = write_sample_webdataset(stored, k, src)
+    start = time.perf_counter()
+    docfeed.pack(src, out, preprocess="donut", size=size, threads=threads)
+    return out, n, time.perf_counter() - start
+
+
 def pack_sample_with_cli(src: pathlib.Path, out: pathlib.Path, threads: int,
                          options: Sequence[str], timeout: float) -> float:
     """`docfeed pack SRC -o OUT --threads N OPTIONS` through the bundled CLI; returns its
@@ -256,6 +321,8 @@ def measure_docfeed(stored: Stored, k: int, batch: int, threads: int, budget: Bu
         else:
             if stored.kind == "save_to_disk" and stored.source.image_column is not None:
                 out, n, pack_s = pack_saved_images_sample(stored, k, tmp, threads, (h, w))
+            elif stored.kind in ("parquet", "webdataset"):
+                out, n, pack_s = pack_document_sample(stored, k, tmp, threads, (h, w))
             elif stored.kind == "save_to_disk":
                 if stored.source.tensor_column is None:
                     return Measurements(notes=("docfeed path not measured: no pixel tensor "

@@ -1,6 +1,7 @@
 """Part 1 of `docfeed doctor`: what is stored, read with pyarrow only (no `datasets` needed).
 
-`detect_kind` names the layout (save_to_disk, docfeed, imagefolder); `inspect` returns a
+`detect_kind` names the layout (save_to_disk, docfeed, imagefolder, parquet, webdataset);
+`inspect` returns a
 `Stored`: the facts the report prints (samples, bytes, columns, image size, pathologies) and, in
 `Stored.source`, where the measurements read the data from. Nothing here writes anything."""
 from __future__ import annotations
@@ -107,13 +108,50 @@ class Stored:
 # The layout.
 
 
+def _is_parquet(p: pathlib.Path) -> bool:
+    try:
+        with open(p, "rb") as f:
+            return f.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
+def _is_tar(p: pathlib.Path) -> bool:
+    import tarfile
+
+    try:
+        return p.is_file() and tarfile.is_tarfile(str(p))
+    except OSError:
+        return False
+
+
+def _files(root: pathlib.Path, depth: int = 4) -> List[pathlib.Path]:
+    """Files under root, up to `depth` directories deep, hidden ones skipped, in name order."""
+    out: List[pathlib.Path] = []
+    for p in sorted(root.iterdir()):
+        if p.name.startswith("."):
+            continue
+        if p.is_dir():
+            if depth > 0:
+                out += _files(p, depth - 1)
+        elif p.is_file():
+            out.append(p)
+    return out
+
+
 def detect_kind(path: pathlib.Path) -> str:
-    """save_to_disk, docfeed or imagefolder; DoctorError naming `path` otherwise."""
+    """save_to_disk, docfeed, imagefolder, parquet or webdataset (as `docfeed pack` detects
+    them, from the files' bytes); DoctorError naming `path` otherwise."""
     if not path.exists():
         raise DoctorError(f"{path}: no such file or directory")
     if not path.is_dir():
-        raise DoctorError(f"{path}: not a directory (doctor takes a save_to_disk directory, an "
-                          "image folder or a docfeed dataset)")
+        if _is_parquet(path):
+            return "parquet"
+        if _is_tar(path):
+            return "webdataset"
+        raise DoctorError(f"{path}: not a Parquet file or a tar shard (doctor takes a "
+                          "save_to_disk directory, an image folder, a docfeed dataset, Parquet or "
+                          "WebDataset shards)")
     split = path
     if (path / "dataset_dict.json").exists():
         splits = load_json(path / "dataset_dict.json").get("splits") or []
@@ -127,9 +165,14 @@ def detect_kind(path: pathlib.Path) -> str:
     if (path / "metadata.jsonl").exists() or any(
             p.suffix.lower() in IMAGE_SUFFIXES for p in path.rglob("*") if p.is_file()):
         return "imagefolder"
+    files = _files(path)
+    if any(_is_parquet(p) for p in files):
+        return "parquet"
+    if files and all(_is_tar(p) for p in files):
+        return "webdataset"
     raise DoctorError(f"{path}: not a dataset doctor knows: no state.json or dataset_dict.json "
                       "(datasets save_to_disk), no docfeed.json (docfeed), no images or "
-                      "metadata.jsonl (image folder)")
+                      "metadata.jsonl (image folder), no Parquet files, no tar shards")
 
 
 def choose_split(path: pathlib.Path) -> Tuple[pathlib.Path, List[str], Optional[str]]:
@@ -459,6 +502,119 @@ def inspect_docfeed(path: pathlib.Path) -> Stored:
                   splits=tuple(splits), columns=tuple(columns), image_size=image_size)
 
 
+# The Hub's split names, as `docfeed pack` (src/pack/parquet_source.h) and datasets resolve them.
+_SPLIT_KEYWORDS = {"train": "train", "training": "train", "validation": "validation",
+                   "valid": "validation", "val": "validation", "dev": "validation",
+                   "test": "test", "testing": "test", "eval": "test", "evaluation": "test"}
+
+
+def parquet_split_of(relative: pathlib.Path) -> str:
+    """The split of a Parquet file at `relative` (to the folder) in the Hub's layouts."""
+    import re
+
+    m = re.match(r"^(.+)-\d{5}-of-\d{5}", relative.name)
+    if m:
+        return m.group(1)
+    for part in reversed(relative.parts[:-1]):
+        if part.lower() in _SPLIT_KEYWORDS:
+            return _SPLIT_KEYWORDS[part.lower()]
+    stem = re.split(r"[-._ ]", relative.name, maxsplit=1)[0].lower()
+    return _SPLIT_KEYWORDS.get(stem, "train")
+
+
+def _split_order(name: str) -> Tuple[int, str]:
+    return ({"train": 0, "validation": 1, "test": 2}.get(name, 3), name)
+
+
+def inspect_parquet(path: pathlib.Path) -> Stored:
+    import pyarrow.parquet as pq
+
+    if path.is_dir():
+        by_split: Dict[str, List[pathlib.Path]] = {}
+        for f in _files(path):
+            if _is_parquet(f):
+                by_split.setdefault(parquet_split_of(f.relative_to(path)), []).append(f)
+        splits = sorted(by_split, key=_split_order)
+        split: Optional[str] = "train" if "train" in by_split else splits[0]
+        files = by_split[split]
+    else:
+        splits, split, files = [], None, [path]
+    rows, bytes_on_disk, schema = 0, 0, None
+    for f in files:
+        try:
+            meta = pq.ParquetFile(str(f)).metadata
+        except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
+            raise DoctorError(f"{f}: not a readable Parquet file: {e}") from None
+        rows += meta.num_rows
+        schema = schema or meta.schema.to_arrow_schema()
+        bytes_on_disk += f.stat().st_size
+    features: Mapping[str, Any] = {}
+    if schema.metadata and b"huggingface" in schema.metadata:
+        features = json.loads(schema.metadata[b"huggingface"]).get("info", {}).get("features", {})
+    columns = tuple(Column(fld.name, _feature_type(features[fld.name]) if fld.name in features
+                           else str(fld.type)) for fld in schema)
+    image_column = None
+    image = features.get("image")
+    if isinstance(image, dict) and image.get("_type") == "Image":
+        image_column = "image"
+        notes: Tuple[str, ...] = (
+            "images stored as encoded files in the Image column 'image' of Parquet files: "
+            "`docfeed pack` reads them with its own Parquet reader and keeps their bytes (or "
+            "stores the Donut preset's resized pages with --preprocess donut)",)
+    else:
+        notes = ("no Image column 'image': `docfeed pack` needs one (or a List(Image) of pages)",)
+    pathologies = []
+    bps = bytes_on_disk / rows if rows else 0.0
+    if bps > HUGE_ROW_BYTES:
+        pathologies.append(Pathology(
+            "huge-rows", f"{human_bytes(bps)} per row: decoding large scans dominates; packing "
+            "with --preprocess donut stores the resized page", {"bytes_per_sample": bps}))
+    source = StoredSource(split_dir=path if path.is_dir() else path.parent,
+                          data_files=tuple(files), image_column=image_column)
+    return Stored(path=path, kind="parquet", samples=rows, bytes_on_disk=bytes_on_disk,
+                  source=source, split=split, splits=tuple(splits), columns=columns,
+                  pathologies=tuple(pathologies), notes=notes)
+
+
+WEBDATASET_IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "tif", "tiff", "ppm", "pgm", "pnm",
+                               "gif", "bmp")
+
+
+def inspect_webdataset(path: pathlib.Path) -> Stored:
+    import tarfile
+
+    shards = [path] if path.is_file() else [f for f in _files(path, 0) if _is_tar(f)]
+    keys: List[str] = []
+    extensions: Dict[str, None] = {}
+    bytes_on_disk = 0
+    for shard in shards:
+        bytes_on_disk += shard.stat().st_size
+        try:
+            with tarfile.open(str(shard)) as tar:
+                last = None
+                for member in tar:
+                    if not member.isfile():
+                        continue
+                    base = member.name.rsplit("/", 1)[-1]
+                    if "." not in base:
+                        continue
+                    key = member.name[: len(member.name) - len(base)] + base.split(".", 1)[0]
+                    extensions.setdefault(base.split(".", 1)[1].lower(), None)
+                    if key != last:
+                        keys.append(key)
+                        last = key
+        except (tarfile.TarError, OSError) as e:
+            raise DoctorError(f"{shard}: not a readable tar shard: {e}") from None
+    columns = tuple(Column(e, "image" if e in WEBDATASET_IMAGE_EXTENSIONS else "member")
+                    for e in extensions)
+    source = StoredSource(split_dir=path if path.is_dir() else path.parent,
+                          data_files=tuple(shards))
+    return Stored(path=path, kind="webdataset", samples=len(keys), bytes_on_disk=bytes_on_disk,
+                  source=source, columns=columns,
+                  notes=("WebDataset shards: `docfeed pack` groups members by key, the first "
+                         "image member is the sample's image",))
+
+
 def inspect(path: pathlib.Path, kind: str, size: Tuple[int, int], budget: Budget) -> Stored:
     """Part 1 for a dataset of `kind` (detect_kind); DoctorError when it holds no samples."""
     if kind == "save_to_disk":
@@ -467,6 +623,10 @@ def inspect(path: pathlib.Path, kind: str, size: Tuple[int, int], budget: Budget
         stored = inspect_imagefolder(path, size)
         if not stored.samples:
             raise DoctorError(f"{path}: an image folder without images")
+    elif kind == "parquet":
+        stored = inspect_parquet(path)
+    elif kind == "webdataset":
+        stored = inspect_webdataset(path)
     else:
         stored = inspect_docfeed(path)
     if not stored.samples:
