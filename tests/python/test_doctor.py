@@ -235,6 +235,24 @@ def _image_rows(tmp_path, n):
     return rows
 
 
+def test_an_image_folder_of_pdf_invoices(tmp_path):
+    """PDF documents: one sample per page (pdfinfo counts them); the user's path renders each
+    page with pdftoppm as pdf2image does, docfeed's packs the sample folder."""
+    import shutil
+
+    root = tmp_path / "pdfs"
+    root.mkdir()
+    for name in ("invoice.pdf", "bleed.pdf"):  # 3 + 2 pages
+        shutil.copy(REPO / "tests" / "data" / "pdf" / name, root / name)
+    r = run_doctor(root, tmp_path, "--size", "64x48", "--batch-size", "2")
+    assert r["kind"] == "imagefolder" and r["samples"] == 5, r
+    assert any("2 PDF documents, 5 pages" in n for n in r["notes"]), r["notes"]
+    names = [p["name"] for p in r["pipelines"]]
+    assert any("DonutImageProcessor" in n for n in names), (names, r["notes"])
+    assert any(n.startswith("docfeed.Loader") for n in names), (names, r["notes"])
+    assert any("pdftoppm -r 200" in n for n in r["notes"]), r["notes"]
+
+
 def test_a_hub_parquet_folder(tmp_path):
     """Parquet as the Hub stores it: measured as load_dataset("parquet") + DonutImageProcessor
     against docfeed packing the same rows from the Parquet file."""

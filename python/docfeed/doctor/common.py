@@ -7,6 +7,9 @@ import time
 from typing import Any, Mapping, Tuple
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".tif", ".tiff", ".bmp", ".gif"}
+# Documents an image folder may hold besides images: `docfeed pack` makes one sample per page.
+DOCUMENT_SUFFIXES = {".pdf"}
+PDF_DPI = 200  # pack's default --dpi, and what the user's path renders at
 HUGE_ROW_BYTES = 1 << 20  # a row above 1 MiB: a page as a compressed image is 0.05-0.5 MB
 DEFAULT_SIZE = (1553, 1200)  # the recipe's DonutProcessor size (H, W)
 

@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from docfeed.doctor.common import DEFAULT_SIZE, Budget, Stages, stages_json
+from docfeed.doctor.common import (DEFAULT_SIZE, DOCUMENT_SUFFIXES, PDF_DPI, Budget, Stages,
+                                   stages_json)
 from docfeed.doctor.stored import Stored, arrow_rows
 
 
@@ -423,6 +424,13 @@ def measure_user_imagefolder(stored: Stored, k: int, batch: int, workers: int,
         ds = datasets.load_from_disk(str(stored.source.split_dir))
         ds = ds.select(range(min(k, len(ds)))).select_columns([stored.source.image_column])
         where = f"datasets {datasets.__version__} load_from_disk"
+    elif any(p.suffix.lower() in DOCUMENT_SUFFIXES for p in stored.source.images[:k]):
+        # PDF pages as pdf2image gives them: pdftoppm renders each page (at pack's 200 dpi).
+        ds = _pdf_pages_dataset(stored, k)
+        if ds is None:
+            return Measurements((), ("pdftoppm (poppler-utils) is not installed: the Python "
+                                     "path over PDF pages was not measured",))
+        where = f"image folder with PDFs rendered by pdftoppm -r {PDF_DPI}, as pdf2image does"
     else:
         files = [str(p) for p in stored.source.images[:k]]
         ds = datasets.Dataset.from_dict({"image": files}).cast_column("image", datasets.Image())
@@ -447,6 +455,54 @@ def measure_user_imagefolder(stored: Stored, k: int, batch: int, workers: int,
             del ds
             cache.cleanup()
     return Measurements(pipes, (note,))
+
+
+def _pdf_pages_dataset(stored: Stored, k: int) -> Any:
+    """A torch Dataset of the first k samples of an image folder holding PDFs (each page of a
+    document one sample, as docfeed packs them), whose items are {"image": PIL image} rendered
+    on access by pdftoppm (what pdf2image runs); None without pdftoppm."""
+    import io
+    import shutil
+    import subprocess
+
+    from PIL import Image as PILImage
+
+    tool = shutil.which("pdftoppm")
+    if tool is None:
+        return None
+    refs: List[Tuple[pathlib.Path, int]] = []
+    pages = stored.source.pages or (1,) * len(stored.source.images)
+    for p, n in zip(stored.source.images, pages):
+        is_pdf = p.suffix.lower() in DOCUMENT_SUFFIXES
+        for page in range(1, (max(n, 1) if is_pdf else 1) + 1):
+            refs.append((p, page if is_pdf else 0))
+        if len(refs) >= k:
+            break
+    refs = refs[:k]
+
+    class Pages:
+        def __init__(self) -> None:
+            self.transform: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]] = None
+
+        def set_transform(self, transform: Callable[[Dict[str, Any]], Dict[str, Any]]) -> None:
+            self.transform = transform
+
+        def __len__(self) -> int:
+            return len(refs)
+
+        def __getitem__(self, i: int) -> Dict[str, Any]:
+            path, page = refs[i]
+            if page:
+                png = subprocess.run([tool, "-r", str(PDF_DPI), "-f", str(page), "-l", str(page),
+                                      "-singlefile", "-png", str(path)], capture_output=True,
+                                     check=True).stdout
+                image = PILImage.open(io.BytesIO(png))
+            else:
+                image = PILImage.open(path)
+            out = self.transform({"image": [image]}) if self.transform else {"image": [image]}
+            return {key: value[0] for key, value in out.items()}
+
+    return Pages()
 
 
 def measure_user(stored: Stored, k: int, batch: int, workers: int,

@@ -18,7 +18,8 @@ import subprocess
 import time
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
-from docfeed.doctor.common import DEFAULT_SIZE, Budget, DoctorError, dir_bytes, load_json
+from docfeed.doctor.common import (DEFAULT_SIZE, DOCUMENT_SUFFIXES, Budget, DoctorError,
+                                   dir_bytes, load_json)
 from docfeed.doctor.measure import DocfeedSample, LoaderRun, Measured, Measurements
 from docfeed.doctor.stored import Stored
 
@@ -101,6 +102,23 @@ def pack_imagefolder_sample(stored: Stored, k: int, tmp: pathlib.Path, threads: 
     in_process_pack() allows, else an image folder of the sample packed by the CLI."""
     out = tmp / "sample.docfeed"
     pack = in_process_pack()
+    if any(p.suffix.lower() in DOCUMENT_SUFFIXES for p in stored.source.images[:k]):
+        # PDF documents: the sample folder packed by docfeed.pack(PATH) in process (pages are
+        # rendered while the folder is listed), or by the CLI with an older docfeed.pack.
+        files, pages = 0, 0
+        for n_pages in stored.source.pages or (1,) * len(stored.source.images):
+            files, pages = files + 1, pages + max(n_pages, 1)
+            if pages >= k:
+                break
+        write_sample_imagefolder(stored, files, tmp / "sample-src")
+        if pack is None:
+            options = ["--preprocess", "donut", "--size", f"{size[0]}x{size[1]}"]
+            seconds = pack_sample_with_cli(tmp / "sample-src", out, threads, options, timeout)
+        else:
+            start = time.perf_counter()
+            pack(tmp / "sample-src", out, preprocess="donut", size=size, threads=threads)
+            seconds = time.perf_counter() - start
+        return out, int(load_json(out / "docfeed.json").get("num_samples", 0)), seconds
     if pack is None:
         n = write_sample_imagefolder(stored, k, tmp / "sample-src")
         options = ["--preprocess", "donut", "--size", f"{size[0]}x{size[1]}"]

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
-from docfeed.doctor.common import (HUGE_ROW_BYTES, IMAGE_SUFFIXES, Budget, DoctorError,
-                                   dir_bytes, human_bytes, load_json)
+from docfeed.doctor.common import (DOCUMENT_SUFFIXES, HUGE_ROW_BYTES, IMAGE_SUFFIXES, PDF_DPI,
+                                   Budget, DoctorError, dir_bytes, human_bytes, load_json)
 
 # Normalizations Donut datasets are made with: (mean, std) per channel.
 NORMALIZATIONS = {"donut (0.5/0.5)": ((0.5,) * 3, (0.5,) * 3),
@@ -81,6 +81,8 @@ class StoredSource:
     format_type: Optional[str] = None
     images: Tuple[pathlib.Path, ...] = ()
     metadata: Tuple[Mapping[str, Any], ...] = ()
+    # Per image file of an image folder: 1 for an image, a PDF's page count (0: unknown).
+    pages: Tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,8 @@ def detect_kind(path: pathlib.Path) -> str:
     if (split / "state.json").exists():
         return "save_to_disk"
     if (path / "metadata.jsonl").exists() or any(
-            p.suffix.lower() in IMAGE_SUFFIXES for p in path.rglob("*") if p.is_file()):
+            p.suffix.lower() in IMAGE_SUFFIXES | DOCUMENT_SUFFIXES
+            for p in path.rglob("*") if p.is_file()):
         return "imagefolder"
     files = _files(path)
     if any(_is_parquet(p) for p in files):
@@ -446,6 +449,25 @@ def inspect_save_to_disk(path: pathlib.Path, budget: Budget,
                   image_size=tensors.image_size, pathologies=tuple(pathologies), notes=notes)
 
 
+PDFINFO_DOCUMENTS = 500  # documents whose pages are counted; the rest are estimated from them
+
+
+def pdf_page_count(pdf: pathlib.Path) -> int:
+    """The page count pdfinfo (poppler-utils, the tool docfeed's PDF tests compare with) gives,
+    or 0 when it is not installed or cannot read the file."""
+    import shutil
+    import subprocess
+
+    tool = shutil.which("pdfinfo")
+    if tool is None:
+        return 0
+    proc = subprocess.run([tool, str(pdf)], capture_output=True, text=True, timeout=60)
+    for line in proc.stdout.splitlines():
+        if line.startswith("Pages:"):
+            return int(line.split()[1])
+    return 0
+
+
 def inspect_imagefolder(path: pathlib.Path, size: Tuple[int, int]) -> Stored:
     meta_path = path / "metadata.jsonl"
     images: List[pathlib.Path] = []
@@ -471,20 +493,43 @@ def inspect_imagefolder(path: pathlib.Path, size: Tuple[int, int]) -> Stored:
                     for key, value in (metadata[0].items() if metadata else [])]
     else:
         images = sorted(p for p in path.rglob("*")
-                        if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+                        if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES | DOCUMENT_SUFFIXES)
         metadata = [{"file_name": str(p.relative_to(path))} for p in images]
     bytes_on_disk = sum(p.stat().st_size for p in images)
+    # PDF documents are one sample per page (docfeed pack's default).
+    pages, notes = [], []
+    counted = 0
+    for p in images:
+        if p.suffix.lower() in DOCUMENT_SUFFIXES:
+            counted += 1
+            pages.append(pdf_page_count(p) if counted <= PDFINFO_DOCUMENTS else 0)
+        else:
+            pages.append(1)
+    samples = len(images)
+    if counted:
+        known = [n for p, n in zip(images, pages) if p.suffix.lower() in DOCUMENT_SUFFIXES and n]
+        if not known:
+            notes.append(f"{counted} PDF documents, pages not counted (pdfinfo, from "
+                         "poppler-utils, is not installed): each counted as one sample")
+        else:
+            per_doc = sum(known) / len(known)
+            unknown = counted - len(known)
+            samples = len(images) - counted + sum(known) + round(unknown * per_doc)
+            notes.append(f"{counted} PDF documents, {sum(known)} pages in the {len(known)} "
+                         "counted" + (f" (the other {unknown} estimated at {per_doc:.1f} pages "
+                                      "each)" if unknown else "")
+                         + f": one sample per page, rendered at {PDF_DPI} dpi")
     pathologies = []
-    bps = bytes_on_disk / len(images) if images else 0.0
+    bps = bytes_on_disk / samples if samples else 0.0
     if images and bps > HUGE_ROW_BYTES:
         pathologies.append(Pathology(
             "huge-rows", f"{human_bytes(bps)} per image file: decoding large scans dominates; "
             "packing with --preprocess donut stores the resized page"))
     source = StoredSource(split_dir=path, data_files=tuple(images), images=tuple(images),
-                          metadata=tuple(metadata))
-    return Stored(path=path, kind="imagefolder", samples=len(images), bytes_on_disk=bytes_on_disk,
+                          metadata=tuple(metadata), pages=tuple(pages))
+    return Stored(path=path, kind="imagefolder", samples=samples, bytes_on_disk=bytes_on_disk,
                   source=source, columns=tuple(columns), image_size=size,
-                  pathologies=tuple(pathologies))
+                  pathologies=tuple(pathologies), notes=tuple(notes))
 
 
 def inspect_docfeed(path: pathlib.Path) -> Stored:
