@@ -191,4 +191,14 @@ Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& li
   }
 }
 
+Result<DecodedGeometry> ValidateImage(std::span<const uint8_t> bytes, const DecodeLimits& limits,
+                                      DecodeReport* report) {
+  if (report != nullptr) *report = DecodeReport{};
+  DOCFEED_ASSIGN_OR_RETURN(ImageCodec codec, DecodableCodec(bytes, limits.max_input_bytes));
+  if (codec == ImageCodec::kJpeg) return ValidateJpeg(bytes, limits, report);
+  if (codec == ImageCodec::kPng) return ValidatePng(bytes, limits);
+  DOCFEED_ASSIGN_OR_RETURN(Image image, DecodeImage(bytes, limits, report));
+  return DecodedGeometry{.width = image.width, .height = image.height, .channels = image.channels};
+}
+
 }  // namespace docfeed::internal

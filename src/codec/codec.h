@@ -146,6 +146,31 @@ Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& li
 Result<Image> DecodeImage(std::span<const uint8_t> bytes, const DecodeLimits& limits = {},
                           DecodeReport* report = nullptr);
 
+// The geometry DecodeImage returns: sides and channels of the decoded Image.
+struct DecodedGeometry {
+  int32_t width = 0;
+  int32_t height = 0;
+  int32_t channels = 0;
+};
+
+// Validates frame 0 as DecodeImage(bytes, limits, report) would, without producing its pixels:
+// it succeeds exactly when DecodeImage does, fails with the same Status otherwise, fills
+// `report` with the same warnings, and returns the sides and channels of the Image DecodeImage
+// would return. Cheaper where the format allows it without changing the outcome:
+//   JPEG: the same libjpeg decompression (every marker read and every block entropy-decoded
+//         up to EOI, so the same errors and warnings) at DCT scale 1/8, which leaves out the
+//         full-size IDCT, upsampling and colour conversion; sides and channels from the header.
+//   PNG:  the same libspng decode (chunks, IDAT CRCs, inflate with its Adler-32 check, filter
+//         bytes, the same output format) row by row into one reused row, instead of into a
+//         full image buffer, and without the conversion to 8 bits.
+//   Others (WebP, GIF, TIFF, PPM): a full DecodeImage.
+// The header limits (pixels, input bytes, the data-can-hold-the-image checks) run first, as in
+// DecodeImage. tests/codec/validate_parity_test.cc checks the equivalence over every test
+// image and damaged copies of them.
+Result<DecodedGeometry> ValidateImage(std::span<const uint8_t> bytes,
+                                      const DecodeLimits& limits = {},
+                                      DecodeReport* report = nullptr);
+
 // Lossless PNG (docfeed/image.h; defined in png.cc): 8-bit, colour type from `image.channels`
 // (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA), zlib `compression_level` 0..9 (Pillow's default is 6).
 // Errors: InvalidArgument for an empty/inconsistent image or a level outside 0..9.

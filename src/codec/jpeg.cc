@@ -143,9 +143,19 @@ Result<ImageInfo> ProbeJpeg(std::span<const uint8_t> bytes) {
   return InfoFromHeader(*decoder.cinfo());
 }
 
-Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits,
-                         DecodeReport* report) {
-  JpegDecompressor decoder;
+namespace {
+
+// libjpeg's output colour space for DecodeImage's channels: CMYK rows are converted by
+// CmykRowToRgb.
+J_COLOR_SPACE OutColorSpace(const ImageInfo& info) {
+  if (info.cmyk) return JCS_CMYK;
+  return info.channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+}
+
+// Opens `bytes`, reads the header and runs every check DecodeJpeg makes before it allocates
+// pixels. REQUIRES: `decoder` is fresh; `bytes` outlives it.
+Result<ImageInfo> OpenForDecode(JpegDecompressor& decoder, std::span<const uint8_t> bytes,
+                                const DecodeLimits& limits) {
   DOCFEED_RETURN_IF_ERROR(decoder.Open(bytes.data(), bytes.size()));
   DOCFEED_RETURN_IF_ERROR(ReadHeader(decoder));
   const ImageInfo info = InfoFromHeader(*decoder.cinfo());
@@ -153,20 +163,74 @@ Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, const DecodeLimits& lim
   DOCFEED_RETURN_IF_ERROR(
       CheckGeometry(static_cast<uint64_t>(info.width), static_cast<uint64_t>(info.height), limits));
   DOCFEED_RETURN_IF_ERROR(CheckDataCanHoldImage(*decoder.cinfo(), bytes.size()));
+  return info;
+}
+
+void CopyReport(const JpegDecompressor& decoder, DecodeReport* report) {
+  if (report == nullptr) return;
+  report->warnings = decoder.warnings();
+  report->first_warning = decoder.first_warning();
+}
+
+// DecodeStep's decompression at DCT scale 1/8 (output_width and output_height are the sides / 8
+// rounded up). libjpeg still reads every marker and entropy-decodes every block of every scan
+// up to EOI exactly as at full scale, which is where its errors and warnings arise; what 1/8
+// leaves out (a DC-only IDCT instead of the 8x8 one, upsampling and colour conversion of 1/64
+// of the pixels) cannot fail. ScaleStep fixes the output size, ValidateStep reads each output
+// row into the one row `row` (output_width * output_components bytes).
+struct ValidateArgs {
+  j_decompress_ptr cinfo;
+  J_COLOR_SPACE out_color_space;
+  uint8_t* row;
+};
+
+void ScaleStep(void* p) {
+  auto* a = static_cast<ValidateArgs*>(p);
+  a->cinfo->out_color_space = a->out_color_space;
+  a->cinfo->scale_num = 1;
+  a->cinfo->scale_denom = 8;
+  jpeg_calc_output_dimensions(a->cinfo);
+}
+
+void ValidateStep(void* p) {
+  auto* a = static_cast<ValidateArgs*>(p);
+  jpeg_start_decompress(a->cinfo);
+  while (a->cinfo->output_scanline < a->cinfo->output_height) {
+    JSAMPROW row = a->row;
+    jpeg_read_scanlines(a->cinfo, &row, 1);
+  }
+  jpeg_finish_decompress(a->cinfo);
+}
+
+}  // namespace
+
+Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits,
+                         DecodeReport* report) {
+  JpegDecompressor decoder;
+  DOCFEED_ASSIGN_OR_RETURN(const ImageInfo info, OpenForDecode(decoder, bytes, limits));
   Image image{.width = info.width, .height = info.height, .channels = info.channels, .pixels = {}};
   image.pixels.resize(image.stride_bytes() * static_cast<size_t>(image.height));
   std::vector<uint8_t> cmyk_row(info.cmyk ? static_cast<size_t>(info.width) * 4 : 0);
-  const J_COLOR_SPACE out_space = info.cmyk            ? JCS_CMYK
-                                  : info.channels == 1 ? JCS_GRAYSCALE
-                                                       : JCS_RGB;
-  DecodeArgs args{decoder.cinfo(), out_space, image.pixels.data(), image.stride_bytes(),
+  DecodeArgs args{decoder.cinfo(), OutColorSpace(info), image.pixels.data(), image.stride_bytes(),
                   info.cmyk ? cmyk_row.data() : nullptr};
   DOCFEED_RETURN_IF_ERROR(decoder.Run(DecodeStep, &args));
-  if (report != nullptr) {
-    report->warnings = decoder.warnings();
-    report->first_warning = decoder.first_warning();
-  }
+  CopyReport(decoder, report);
   return image;
+}
+
+Result<DecodedGeometry> ValidateJpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits,
+                                     DecodeReport* report) {
+  JpegDecompressor decoder;
+  DOCFEED_ASSIGN_OR_RETURN(const ImageInfo info, OpenForDecode(decoder, bytes, limits));
+  ValidateArgs args{decoder.cinfo(), OutColorSpace(info), nullptr};
+  DOCFEED_RETURN_IF_ERROR(decoder.Run(ScaleStep, &args));
+  std::vector<uint8_t> row(size_t{decoder.cinfo()->output_width} *
+                           static_cast<size_t>(decoder.cinfo()->output_components));
+  args.row = row.data();
+  DOCFEED_RETURN_IF_ERROR(decoder.Run(ValidateStep, &args));
+  CopyReport(decoder, report);
+  // DecodeJpeg's image has the header's sides and InfoFromHeader's channels.
+  return DecodedGeometry{.width = info.width, .height = info.height, .channels = info.channels};
 }
 
 namespace {

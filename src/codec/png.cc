@@ -253,18 +253,31 @@ Status CheckIdatCanHoldImage(const PngHeader& header) {
   return Status::Ok();
 }
 
-Status DecodeInto(PngHeader& header, const ImageInfo& info, Image& image) {
-  const spng_ihdr& ihdr = header.ihdr;
+// The libspng output format and flags DecodePng asks for: the PNG's own packing, except that a
+// palette image is expanded through its palette (tRNS as alpha).
+struct SpngOutput {
   int fmt = SPNG_FMT_RAW;
   int flags = 0;
-  if (info.palette) {
-    fmt = info.channels == 4 ? SPNG_FMT_RGBA8 : SPNG_FMT_RGB8;
-    flags = SPNG_DECODE_TRNS;  // Only tRNS; never gamma, which Pillow ignores too.
-  }
+};
+
+SpngOutput OutputFor(const ImageInfo& info) {
+  if (!info.palette) return SpngOutput{};
+  // Only tRNS; never gamma, which Pillow ignores too.
+  return SpngOutput{info.channels == 4 ? SPNG_FMT_RGBA8 : SPNG_FMT_RGB8, SPNG_DECODE_TRNS};
+}
+
+Result<size_t> DecodedSizeBytes(PngHeader& header, int fmt) {
   size_t size_bytes = 0;
   if (int e = spng_decoded_image_size(header.ctx.get(), fmt, &size_bytes); e != 0) {
     return SpngError(e, "size");
   }
+  return size_bytes;
+}
+
+Status DecodeInto(PngHeader& header, const ImageInfo& info, Image& image) {
+  const spng_ihdr& ihdr = header.ihdr;
+  const auto [fmt, flags] = OutputFor(info);
+  DOCFEED_ASSIGN_OR_RETURN(const size_t size_bytes, DecodedSizeBytes(header, fmt));
   image.pixels.resize(image.stride_bytes() * static_cast<size_t>(image.height));
   if (!NeedsConversion(ihdr)) {
     if (size_bytes != image.pixels.size()) return InternalError("PNG: unexpected decoded size");
@@ -281,6 +294,31 @@ Status DecodeInto(PngHeader& header, const ImageInfo& info, Image& image) {
                   image.pixels.data() + static_cast<size_t>(y) * image.stride_bytes());
   }
   return Status::Ok();
+}
+
+// DecodeInto's libspng decode without the image buffer. spng_decode_image (libspng 0.7) reads
+// the chunks before IDAT, sets up the same decode and then calls spng_decode_row for every row
+// until SPNG_EOI; with SPNG_DECODE_PROGRESSIVE it stops after the set-up and the caller makes
+// those calls, here into one reused row. Same format and flags, so the same inflate, CRC and
+// Adler-32 checks, filter-byte checks and palette expansion run, and fail, in the same order.
+Status ValidateRows(PngHeader& header, const ImageInfo& info) {
+  const auto [fmt, flags] = OutputFor(info);
+  DOCFEED_ASSIGN_OR_RETURN(const size_t size_bytes, DecodedSizeBytes(header, fmt));
+  if (!NeedsConversion(header.ihdr) && size_bytes != static_cast<size_t>(info.width) *
+                                                         static_cast<size_t>(info.channels) *
+                                                         static_cast<size_t>(info.height)) {
+    return InternalError("PNG: unexpected decoded size");
+  }
+  spng_ctx* ctx = header.ctx.get();
+  if (int e = spng_decode_image(ctx, nullptr, 0, fmt, flags | SPNG_DECODE_PROGRESSIVE); e != 0) {
+    return SpngError(e, "data");
+  }
+  std::vector<uint8_t> row(size_bytes / static_cast<size_t>(info.height));
+  int e = 0;
+  do {
+    e = spng_decode_row(ctx, row.data(), row.size());
+  } while (e == 0);
+  return e == SPNG_EOI ? Status::Ok() : SpngError(e, "data");
 }
 
 int ColorTypeFor(int32_t channels) {
@@ -303,6 +341,16 @@ Result<Image> DecodePng(std::span<const uint8_t> bytes, const DecodeLimits& limi
   Image image{.width = info.width, .height = info.height, .channels = info.channels, .pixels = {}};
   DOCFEED_RETURN_IF_ERROR(DecodeInto(header, info, image));
   return image;
+}
+
+Result<DecodedGeometry> ValidatePng(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
+  DOCFEED_ASSIGN_OR_RETURN(PngHeader header, ReadHeader(bytes));
+  const ImageInfo info = InfoFromHeader(header);
+  DOCFEED_RETURN_IF_ERROR(CheckGeometry(header.ihdr.width, header.ihdr.height, limits));
+  DOCFEED_RETURN_IF_ERROR(CheckIdatCanHoldImage(header));
+  DOCFEED_RETURN_IF_ERROR(ValidateRows(header, info));
+  // DecodePng's image has the header's sides and InfoFromHeader's channels.
+  return DecodedGeometry{.width = info.width, .height = info.height, .channels = info.channels};
 }
 
 }  // namespace docfeed::internal

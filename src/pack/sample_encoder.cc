@@ -91,16 +91,39 @@ Result<EncodedImage> Preprocess(std::span<const uint8_t> source, const ImageInfo
 // An image stored as it is must still be loadable: the loader's default preset (Donut at its
 // default size) resizes it after EXIF orientation, which swaps the sides for orientations 5..8.
 // Refusing it here names the file at pack time instead of failing the training run later.
-Status CheckDefaultPresetCanResize(const Image& image, int orientation) {
+Status CheckDefaultPresetCanResize(int32_t decoded_width, int32_t decoded_height, int orientation) {
   const bool swapped = orientation >= 5 && orientation <= 8;
-  const int32_t width = swapped ? image.height : image.width;
-  const int32_t height = swapped ? image.width : image.height;
+  const int32_t width = swapped ? decoded_height : decoded_width;
+  const int32_t height = swapped ? decoded_width : decoded_height;
   const Result<DonutGeometry> g = CheckDonutResizable(width, height, DonutConfig{});
   if (g.ok()) return Status::Ok();
   return Status(g.status().code(),
                 "the loader's default Donut preset cannot process this " + std::to_string(width) +
                     "x" + std::to_string(height) + " image (" + std::string(g.status().message()) +
                     "); pack it with --preprocess at a size that fits, or leave it out");
+}
+
+// `--codec keep` of anything but a GIF: the source bytes are stored, so no pixels are needed.
+// ValidateImage succeeds and fails exactly as DecodeImage does, with the same warnings and the
+// same decoded geometry, at a fraction of the cost for JPEG and PNG (codec.h), so what is
+// refused and what is recorded are what a full decode would give.
+Result<EncodedImage> KeepSource(std::vector<uint8_t> source, const ImageInfo& info,
+                                const EncodeOptions& options) {
+  DecodeReport report;
+  DOCFEED_ASSIGN_OR_RETURN(const DecodedGeometry decoded,
+                           ValidateImage(source, options.limits, &report));
+  DOCFEED_RETURN_IF_ERROR(
+      CheckDefaultPresetCanResize(decoded.width, decoded.height, info.exif_orientation));
+  DOCFEED_ASSIGN_OR_RETURN(const StoredCodec source_codec, ToStoredCodec(info.codec));
+  EncodedImage out;
+  out.decode_report = std::move(report);
+  out.bytes = std::move(source);
+  out.codec = source_codec;
+  out.width = static_cast<uint32_t>(decoded.width);
+  out.height = static_cast<uint32_t>(decoded.height);
+  out.channels = static_cast<uint8_t>(decoded.channels);
+  out.orientation = static_cast<uint8_t>(info.exif_orientation);
+  return out;
 }
 
 }  // namespace
@@ -136,23 +159,17 @@ Result<EncodedImage> EncodeSample(std::vector<uint8_t> source, const EncodeOptio
     if (options.keep_original) out.original = std::move(source);
     return out;
   }
-  // A full decode validates every byte a trainer will later decode.
+  // Every byte a trainer will later decode is validated: by ValidateImage when the source is
+  // stored, by the full decode whose pixels are re-encoded otherwise.
+  if (options.codec == CodecChoice::kKeep && info.codec != ImageCodec::kGif) {
+    return KeepSource(std::move(source), info, options);
+  }
   DecodeReport report;
   DOCFEED_ASSIGN_OR_RETURN(Image image, DecodeImage(source, options.limits, &report));
-  DOCFEED_RETURN_IF_ERROR(CheckDefaultPresetCanResize(image, info.exif_orientation));
+  DOCFEED_RETURN_IF_ERROR(
+      CheckDefaultPresetCanResize(image.width, image.height, info.exif_orientation));
   EncodedImage out;
   out.decode_report = std::move(report);
-  const bool keep = options.codec == CodecChoice::kKeep && info.codec != ImageCodec::kGif;
-  if (keep) {
-    DOCFEED_ASSIGN_OR_RETURN(const StoredCodec source_codec, ToStoredCodec(info.codec));
-    out.bytes = std::move(source);
-    out.codec = source_codec;
-    out.width = static_cast<uint32_t>(image.width);
-    out.height = static_cast<uint32_t>(image.height);
-    out.channels = static_cast<uint8_t>(image.channels);
-    out.orientation = static_cast<uint8_t>(info.exif_orientation);
-    return out;
-  }
   if (info.exif_orientation != 1) image = ApplyOrientation(image, info.exif_orientation);
   EncodeOptions reencode = options;
   if (reencode.codec == CodecChoice::kKeep) reencode.codec = CodecChoice::kPng;  // a GIF

@@ -1,6 +1,8 @@
-// Turns one source image file into the bytes a shard stores: validates it by a full decode
-// (so a corrupt or truncated file is caught at pack time, not in training), then keeps the
-// original bytes or re-encodes them (PNG, lossless WebP, JPEG at a quality), or, with
+// Turns one source image file into the bytes a shard stores: validates it as a full decode
+// would (so a corrupt or truncated file is caught at pack time, not in training; with `keep`
+// through codec.h's ValidateImage, which refuses and warns exactly as DecodeImage without
+// producing pixels), then keeps the original bytes or re-encodes them (PNG, lossless WebP, JPEG at
+// a quality), or, with
 // `--preprocess donut`, stores the Donut "resized" stage as binary PGM/PPM.
 #ifndef DOCFEED_PACK_SAMPLE_ENCODER_H_
 #define DOCFEED_PACK_SAMPLE_ENCODER_H_

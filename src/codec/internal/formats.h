@@ -15,9 +15,14 @@ Result<ImageInfo> ProbeJpeg(std::span<const uint8_t> bytes);
 // `report` (may be null) receives libjpeg's tolerated warnings.
 Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits,
                          DecodeReport* report);
+// DecodeJpeg's outcome and report without its pixels (codec.h ValidateImage).
+Result<DecodedGeometry> ValidateJpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits,
+                                     DecodeReport* report);
 
 Result<ImageInfo> ProbePng(std::span<const uint8_t> bytes);
 Result<Image> DecodePng(std::span<const uint8_t> bytes, const DecodeLimits& limits);
+// DecodePng's outcome without its pixels (codec.h ValidateImage).
+Result<DecodedGeometry> ValidatePng(std::span<const uint8_t> bytes, const DecodeLimits& limits);
 
 Result<ImageInfo> ProbeWebp(std::span<const uint8_t> bytes);
 Result<Image> DecodeWebp(std::span<const uint8_t> bytes, const DecodeLimits& limits);
