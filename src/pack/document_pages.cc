@@ -1,6 +1,7 @@
 #include "pack/document_pages.h"
 
 #include <array>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -9,7 +10,6 @@
 
 #include "base/check.h"
 #include "base/file.h"
-#include "pdf/pdf_document.h"
 
 namespace docfeed::internal {
 namespace {
@@ -244,13 +244,79 @@ Status ExpandDocumentPages(ImageFolder* folder, Env* env, const DocumentOptions&
   return Status::Ok();
 }
 
+PdfDocumentCache::PdfDocumentCache(const ImageFolder& folder) {
+  MutexLock lock(&mu_);
+  for (const SourceSample& s : folder.samples) {
+    if (s.problem.ok() && s.page > 0 && s.document == DocumentKind::kPdf) {
+      ++pages_left_[s.relative_path];
+    }
+  }
+}
+
+size_t PdfDocumentCache::open_documents() {
+  MutexLock lock(&mu_);
+  return open_.size();
+}
+
+std::shared_ptr<PdfDocumentCache::Entry> PdfDocumentCache::Acquire(const std::string& path,
+                                                                   Open* closed) {
+  MutexLock lock(&mu_);
+  auto it = open_.begin();
+  while (it != open_.end() && it->first != path) ++it;
+  if (it == open_.end()) {
+    open_.emplace_front(path, std::make_shared<Entry>());
+  } else {
+    open_.splice(open_.begin(), open_, it);
+  }
+  std::shared_ptr<Entry> entry = open_.front().second;
+  // The last listed page of a document closes it after this page (the caller's reference keeps
+  // it until then); a page that is never read (its label failed) leaves it to the count bound.
+  auto left = pages_left_.find(path);
+  if (left == pages_left_.end() || --left->second <= 0) {
+    closed->splice(closed->end(), open_, open_.begin());
+  }
+  while (open_.size() > kMaxOpenPdfDocuments) {
+    closed->splice(closed->end(), open_, std::prev(open_.end()));
+  }
+  return entry;
+}
+
+Result<std::vector<uint8_t>> PdfDocumentCache::ReadPage(std::vector<uint8_t> bytes,
+                                                        const SourceSample& sample,
+                                                        const DocumentOptions& options) {
+  DOCFEED_CHECK(sample.document == DocumentKind::kPdf && sample.page > 0);
+  Open closed;  // dropped after mu_ is released: closing a document waits for poppler's lock
+  std::shared_ptr<Entry> entry = Acquire(sample.relative_path, &closed);
+  closed.clear();
+  Result<Image> page = InternalError("not rendered");
+  {
+    MutexLock lock(&entry->mu);
+    if (entry->document == nullptr || entry->bytes != bytes) {
+      entry->document.reset();  // it reads the bytes being replaced
+      entry->bytes = std::move(bytes);
+      Result<std::unique_ptr<PdfDocument>> doc = PdfDocument::Open(entry->bytes, options.limits);
+      if (!doc.ok()) return doc.status();
+      entry->document = std::move(doc).value();
+    }
+    PdfDocument& doc = *entry->document;
+    if (doc.page_count() != sample.pages) {
+      return PageCountChanged(DocumentKind::kPdf, doc.page_count(), sample.pages);
+    }
+    page = doc.RenderPage(sample.page - 1, options.dpi, options.limits);
+  }
+  if (!page.ok()) return page.status();
+  return EncodePng(*page, options.png_level);  // outside the document's lock
+}
+
 Result<std::vector<uint8_t>> ReadDocumentPage(const std::string& root, const SourceSample& sample,
-                                              Env* env, const DocumentOptions& options) {
+                                              Env* env, const DocumentOptions& options,
+                                              PdfDocumentCache* pdfs) {
   DOCFEED_CHECK(sample.page > 0 && sample.document != DocumentKind::kImage);
   DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
                            EnvOrDefault(env)->ReadFile(JoinPath(root, sample.relative_path),
                                                        options.limits.max_input_bytes));
   if (sample.document == DocumentKind::kTiff) return TiffPage(std::move(bytes), sample, options);
+  if (pdfs != nullptr) return pdfs->ReadPage(std::move(bytes), sample, options);
   return RenderPdfPage(bytes, sample, options);
 }
 

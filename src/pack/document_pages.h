@@ -9,14 +9,20 @@
 #define DOCFEED_PACK_DOCUMENT_PAGES_H_
 
 #include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/env.h"
+#include "base/mutex.h"
 #include "codec/codec.h"
 #include "docfeed/pack.h"
 #include "docfeed/status.h"
 #include "pack/image_folder.h"
+#include "pdf/pdf_document.h"
 
 namespace docfeed::internal {
 
@@ -53,15 +59,66 @@ struct DocumentOptions {
 // Errors (the whole folder): a `page` column that is not integer, a `pages` column, an invalid dpi.
 Status ExpandDocumentPages(ImageFolder* folder, Env* env, const DocumentOptions& options);
 
+// The open PDF documents of an image folder being packed, shared by the encode workers so that
+// the pages of a document are rendered from one PdfDocument, whose rendering device keeps the
+// fonts and glyphs rasterized for one page for the next (src/pdf/README.md), instead of from a
+// document opened again for each page.
+// Bounded: a document leaves as soon as the last of its listed pages has been read, and at most
+// kMaxOpenPdfDocuments stay open (the least recently used goes first), each holding its file's
+// bytes (at most DecodeLimits::max_input_bytes) and one rendered page's bitmap.
+// A page is rendered only from the bytes its caller has just read: when they differ from the
+// open document's (the file changed on disk), the document is opened again from them, and the
+// page count is checked against the listing as for every page.
+// Thread safety: all methods may be called concurrently. Pages of one document take turns (a
+// mutex per document); rendering is serialized process-wide anyway (pdf_document.h), so only the
+// reads and the PNG encodes overlap.
+class PdfDocumentCache {
+ public:
+  static constexpr size_t kMaxOpenPdfDocuments = 4;
+
+  // `folder`'s PDF page samples say how many pages of each document will be read.
+  explicit PdfDocumentCache(const ImageFolder& folder);
+  PdfDocumentCache(const PdfDocumentCache&) = delete;
+  PdfDocumentCache& operator=(const PdfDocumentCache&) = delete;
+
+  // Page `sample` of the PDF whose bytes are `bytes` (its file, just read), rendered at
+  // options.dpi and encoded as PNG.
+  // Errors: those of PdfDocument::Open and RenderPage; Corruption when the document's page count
+  // is no longer what was listed.
+  // REQUIRES: sample.document == DocumentKind::kPdf, sample.page > 0.
+  Result<std::vector<uint8_t>> ReadPage(std::vector<uint8_t> bytes, const SourceSample& sample,
+                                        const DocumentOptions& options) DOCFEED_EXCLUDES(mu_);
+
+  // Documents open now (for tests).
+  size_t open_documents() DOCFEED_EXCLUDES(mu_);
+
+ private:
+  struct Entry {
+    Mutex mu;
+    std::vector<uint8_t> bytes DOCFEED_GUARDED_BY(mu);
+    std::unique_ptr<PdfDocument> document DOCFEED_GUARDED_BY(mu);  // reads `bytes`
+  };
+  using Open = std::list<std::pair<std::string, std::shared_ptr<Entry>>>;
+
+  // The entry of `path` (made when none is open), counted as one of its pages read; the entries
+  // that no longer stay are moved to `closed`, for the caller to drop after the lock.
+  std::shared_ptr<Entry> Acquire(const std::string& path, Open* closed) DOCFEED_EXCLUDES(mu_);
+
+  Mutex mu_;
+  std::map<std::string, int64_t> pages_left_ DOCFEED_GUARDED_BY(mu_);  // listed, not yet read
+  Open open_ DOCFEED_GUARDED_BY(mu_);                                  // most recently used first
+};
+
 // The image file of page sample `sample` (sample.page > 0) of the folder at `root`: a PDF page
-// rendered and encoded as PNG; a page of a multi-page TIFF decoded, its Orientation tag applied
-// (as Pillow applies it when it loads the page), and encoded as PNG; a single-page TIFF's bytes
-// as they are.
+// rendered and encoded as PNG (through `pdfs` when given, else from a document opened for it);
+// a page of a multi-page TIFF decoded, its Orientation tag applied (as Pillow applies it when it
+// loads the page), and encoded as PNG; a single-page TIFF's bytes as they are.
 // Errors: those of reading the file, PdfDocument::Open and RenderPage, ProbeImage and
 // DecodeImage; Corruption when the document's page count is no longer what was listed. The
 // caller names the sample.
 Result<std::vector<uint8_t>> ReadDocumentPage(const std::string& root, const SourceSample& sample,
-                                              Env* env, const DocumentOptions& options);
+                                              Env* env, const DocumentOptions& options,
+                                              PdfDocumentCache* pdfs = nullptr);
 
 }  // namespace docfeed::internal
 

@@ -36,16 +36,16 @@ struct Slot {
 };
 
 // The image folder: its listing, and each sample's file read from the folder (a page of a
-// document read from its document).
+// document read from its document; the pages of a PDF rendered from one open document).
 class ImageFolderSource final : public SampleSource {
  public:
   ImageFolderSource(ImageFolder folder, Env* env, DocumentOptions documents)
-      : folder_(std::move(folder)), env_(env), documents_(std::move(documents)) {}
+      : folder_(std::move(folder)), env_(env), documents_(std::move(documents)), pdfs_(folder_) {}
   const ImageFolder& listing() const override { return folder_; }
   // At most the decoders' byte limit: a larger image would be refused unread anyway.
   Result<std::vector<uint8_t>> ReadImage(size_t i) override {
     const SourceSample& s = folder_.samples[i];
-    if (s.page > 0) return ReadDocumentPage(folder_.root, s, env_, documents_);
+    if (s.page > 0) return ReadDocumentPage(folder_.root, s, env_, documents_, &pdfs_);
     return env_->ReadFile(JoinPath(folder_.root, s.relative_path), DecodeLimits().max_input_bytes);
   }
   std::string Where(size_t i) const override {
@@ -63,6 +63,7 @@ class ImageFolderSource final : public SampleSource {
   ImageFolder folder_;
   Env* env_;
   DocumentOptions documents_;
+  PdfDocumentCache pdfs_;  // the pages of a PDF come from one open document
 };
 
 Slot EncodeOne(SampleSource& source, size_t i, const EncodeOptions& opts, const Labeler* labeler) {

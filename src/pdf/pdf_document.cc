@@ -133,12 +133,81 @@ bool IsPdf(std::span<const uint8_t> bytes) {
 
 std::string PdfRendererName() { return std::string("poppler ") + POPPLER_VERSION; }
 
+namespace {
+
+// pdftoppm's device, except that the page is left unmerged with the paper at its end:
+// SplashOutputDev::endPage does nothing but Splash::compositeBackground (poppler 22.12), a pass
+// over the whole bitmap that CopyRgb makes while it copies the rows out (CompositeRowOnWhite), so
+// each pixel is read and written once instead of twice. The bitmap is cleared to the paper colour
+// with alpha 0 at startPage either way, so everything drawn is the same.
+class UnmergedSplashOutputDev final : public SplashOutputDev {
+ public:
+  using SplashOutputDev::SplashOutputDev;
+  void endPage() override {}
+};
+
+// Splash::compositeBackground's formula for one channel on white paper: div255((255 - a) * 255 +
+// a * c), with poppler's div255(x) = (x + (x >> 8) + 0x80) >> 8 (exact: a = 0 gives 255, a = 255
+// gives c).
+inline uint8_t OnWhite(uint32_t a, uint32_t c) {
+  const uint32_t v = (255 - a) * 255 + a * c;
+  return static_cast<uint8_t>((v + (v >> 8) + 0x80) >> 8);
+}
+
+}  // namespace
+
+void CompositeRowOnWhite(const uint8_t* rgb, const uint8_t* alpha, size_t width, uint8_t* out) {
+  // Most of a page is paper (alpha 0) or opaque (alpha 255): eight pixels at a time, those runs
+  // are a fill or a copy, and only the edges between them take the formula.
+  constexpr size_t kRun = 8;
+  size_t x = 0;
+  for (; x + kRun <= width; x += kRun) {
+    uint64_t run;
+    std::memcpy(&run, alpha + x, sizeof(run));
+    if (run == 0) {
+      std::memset(out + 3 * x, 255, 3 * kRun);
+    } else if (run == ~uint64_t{0}) {
+      std::memcpy(out + 3 * x, rgb + 3 * x, 3 * kRun);
+    } else {
+      for (size_t i = x; i < x + kRun; ++i) {
+        for (size_t k = 0; k < 3; ++k) out[3 * i + k] = OnWhite(alpha[i], rgb[3 * i + k]);
+      }
+    }
+  }
+  for (; x < width; ++x) {
+    for (size_t k = 0; k < 3; ++k) out[3 * x + k] = OnWhite(alpha[x], rgb[3 * x + k]);
+  }
+}
+
 struct PdfDocument::Impl {
   // poppler's global parameters exist while any document does; the first one in the process
   // also installs CollectMessage (under poppler's lock), before the document is parsed.
   GlobalParamsIniter global_params{&CollectMessage};
   std::unique_ptr<PDFDoc> document;
   int32_t page_count = 0;
+  // The device every RenderPage draws with, made by the first one (see pdf_document.h); declared
+  // after `document` so that it goes first. Used only under PopplerMutex().
+  std::unique_ptr<SplashOutputDev> device;
+
+  // The device, made on first use with pdftoppm's settings (utils/pdftoppm.cc, poppler 22.12): an
+  // RGB8 Splash device on white paper with font and vector antialiasing (its -aa yes -aaVector
+  // yes defaults), FreeType on without hinting, and startDoc once for the document; the page is
+  // merged with the paper by CopyRgb (UnmergedSplashOutputDev).
+  // REQUIRES: PopplerMutex() held.
+  SplashOutputDev* Device() {
+    if (device == nullptr) {
+      SplashColor paper;
+      paper[0] = paper[1] = paper[2] = 255;
+      auto made = std::make_unique<UnmergedSplashOutputDev>(splashModeRGB8, 4, false, paper, true,
+                                                            splashThinLineDefault, false);
+      made->setFontAntialias(true);
+      made->setVectorAntialias(true);
+      made->setEnableFreeType(true);
+      made->startDoc(document.get());
+      device = std::move(made);
+    }
+    return device.get();
+  }
 
   // Page `index` (0-based), or Corruption. poppler's messages go to the caller's scope.
   Result<::Page*> GetPage(int32_t index) const {
@@ -244,11 +313,14 @@ Result<PdfPixelSize> PdfDocument::RenderedSize(int32_t index, int32_t dpi,
 
 namespace {
 
-// The bitmap as tightly packed RGB rows, or Corruption when it is not the expected size.
+// The bitmap merged with white paper (what pdftoppm's device does at endPage) as tightly packed
+// RGB rows, or Corruption when it is not the expected size. Each row is merged into a buffer that
+// stays in the cache and appended to reserved memory, so the page's memory is written once (a
+// resize would first fill it with zeros).
 Result<Image> CopyRgb(SplashBitmap* bitmap, const PdfPixelSize& size) {
   if (bitmap == nullptr || bitmap->getMode() != splashModeRGB8 || bitmap->getDataPtr() == nullptr ||
-      bitmap->getWidth() != size.width || bitmap->getHeight() != size.height ||
-      bitmap->getRowSize() < size.width * 3) {
+      bitmap->getAlphaPtr() == nullptr || bitmap->getWidth() != size.width ||
+      bitmap->getHeight() != size.height || bitmap->getRowSize() < size.width * 3) {
     return CorruptionError("poppler rendered no image of the expected " +
                            std::to_string(size.width) + "x" + std::to_string(size.height) +
                            " pixels");
@@ -258,45 +330,43 @@ Result<Image> CopyRgb(SplashBitmap* bitmap, const PdfPixelSize& size) {
   image.height = size.height;
   image.channels = 3;
   const size_t row_bytes = image.stride_bytes();
-  image.pixels.resize(row_bytes * static_cast<size_t>(size.height));
+  const auto width = static_cast<size_t>(size.width);
+  const auto rows = static_cast<size_t>(size.height);
+  image.pixels.reserve(row_bytes * rows);
+  std::vector<uint8_t> row(row_bytes);
   const unsigned char* source = bitmap->getDataPtr();
   const auto source_stride = static_cast<size_t>(bitmap->getRowSize());
-  for (size_t y = 0; y < static_cast<size_t>(size.height); ++y) {
-    std::memcpy(image.pixels.data() + y * row_bytes, source + y * source_stride, row_bytes);
+  const unsigned char* alpha = bitmap->getAlphaPtr();  // one byte per pixel, rows of `width`
+  for (size_t y = 0; y < rows; ++y) {
+    CompositeRowOnWhite(source + y * source_stride, alpha + y * width, width, row.data());
+    image.pixels.insert(image.pixels.end(), row.begin(), row.end());
   }
   return image;
 }
 
 }  // namespace
 
-Result<Image> PdfDocument::RenderPage(int32_t index, int32_t dpi,
-                                      const DecodeLimits& limits) const {
+Result<Image> PdfDocument::RenderPage(int32_t index, int32_t dpi, const DecodeLimits& limits) {
   DOCFEED_ASSIGN_OR_RETURN(PdfPixelSize size, RenderedSize(index, dpi, limits));
   std::lock_guard<std::recursive_mutex> lock(PopplerMutex());
   MessageScope messages;
   try {
-    // What pdftoppm does (utils/pdftoppm.cc, poppler 22.12): an RGB8 Splash device on white
-    // paper with font and vector antialiasing (its -aa yes -aaVector yes defaults), FreeType on
-    // without hinting, and the slice (0, 0, ceil(w), ceil(h)) of the MediaBox (useMediaBox, no
-    // crop clip). copyXRef, which pdftoppm leaves off, lets pages render on several threads.
-    SplashColor paper;
-    paper[0] = paper[1] = paper[2] = 255;
-    SplashOutputDev device(splashModeRGB8, 4, false, paper, true, splashThinLineDefault, false);
-    device.setFontAntialias(true);
-    device.setVectorAntialias(true);
-    device.setEnableFreeType(true);
-    device.startDoc(impl_->document.get());
-    impl_->document->displayPageSlice(&device, index + 1, dpi, dpi, 0, /*useMediaBox=*/true,
+    // pdftoppm's call: the slice (0, 0, ceil(w), ceil(h)) of the MediaBox (useMediaBox, no crop
+    // clip), drawn with the document's own cross-reference table (copyXRef off, as in pdftoppm:
+    // renders are serialized, so no other thread reads it meanwhile).
+    SplashOutputDev* device = impl_->Device();
+    impl_->document->displayPageSlice(device, index + 1, dpi, dpi, 0, /*useMediaBox=*/true,
                                       /*crop=*/false, /*printing=*/false, 0, 0, size.width,
-                                      size.height, nullptr, nullptr, nullptr, nullptr,
-                                      /*copyXRef=*/true);
+                                      size.height);
     if (!messages.empty()) {
       return CorruptionError(PageName(index) + " is damaged (" + messages.Quote() + ")");
     }
-    return CopyRgb(device.getBitmap(), size);
+    return CopyRgb(device->getBitmap(), size);
   } catch (const std::bad_alloc&) {
+    impl_->device.reset();  // it stopped mid-page; the next page starts from a new one
     return ResourceExhaustedError("out of memory rendering " + PageName(index));
   } catch (const std::exception& e) {
+    impl_->device.reset();
     return InternalError("poppler failed rendering " + PageName(index) + ": " + e.what());
   }
 }

@@ -3,15 +3,18 @@
 // calls it, so a rendered page is byte-identical to `pdftoppm -r DPI` of the same poppler.
 // src/pdf/README.md says what was verified and what is refused.
 //
-// Thread safety: one PdfDocument is used by one thread at a time; different PdfDocuments, even of
-// the same bytes, may be used on different threads at once. Opening, rendering and closing are
-// serialized process-wide (one mutex): ThreadSanitizer found two threads rendering at once racing
-// inside liblcms2 (cmsMLUfree), which poppler's colour management calls, so poppler's own notes on
-// threaded rendering were not enough here. poppler's messages never reach stderr: its
-// one error callback, installed with the global parameters, hands them to the calling thread.
+// Thread safety: one PdfDocument is used by one thread at a time (RenderPage is not const: it
+// keeps the document's rendering device, see there); different PdfDocuments, even of the same
+// bytes, may be used on different threads at once. Opening, rendering and closing are serialized
+// process-wide (one mutex, which also guards each document's device): ThreadSanitizer found two
+// threads rendering at once racing inside liblcms2 (cmsMLUfree), which poppler's colour management
+// calls, so poppler's own notes on threaded rendering were not enough here. poppler's messages
+// never reach stderr: its one error callback, installed with the global parameters, hands them to
+// the calling thread.
 #ifndef DOCFEED_PDF_PDF_DOCUMENT_H_
 #define DOCFEED_PDF_PDF_DOCUMENT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -83,17 +86,28 @@ class PdfDocument {
   // raster `pdftoppm -r DPI` writes to its PPM. Antialiased text and vector graphics, no font
   // hinting, white paper: pdftoppm's defaults. The pixel limit is checked from the page size
   // before anything is rendered.
+  // The first call makes the document's rendering device and later calls reuse it, as pdftoppm
+  // uses one device for all the pages it writes: fonts and their glyphs rasterized for one page
+  // serve the next, and the device's bitmap (one page's pixels) stays allocated for the next page
+  // of the same size until the document is destroyed. The pixels do not depend on which pages
+  // were rendered before (tests/pdf).
   // Errors: those of RenderedSize; Corruption when poppler reports a syntax error, I/O error,
   // unimplemented feature or internal error while drawing the page (it may be incomplete; the
   // message quotes poppler; its warnings are ignored) or returns no bitmap.
   // REQUIRES: 0 <= index < page_count().
-  Result<Image> RenderPage(int32_t index, int32_t dpi, const DecodeLimits& limits = {}) const;
+  Result<Image> RenderPage(int32_t index, int32_t dpi, const DecodeLimits& limits = {});
 
  private:
   struct Impl;
   explicit PdfDocument(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// One row of a rendered page merged with white paper, exactly as poppler's
+// Splash::compositeBackground merges an RGB8 bitmap with paper (255, 255, 255): `width` pixels of
+// `rgb` (3 bytes each) under their `alpha` (1 byte each) into `out` (3 bytes each). RenderPage
+// uses it; it is declared here so that tests can compare it with poppler's own function.
+void CompositeRowOnWhite(const uint8_t* rgb, const uint8_t* alpha, size_t width, uint8_t* out);
 
 }  // namespace docfeed::internal
 

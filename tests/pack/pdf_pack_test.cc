@@ -11,6 +11,7 @@
 #include "base/file.h"
 #include "codec/codec.h"
 #include "format/dataset.h"
+#include "pack/document_pages.h"
 #include "pack/packer.h"
 #include "pack/test_folder.h"
 #include "pdf/pdf_document.h"
@@ -269,6 +270,98 @@ TEST_F(PdfPackTest, ReservedAndMistypedColumnsAndBadDpi) {
   PackOptions o = Options();
   o.documents.dpi = 0;
   EXPECT_EQ(Pack(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Page `page` (1-based) of fixture `name` rendered at `dpi` by a document opened for it alone.
+std::vector<uint8_t> FreshPage(const std::string& name, int32_t page, int32_t dpi) {
+  const std::vector<uint8_t> pdf = *ReadFile(Fixture(name));
+  std::unique_ptr<PdfDocument> doc = PdfDocument::Open(pdf).value();
+  return doc->RenderPage(page - 1, dpi)->pixels;
+}
+
+// Pages of several documents packed by four workers, which share the open documents, are what
+// one worker packs and what a document opened for each page renders.
+TEST_F(PdfPackTest, ManyPagesOnSeveralThreadsEqualOneThreadAndFreshDocuments) {
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"a.pdf", "invoice.pdf"}, {"b.pdf", "handmade.pdf"}, {"c.pdf", "bleed.pdf"},
+      {"d.pdf", "invoice.pdf"}, {"e.pdf", "handmade.pdf"}, {"f.pdf", "invoice.pdf"}};
+  for (const auto& [as, fixture] : files) Copy(fixture, as);
+  PackOptions four = Options();
+  four.threads = 4;
+  ASSERT_TRUE(Pack(four).ok());
+  std::unique_ptr<Dataset> ds = Open();
+  PackOptions one = Options();
+  one.threads = 1;
+  one.output = dir_.Join("out1");
+  ASSERT_TRUE(Pack(one).ok());
+  std::unique_ptr<Dataset> ds1 = Dataset::Open(one.output).value();
+  ASSERT_EQ(ds->size(), 17u);
+  ASSERT_EQ(ds1->size(), ds->size());
+  uint64_t id = 0;
+  for (const auto& [as, fixture] : files) {
+    const int64_t pages = std::get<int64_t>(Column(*ds, id, "pages"));
+    for (int32_t page = 1; page <= pages; ++page, ++id) {
+      SCOPED_TRACE(as + " page " + std::to_string(page));
+      EXPECT_EQ(*ds->ReadImage(id), *ds1->ReadImage(id));
+      Result<Image> stored = DecodeImage(*ds->ReadImage(id));
+      ASSERT_TRUE(stored.ok());
+      EXPECT_TRUE(stored->pixels == FreshPage(fixture, page, 40));
+    }
+  }
+}
+
+// A document that changes on disk while its pages are read is read again: a different page count
+// is an error naming both counts, and other bytes with the same count give the new pages.
+TEST_F(PdfPackTest, ADocumentReplacedWhilePackingIsDetected) {
+  Copy("invoice.pdf", "a.pdf");  // 3 pages
+  DocumentOptions documents;
+  documents.dpi = 40;
+  Result<std::unique_ptr<SampleSource>> source =
+      OpenImageFolderSource(src_, nullptr, false, documents);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  ASSERT_EQ((*source)->listing().samples.size(), 3u);
+  ASSERT_TRUE((*source)->ReadImage(0).ok());
+  Copy("owner_only.pdf", "a.pdf");  // 1 page
+  Result<std::vector<uint8_t>> fewer = (*source)->ReadImage(1);
+  ASSERT_FALSE(fewer.ok());
+  EXPECT_EQ(fewer.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(fewer.status().ToString().find("now has 1 page(s), it had 3 when listed"),
+            std::string::npos)
+      << fewer.status().ToString();
+  Copy("handmade.pdf", "a.pdf");  // 3 pages again, other content
+  Result<std::vector<uint8_t>> replaced = (*source)->ReadImage(2);
+  ASSERT_TRUE(replaced.ok()) << replaced.status().ToString();
+  EXPECT_TRUE(DecodeImage(*replaced)->pixels == FreshPage("handmade.pdf", 3, 40));
+}
+
+// A document closes after its last listed page; at most kMaxOpenPdfDocuments stay open.
+TEST_F(PdfPackTest, OpenDocumentsAreBounded) {
+  const size_t kDocuments = PdfDocumentCache::kMaxOpenPdfDocuments + 2;
+  for (size_t i = 0; i < kDocuments; ++i) Copy("invoice.pdf", "d" + std::to_string(i) + ".pdf");
+  DocumentOptions documents;
+  documents.dpi = 20;
+  std::unique_ptr<SampleSource> source =
+      OpenImageFolderSource(src_, nullptr, false, documents).value();
+  const ImageFolder& folder = source->listing();
+  ASSERT_EQ(folder.samples.size(), 3 * kDocuments);
+  PdfDocumentCache cache(folder);
+  auto read = [&](size_t i) {
+    Result<std::vector<uint8_t>> png =
+        ReadDocumentPage(src_, folder.samples[i], nullptr, documents, &cache);
+    ASSERT_TRUE(png.ok()) << png.status().ToString();
+  };
+  read(0);
+  read(1);
+  EXPECT_EQ(cache.open_documents(), 1u);
+  read(2);  // d0.pdf's last page
+  EXPECT_EQ(cache.open_documents(), 0u);
+  for (size_t d = 1; d < kDocuments; ++d) read(3 * d);  // the first page of each other one
+  EXPECT_EQ(cache.open_documents(), PdfDocumentCache::kMaxOpenPdfDocuments);
+  for (size_t d = 1; d < kDocuments; ++d) {
+    read(3 * d + 1);
+    read(3 * d + 2);
+  }
+  EXPECT_EQ(cache.open_documents(), 0u);
 }
 
 }  // namespace

@@ -4,8 +4,11 @@
 #include "pdf/pdf_document.h"
 
 #include <gtest/gtest.h>
+#include <splash/Splash.h>
+#include <splash/SplashBitmap.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -74,11 +77,8 @@ struct Fixed {
 // past the page's edge, owner-password encryption, a destroyed xref table.
 const std::vector<Fixed>& Renderable() {
   static const std::vector<Fixed> kFixtures = {
-      {"invoice.pdf", 3},
-      {"handmade.pdf", 3},
-      {"owner_only.pdf", 1},
-      {"damaged_xref.pdf", 3},
-      {"bleed.pdf", 2},
+      {"invoice.pdf", 3},      {"handmade.pdf", 3}, {"owner_only.pdf", 1},
+      {"damaged_xref.pdf", 3}, {"bleed.pdf", 2},
   };
   return kFixtures;
 }
@@ -263,6 +263,63 @@ TEST(PdfDocument, ConcurrentDocumentsRenderTheSamePixels) {
   }
   for (std::thread& t : threads) t.join();
   for (int m : mismatches) EXPECT_EQ(m, 0);
+}
+
+// One document renders each page as a document opened for that page alone does, whatever was
+// rendered before with its device (other pages, another dpi, the same page again).
+TEST(PdfDocument, ReusedDeviceRendersWhatAFreshOneDoes) {
+  for (const char* name : {"invoice.pdf", "handmade.pdf", "bleed.pdf"}) {
+    const std::vector<uint8_t> bytes = Bytes(name);
+    std::unique_ptr<PdfDocument> shared = PdfDocument::Open(bytes).value();
+    const int32_t pages = shared->page_count();
+    for (int32_t k = 0; k < 2 * pages; ++k) {
+      const int32_t i = pages - 1 - k % pages;  // last page first, twice over
+      const int dpi = k % 2 == 0 ? 200 : 72;
+      SCOPED_TRACE(std::string(name) + " page " + std::to_string(i + 1) + " at " +
+                   std::to_string(dpi) + " dpi");
+      Result<Image> reused = shared->RenderPage(i, dpi);
+      std::unique_ptr<PdfDocument> fresh = PdfDocument::Open(bytes).value();
+      Result<Image> alone = fresh->RenderPage(i, dpi);
+      ASSERT_TRUE(reused.ok() && alone.ok());
+      EXPECT_EQ(reused->width, alone->width);
+      EXPECT_TRUE(reused->pixels == alone->pixels);
+    }
+  }
+}
+
+// RenderPage merges the page with the paper itself (CompositeRowOnWhite): for every alpha and
+// every channel value it gives what poppler's own Splash::compositeBackground gives.
+TEST(PdfDocument, MergeWithPaperEqualsPopplers) {
+  constexpr int kWidth = 256 * 256;  // pixel a * 256 + c: alpha a, colour (c, 255 - c, c / 2)
+  SplashBitmap bitmap(kWidth, 1, 4, splashModeRGB8, /*alphaA=*/true);
+  std::vector<uint8_t> rgb(3 * kWidth);
+  std::vector<uint8_t> alpha(kWidth);
+  for (int p = 0; p < kWidth; ++p) {
+    const auto c = static_cast<uint8_t>(p % 256);
+    alpha[static_cast<size_t>(p)] = static_cast<uint8_t>(p / 256);
+    rgb[3 * static_cast<size_t>(p)] = c;
+    rgb[3 * static_cast<size_t>(p) + 1] = static_cast<uint8_t>(255 - c);
+    rgb[3 * static_cast<size_t>(p) + 2] = static_cast<uint8_t>(c / 2);
+  }
+  std::memcpy(bitmap.getDataPtr(), rgb.data(), rgb.size());
+  std::memcpy(bitmap.getAlphaPtr(), alpha.data(), alpha.size());
+  std::vector<uint8_t> ours(rgb.size());
+  // An odd start and width too, so that runs of eight pixels straddle the row's edges.
+  CompositeRowOnWhite(rgb.data(), alpha.data(), 3, ours.data());
+  CompositeRowOnWhite(rgb.data() + 9, alpha.data() + 3, kWidth - 3, ours.data() + 9);
+  Splash splash(&bitmap, /*vectorAntialiasA=*/true);
+  SplashColor white;
+  white[0] = white[1] = white[2] = 255;
+  splash.compositeBackground(white);
+  EXPECT_EQ(std::memcmp(bitmap.getDataPtr(), ours.data(), ours.size()), 0);
+  // Whole runs of paper and of opaque pixels take the fill and copy paths.
+  std::vector<uint8_t> paper_alpha(64, 0);
+  std::vector<uint8_t> opaque_alpha(64, 255);
+  std::vector<uint8_t> out(3 * 64);
+  CompositeRowOnWhite(rgb.data(), paper_alpha.data(), 64, out.data());
+  EXPECT_EQ(out, std::vector<uint8_t>(3 * 64, 255));
+  CompositeRowOnWhite(rgb.data(), opaque_alpha.data(), 64, out.data());
+  EXPECT_EQ(out, std::vector<uint8_t>(rgb.begin(), rgb.begin() + 3 * 64));
 }
 
 }  // namespace
