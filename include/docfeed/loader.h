@@ -185,7 +185,9 @@ class Batch {
   uint32_t size() const { return size_; }  // samples in this batch
   uint64_t epoch() const { return epoch_; }
   uint64_t index() const { return index_; }  // this rank's batch number in the epoch
-  // size x 3 x height x width (kChw) or size x height x width x 3 (kHwc) elements of dtype.
+  // size x 3 x height x width (kChw) or size x height x width x 3 (kHwc) elements of dtype;
+  // for a variable-size preset (Qwen2-VL) the pages' outputs one after the other (sum of their
+  // patches x patch values), each page's size given by content_sizes().
   void* pixels() const { return pixels_; }
   size_t pixel_bytes() const { return pixel_bytes_; }
   // size x label_length() int64, -100 padded; label_length() is 0 without a label column.
@@ -237,7 +239,7 @@ class Loader {
   const std::array<double, 3>& image_std() const;
   // Batches this rank gets in the current epoch from the current start position.
   uint64_t num_batches() const;
-  // Bytes of one batch's pixels.
+  // Bytes of one batch's pixels (for a variable-size preset, the most a batch can take).
   size_t batch_pixel_bytes() const;
 
   // Drops prefetched work and starts `epoch` at global position `position`. Errors: Cancelled

@@ -9,8 +9,10 @@
 //            (the loader: a slot of a batch buffer).
 //
 // The loader, the packer and `docfeed preprocess` all run presets through this interface.
-// Donut (DonutImageProcessor: docs/donut-preprocessing.md) is the first, in two processor
-// generations: transformers 4.x (the default) and 5.x with its PIL or torchvision backend.
+// Donut (DonutImageProcessor: docs/donut-preprocessing.md), in two processor generations
+// (transformers 4.x, the default, and 5.x with its PIL or torchvision backend), and Qwen2-VL /
+// Qwen2.5-VL (Qwen2VLImageProcessor: docs/qwen-vl-preprocessing.md), whose output size follows
+// the page.
 //
 // Thread safety: a Preset is immutable; copies share it. Prepare and Finish may run on any
 // number of threads at once (each with its own output).
@@ -74,16 +76,44 @@ struct DonutConfig {
   DonutBackend backend = DonutBackend::kPil;
 };
 
+// Qwen2VLImageProcessor's settings (Qwen2-VL and Qwen2.5-VL share it), under its own names; the
+// defaults are the public checkpoints' (Qwen/Qwen2-VL-7B-Instruct, Qwen/Qwen2.5-VL-7B-Instruct:
+// min_pixels 56*56, max_pixels 28*28*16384, patch 14, temporal patch 2, merge 2, OpenAI CLIP
+// mean/std). docs/qwen-vl-preprocessing.md has the processor's steps:
+//   smart_resize (each side a multiple of patch_size * merge_size, the area within
+//   [min_pixels, max_pixels], the aspect ratio kept) -> BICUBIC resize -> rescale -> normalize
+//   -> patches of temporal_patch_size identical frames, flattened in merge order.
+// One page gives (h / patch_size) * (w / patch_size) rows of 3 * temporal_patch_size *
+// patch_size^2 values: a variable-size output (Preset::variable_size()).
+// Generations (hf_version): 4 = Qwen2VLImageProcessor of 4.x (checked against 4.57.6): its
+// convert("RGB") drops alpha; 5 = Qwen2VLImageProcessorPil of 5.x (checked against 5.23.0):
+// transparency composited onto white. Only the PIL path (backend kPil).
+struct QwenVLConfig {
+  int64_t min_pixels = 56 * 56;
+  int64_t max_pixels = 28 * 28 * 16384;
+  int32_t patch_size = 14;
+  int32_t temporal_patch_size = 2;
+  int32_t merge_size = 2;
+  bool do_resize = true;
+  bool do_rescale = true;
+  bool do_normalize = true;
+  double rescale_factor = 1.0 / 255.0;
+  std::array<double, 3> mean = {0.48145466, 0.4578275, 0.40821073};
+  std::array<double, 3> std = {0.26862954, 0.26130258, 0.27577711};
+  int32_t hf_version = 4;
+};
+
 // The processor's padding: random offsets (random_padding=True, the training default) or
 // centred.
 enum class PadMode { kRandom, kCenter };
 
-// Which preset, with its parameters. Only "donut" exists today; a preset with other parameters
-// adds its own struct here (each preset reads the one it knows).
+// Which preset, with its parameters: "donut" reads `donut` and `pad`; "qwen2-vl" and
+// "qwen2.5-vl" (the same processor) read `qwen_vl`. Each preset reads the struct it knows.
 struct PresetOptions {
   std::string name = "donut";
   DonutConfig donut;
   PadMode pad = PadMode::kRandom;
+  QwenVLConfig qwen_vl;
 };
 
 // How Prepare decodes. kFast trades exactness for speed where a preset allows it (Donut: a
@@ -129,9 +159,15 @@ class Preset {
   static Result<Preset> Create(const PresetOptions& options);
 
   std::string_view name() const;
+  // The output's shape; for a variable-size preset the largest any page can give (Qwen2-VL:
+  // channels 1, height = patches, width = values per patch).
   OutputShape output_shape() const;
-  // Bytes of one sample's output in `dtype`.
+  // Bytes of one sample's output in `dtype` (for a variable-size preset, the largest).
   size_t SampleBytes(DType dtype) const;
+  // Whether pages give outputs of different sizes (Qwen2-VL's patch count follows the page).
+  bool variable_size() const;
+  // Bytes Finish wrote for a page it placed at `placement` (SampleBytes for fixed-size presets).
+  size_t OutputBytes(const Placement& placement, DType dtype) const;
   // The normalization of float outputs (per channel, the processor's image_mean / image_std).
   const std::array<double, 3>& image_mean() const;
   const std::array<double, 3>& image_std() const;

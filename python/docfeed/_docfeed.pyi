@@ -39,7 +39,9 @@ class Loader:
                  max_bad_samples: int = 100,
                  image_mean: Optional[Tuple[float, float, float]] = None,
                  image_std: Optional[Tuple[float, float, float]] = None,
-                 allocator: Optional[Callable[[int], Any]] = None) -> None: ...
+                 allocator: Optional[Callable[[int], Any]] = None, preset: str = "donut",
+                 min_pixels: int = 3136, max_pixels: int = 12845056, patch_size: int = 14,
+                 temporal_patch_size: int = 2, merge_size: int = 2) -> None: ...
     @property
     def num_samples(self) -> int: ...
     @property

@@ -144,6 +144,16 @@ class Loader:
         "-" for none. label_length: pad labels to this length with -100 (0: the batch's longest
         row).
       layout: "chw" (pixel_values) or "hwc".
+      preset: "donut" (default) or "qwen2-vl" / "qwen2.5-vl" (Qwen2VLImageProcessor, the same
+        for both). With a Qwen preset a batch holds pixel_values as the processor returns them,
+        the rows of every page's flattened patches one page after the other (sum of patches,
+        3 * temporal_patch_size * patch_size**2), and image_grid_thw (B, 3) int64; image_size,
+        pad, align_long_axis and layout do not apply, and hf_version picks the generation (4:
+        Qwen2VLImageProcessor of 4.x, 5: Qwen2VLImageProcessorPil of 5.x). min_pixels,
+        max_pixels, patch_size, temporal_patch_size, merge_size: the processor's, defaulting to
+        the public checkpoints' (3136, 12845056, 14, 2, 2). Each batch buffer holds the largest
+        batch max_pixels allows; lower max_pixels (fine-tuning recipes use 28*28*1280) to
+        bound memory.
       image_mean, image_std: the normalization of float pixel_values, named and given as in
         DonutImageProcessor (one number or one per R, G, B channel): (v / 255 - mean) / std.
         None (default): what the dataset records (a dataset migrated by `docfeed pack` from
@@ -161,8 +171,29 @@ class Loader:
                  hf_version: int = 4, backend: str = "pil",
                  label_column: Optional[str] = None, label_length: int = 0, max_bad_samples: int = 100,
                  layout: str = "chw", image_mean: Union[None, float, Sequence[float]] = None,
-                 image_std: Union[None, float, Sequence[float]] = None) -> None:
+                 image_std: Union[None, float, Sequence[float]] = None, preset: str = "donut",
+                 min_pixels: Optional[int] = None, max_pixels: Optional[int] = None,
+                 patch_size: Optional[int] = None, temporal_patch_size: Optional[int] = None,
+                 merge_size: Optional[int] = None) -> None:
         import os
+
+        preset = _str("preset", preset)
+        self._patched = preset in ("qwen2-vl", "qwen2.5-vl")
+        if self._patched and device is not None:
+            raise InvalidArgumentError(f"device={device!r} is not supported with preset={preset!r} yet: "
+                             "the GPU stage normalizes padded pages; use device=None and move "
+                             "pixel_values to the GPU")
+        qwen = {"min_pixels": (min_pixels, 56 * 56), "max_pixels": (max_pixels, 12845056),
+                "patch_size": (patch_size, 14), "temporal_patch_size": (temporal_patch_size, 2),
+                "merge_size": (merge_size, 2)}
+        if not self._patched:
+            given = [name for name, (value, _) in qwen.items() if value is not None]
+            if given:
+                raise InvalidArgumentError(f"{', '.join(given)} apply to the qwen2-vl presets, not "
+                                 f"preset={preset!r}")
+        qwen_args = {name: _int(name, default if value is None else value)
+                     for name, (value, default) in qwen.items()}
+        self._patch_size = qwen_args["patch_size"]
 
         self._rank, self._world_size = _distributed_defaults(rank, world_size)
         self._dtype = _dtype_name(dtype)
@@ -191,7 +222,8 @@ class Loader:
             max_bad_samples=_int("max_bad_samples", max_bad_samples),
             image_mean=_channel_values("image_mean", image_mean),
             image_std=_channel_values("image_std", image_std),
-            allocator=self._gpu.pinned_allocator if self._gpu is not None else None)
+            allocator=self._gpu.pinned_allocator if self._gpu is not None else None,
+            preset=preset, **qwen_args)
         self._closed = False
         self._pid = os.getpid()
         self._loader_core = _docfeed.Loader(**self._core_args)
@@ -384,6 +416,13 @@ class Loader:
         out.sample_ids = raw.sample_ids().clone()
         out.pad_offsets = raw.pad_offsets().clone()
         out.content_sizes = raw.content_sizes().clone()
+        if self._patched:
+            # (t, h, w) in patches, as Qwen2VLImageProcessor's image_grid_thw: one frame a page.
+            import torch
+
+            grid = out.content_sizes.to(torch.int64) // self._patch_size
+            out["image_grid_thw"] = torch.cat(
+                [torch.ones((grid.shape[0], 1), dtype=torch.int64), grid], dim=1)
         out.epoch = raw.epoch
         out.index = raw.index
         # This batch's own (self._state may already be another thread's next batch).

@@ -224,6 +224,10 @@ struct PyBatch {
   DType dtype = DType::kFloat32;
   OutputLayout layout = OutputLayout::kChw;
   int32_t height = 0, width = 0;
+  // A variable-size preset (Qwen2-VL): pixels are rows of `row` values, as many as the batch's
+  // pages have patches together.
+  bool variable = false;
+  size_t row = 0;
 
   void RequireValid() const {
     if (!batch->valid()) RaiseClosed("this docfeed batch was released");
@@ -252,6 +256,13 @@ nb::object View(const PyBatch& b, const T* data, std::initializer_list<size_t> s
 
 nb::object Pixels(const PyBatch& b) {
   b.RequireValid();
+  if (b.variable) {
+    const size_t rows = b.batch->pixel_bytes() / (b.row * DTypeSize(b.dtype));
+    size_t shape[2] = {rows, b.row};
+    nb::ndarray<nb::pytorch> array(b.batch->pixels(), 2, shape, ViewOwner(b), nullptr,
+                                   ToDlpack(b.dtype));
+    return nb::cast(array, nb::rv_policy::reference);
+  }
   const size_t n = b.batch->size();
   const size_t h = static_cast<size_t>(b.height), w = static_cast<size_t>(b.width);
   size_t shape[4] = {n, 3, h, w};
@@ -276,10 +287,20 @@ LoaderOptions MakeOptions(
     nb::handle prefetch, nb::handle max_held, const std::string& label_column,
     nb::handle label_length, const std::string& on_error, nb::handle max_bad_samples,
     const std::optional<std::array<double, 3>>& image_mean,
-    const std::optional<std::array<double, 3>>& image_std, nb::handle allocator) {
+    const std::optional<std::array<double, 3>>& image_std, nb::handle allocator,
+    const std::string& preset, nb::handle min_pixels, nb::handle max_pixels, nb::handle patch_size,
+    nb::handle temporal_patch_size, nb::handle merge_size) {
   constexpr int kIntMax = std::numeric_limits<int>::max();
   LoaderOptions opt;
   opt.path = path;
+  opt.preset.name = preset;
+  QwenVLConfig& qwen = opt.preset.qwen_vl;
+  qwen.min_pixels = ToInt<int64_t>("min_pixels", min_pixels, 1);
+  qwen.max_pixels = ToInt<int64_t>("max_pixels", max_pixels, 1);
+  qwen.patch_size = ToInt<int32_t>("patch_size", patch_size, 1, 1024);
+  qwen.temporal_patch_size = ToInt<int32_t>("temporal_patch_size", temporal_patch_size, 1, 1024);
+  qwen.merge_size = ToInt<int32_t>("merge_size", merge_size, 1, 1024);
+  qwen.hf_version = ToInt<int32_t>("hf_version", hf_version, 4, 5);
   opt.preset.donut.height = ToInt<int32_t>("height", height, 1, 65535);
   opt.preset.donut.width = ToInt<int32_t>("width", width, 1, 65535);
   opt.preset.donut.align_long_axis = align_long_axis;
@@ -358,6 +379,8 @@ struct PyLoader {
     loader.reset();
   }
   std::shared_ptr<Loader> loader;  // null once closed; touched only with the GIL
+  bool variable = false;           // the preset's output size follows the page (Qwen2-VL)
+  size_t row = 0;                  // then: values per output row (a patch)
   // REQUIRES: the GIL.
   std::shared_ptr<Loader> get() {
     if (!loader) RaiseClosed("this docfeed loader was closed");
@@ -482,17 +505,24 @@ void InitLoader(PyLoader* self, const std::string& path, nb::int_ height, nb::in
                 nb::int_ prefetch, nb::int_ max_held, const std::string& label_column,
                 nb::int_ label_length, const std::string& on_error, nb::int_ max_bad_samples,
                 std::optional<std::array<double, 3>> image_mean,
-                std::optional<std::array<double, 3>> image_std, nb::object allocator) {
+                std::optional<std::array<double, 3>> image_std, nb::object allocator,
+                const std::string& preset, nb::int_ min_pixels, nb::int_ max_pixels,
+                nb::int_ patch_size, nb::int_ temporal_patch_size, nb::int_ merge_size) {
   const LoaderOptions opt = MakeOptions(
       path, height, width, align_long_axis, hf_version, backend, batch_size, shuffle, seed, pad,
       dtype, layout, rank, world_size, remainder, num_threads, prefetch, max_held, label_column,
-      label_length, on_error, max_bad_samples, image_mean, image_std, allocator);
+      label_length, on_error, max_bad_samples, image_mean, image_std, allocator, preset, min_pixels,
+      max_pixels, patch_size, temporal_patch_size, merge_size);
   Result<std::unique_ptr<Loader>> created = [&] {
     nb::gil_scoped_release nogil;
     return Loader::Create(opt);
   }();
   if (!created.ok()) Raise(created.status());
+  Result<Preset> shape = Preset::Create(opt.preset);  // Create checked these options already
+  if (!shape.ok()) Raise(shape.status());
   new (self) PyLoader(std::move(created).value());
+  self->variable = shape->variable_size();
+  self->row = static_cast<size_t>(shape->output_shape().width);
 }
 
 // ---- docfeed.pack: the rows of an in-memory dataset through the C++ packer ----
@@ -806,7 +836,12 @@ NB_MODULE(_docfeed, m) {
            "max_held"_a = kDefaults.max_held, "label_column"_a = "",
            "label_length"_a = kDefaults.label_length, "on_error"_a = "raise",
            "max_bad_samples"_a = kDefaults.max_bad_samples, "image_mean"_a = nb::none(),
-           "image_std"_a = nb::none(), "allocator"_a = nb::none(),
+           "image_std"_a = nb::none(), "allocator"_a = nb::none(), "preset"_a = "donut",
+           "min_pixels"_a = kDefaults.preset.qwen_vl.min_pixels,
+           "max_pixels"_a = kDefaults.preset.qwen_vl.max_pixels,
+           "patch_size"_a = kDefaults.preset.qwen_vl.patch_size,
+           "temporal_patch_size"_a = kDefaults.preset.qwen_vl.temporal_patch_size,
+           "merge_size"_a = kDefaults.preset.qwen_vl.merge_size,
            "Opens `path` and starts epoch 0. Integers out of range, unknown names and bad "
            "combinations raise docfeed.InvalidArgumentError (a ValueError) naming the "
            "parameter.")
@@ -856,6 +891,10 @@ NB_MODULE(_docfeed, m) {
             const LoaderOptions& o = loader->options();
             auto* b = new PyBatch{std::make_shared<Batch>(std::move(next).value()), o.dtype,
                                   o.layout, o.preset.donut.height, o.preset.donut.width};
+            if (l.variable) {
+              b->variable = true;
+              b->row = l.row;
+            }
             return nb::cast(b, nb::rv_policy::take_ownership);
           },
           "The next batch, or None at the end of the epoch. Several threads may call it: each "

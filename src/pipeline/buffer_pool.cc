@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
+
+#include "base/check.h"
 
 namespace docfeed::internal {
 namespace {
@@ -82,6 +86,22 @@ void BufferPool::CompactLabels(int index, uint32_t size, uint32_t fixed_length) 
     std::copy_n(src, m.label_lengths[j], dst);
     std::fill(dst + m.label_lengths[j], dst + length, kLabelPad);
   }
+}
+
+void BufferPool::CompactPixels(int index, uint32_t size,
+                               const std::function<size_t(uint32_t)>& bytes_of) {
+  Buffer& m = buffer(index);
+  auto* base = static_cast<uint8_t*>(m.pixels);
+  size_t at = 0;
+  for (uint32_t j = 0; j < size; ++j) {
+    const size_t bytes = bytes_of(j);
+    DOCFEED_CHECK(bytes <= sample_pixel_bytes_);
+    // Slot j starts at j * sample_pixel_bytes_ >= at: moving down never overwrites a slot not
+    // yet moved (memmove: slot j's own range may overlap its destination).
+    std::memmove(base + at, base + size_t{j} * sample_pixel_bytes_, bytes);
+    at += bytes;
+  }
+  m.pixel_bytes = at;
 }
 
 }  // namespace docfeed::internal

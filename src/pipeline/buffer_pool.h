@@ -52,6 +52,9 @@ class BufferPool {
     std::vector<int32_t> pad_offsets;
     std::vector<int32_t> content_sizes;
     std::vector<std::vector<SkippedSample>> skipped;  // per slot
+    // Bytes of the batch's pixels once complete: size x sample_pixel_bytes, or for a
+    // variable-size preset the slots' outputs packed together by CompactPixels.
+    size_t pixel_bytes = 0;
   };
 
   // Errors: ResourceExhausted when a pixel buffer cannot be allocated.
@@ -74,6 +77,11 @@ class BufferPool {
   // Turns the staged label rows (label_capacity apart) of the first `size` slots into a dense
   // size x L block padded with -100, L being the longest row (fixed_length 0) or fixed_length.
   void CompactLabels(int index, uint32_t size, uint32_t fixed_length);
+  // Moves the outputs of the first `size` slots (sample_pixel_bytes apart, slot j holding
+  // bytes_of(j) bytes) down so that they follow each other from the buffer's start, in slot
+  // order, and records the total as the buffer's pixel_bytes.
+  // REQUIRES: bytes_of(j) <= sample_pixel_bytes() for every j.
+  void CompactPixels(int index, uint32_t size, const std::function<size_t(uint32_t)>& bytes_of);
 
  private:
   BufferPool() = default;

@@ -196,8 +196,8 @@ PresetParams MakePresetParams(const LoaderOptions& o, const Manifest& manifest) 
       if (backend.ok()) params.donut.backend = *backend;
     }
   }
-  if (o.image_mean) params.donut.mean = *o.image_mean;
-  if (o.image_std) params.donut.std = *o.image_std;
+  if (o.image_mean) params.donut.mean = params.qwen_vl.mean = *o.image_mean;
+  if (o.image_std) params.donut.std = params.qwen_vl.std = *o.image_std;
   return params;
 }
 
@@ -264,10 +264,21 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
   BufferPool* pool = core->pool.get();
   const bool labels = core->reader->has_labels();
   const uint32_t label_length = options.label_length;
+  const internal::Preset* stage = &core->reader->preset();
+  const DType dtype = options.dtype;
   core->scheduler = std::make_unique<Scheduler>(
       options.seed, static_cast<int>(buffers), options.prefetch, make_order,
-      [pool, labels, label_length](int buffer, uint32_t size) {
+      [pool, labels, label_length, stage, dtype](int buffer, uint32_t size) {
         if (labels) pool->CompactLabels(buffer, size, label_length);
+        BufferPool::Buffer& m = pool->buffer(buffer);
+        if (!stage->variable_size()) {
+          m.pixel_bytes = pool->sample_pixel_bytes() * size;
+          return;
+        }
+        // Each page's output (its placement says how large) follows the previous one's.
+        pool->CompactPixels(buffer, size, [&m, stage, dtype](uint32_t j) {
+          return stage->OutputBytesFor(m.content_sizes[2 * j], m.content_sizes[2 * j + 1], dtype);
+        });
       });
   DOCFEED_RETURN_IF_ERROR(core->scheduler->Init());
   int threads = options.num_threads;
@@ -344,7 +355,7 @@ Result<Batch> Loader::Next() {
   batch.epoch_ = d->epoch;
   batch.index_ = d->k;
   batch.pixels_ = m.pixels;
-  batch.pixel_bytes_ = c.pool->sample_pixel_bytes() * d->size;
+  batch.pixel_bytes_ = m.pixel_bytes;
   batch.labels_ = labels ? m.labels.data() : nullptr;
   batch.label_length_ = labels ? m.label_length : 0;
   batch.sample_ids_ = m.sample_ids.data();

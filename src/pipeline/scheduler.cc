@@ -86,24 +86,48 @@ bool Scheduler::WaitForClaim(Claim* claim, uint64_t* buffer_wait_nanos) {
   return true;
 }
 
-void Scheduler::Finish(const Claim& c, Status status) {
-  MutexLock lock(&mu_);
-  --active_;
-  if (active_ == 0) idle_cv_.SignalAll();
-  if (c.generation != generation_) return;  // the epoch was restarted; the batch is gone
-  InFlight* b = nullptr;
+Scheduler::InFlight* Scheduler::Find(const Claim& c) {
   for (InFlight& f : in_flight_) {
-    if (f.k == c.k && f.order == c.order) b = &f;
+    if (f.k == c.k && f.order == c.order) return &f;
   }
-  DOCFEED_CHECK(b != nullptr);
-  if (!status.ok() && (b->error.ok() || c.j < b->error_slot)) {
-    b->error = std::move(status);
-    b->error_slot = c.j;
+  return nullptr;
+}
+
+void Scheduler::Finish(const Claim& c, Status status) {
+  int buffer = -1;
+  uint32_t size = 0;
+  {
+    MutexLock lock(&mu_);
+    if (c.generation == generation_) {  // else the epoch was restarted; the batch is gone
+      InFlight* b = Find(c);
+      DOCFEED_CHECK(b != nullptr);
+      if (!status.ok() && (b->error.ok() || c.j < b->error_slot)) {
+        b->error = std::move(status);
+        b->error_slot = c.j;
+      }
+      if (b->remaining == 1 && b->error.ok()) {
+        // The last slot of a good batch: this worker assembles it below, still counted as
+        // active, so StartEpoch cannot take the buffer away meanwhile.
+        buffer = b->buffer;
+        size = b->size;
+      } else if (--b->remaining == 0) {
+        ready_cv_.SignalAll();  // a failed batch: Next() reports its error
+      }
+    }
+    if (buffer < 0) {
+      if (--active_ == 0) idle_cv_.SignalAll();
+      return;
+    }
   }
-  if (--b->remaining == 0) {
-    on_complete_(b->buffer, b->size);
-    ready_cv_.SignalAll();
-  }
+  // Outside the lock: every slot of the batch is written and it is not ready, so nobody else
+  // touches its buffer, and other workers and consumers go on meanwhile.
+  on_complete_(buffer, size);
+  MutexLock lock(&mu_);
+  InFlight* b = Find(c);  // the deque may have moved (batches taken), the batch is still there
+  DOCFEED_CHECK(b != nullptr && b->remaining == 1);
+  b->remaining = 0;
+  ready_cv_.SignalAll();
+  if (--active_ == 0) idle_cv_.SignalAll();
 }
 
 bool Scheduler::FrontReady() const {

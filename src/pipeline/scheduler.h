@@ -14,8 +14,10 @@
 //                          return Cancelled from then on
 //
 // Locking: one Mutex guards every member below it (checked by clang's -Wthread-safety). The
-// scheduler never calls out while holding it, except for the `on_complete` hook (the label
-// compaction of a finished batch, which touches only that batch's buffer).
+// scheduler never calls out while holding it. The `on_complete` hook (the label and pixel
+// compaction of a finished batch, which touches only that batch's buffer) runs without it, on
+// the worker that finished the batch's last slot, before the batch becomes ready; that worker
+// counts as active until then, so StartEpoch waits for it.
 //
 // Every consumer-side call may come from several threads at once. Each wait re-checks, after
 // every wake-up, all the conditions that end it (the batch is ready, the epoch is over, the
@@ -65,7 +67,8 @@ class Scheduler {
       std::function<Result<std::shared_ptr<const EpochOrder>>(uint64_t epoch, uint64_t position)>;
 
   // `buffers` pool buffers (all free), at most `prefetch` batches in flight. `on_complete(buffer,
-  // size)` runs under the lock when a batch's last slot finishes.
+  // size)` runs, without the lock, when the last slot of a batch without errors finishes, and
+  // the batch is ready once it returns.
   Scheduler(uint64_t seed, int buffers, int prefetch, OrderFactory make_order,
             std::function<void(int buffer, uint32_t size)> on_complete);
 
@@ -114,6 +117,8 @@ class Scheduler {
   };
 
   bool TryClaim(Claim* claim, bool* no_buffer) DOCFEED_REQUIRES(mu_);
+  // The in-flight batch `c` claimed a slot of (null if none).
+  InFlight* Find(const Claim& c) DOCFEED_REQUIRES(mu_);
   bool FrontReady() const DOCFEED_REQUIRES(mu_);
   // The Delivery of the front batch, which is ready; its buffer is held (or freed on error).
   Result<Delivery> TakeFront() DOCFEED_REQUIRES(mu_);

@@ -143,7 +143,9 @@ Result<std::unique_ptr<const Preset>> MakePreset(const PresetParams& params) {
     return std::unique_ptr<const Preset>(
         std::make_unique<DonutPreset>(params.donut, params.pad, std::move(table)));
   }
-  return InvalidArgumentError("unknown preset \"" + params.name + "\" (known: donut)");
+  if (IsQwenVLPreset(params.name)) return MakeQwenVLPreset(params);
+  return InvalidArgumentError("unknown preset \"" + params.name +
+                              "\" (known: donut, qwen2-vl, qwen2.5-vl)");
 }
 
 Result<std::unique_ptr<const Preset>> PresetForStored(const PreprocessInfo& stored) {

@@ -89,8 +89,15 @@ class Preset {
   // Errors: FailedPrecondition naming the dataset, what it holds and how to re-pack.
   virtual Status CheckStored(const PreprocessInfo& stored, const std::string& dir) const = 0;
 
-  // Bytes of one sample's output in `dtype` (output_shape() elements).
+  // Bytes of one sample's output in `dtype` (output_shape() elements; for a variable-size
+  // preset the largest output, which is what a slot must hold).
   size_t SampleBytes(DType dtype) const;
+  // Whether the output's size follows the page (Qwen2-VL: one row per patch). Finish then
+  // writes OutputBytesFor(prepared height, width) bytes, at most SampleBytes.
+  virtual bool variable_size() const { return false; }
+  virtual size_t OutputBytesFor(int32_t /*height*/, int32_t /*width*/, DType dtype) const {
+    return SampleBytes(dtype);
+  }
 
   // The per-epoch part: writes one sample's output, every byte of it, at `out` (SampleBytes
   // bytes, aligned for `dtype`). `prepared` is Prepare's output (or a stored page that
@@ -100,6 +107,14 @@ class Preset {
   virtual Result<Placement> Finish(const ImageView& prepared, const SampleKey& key, DType dtype,
                                    OutputLayout layout, void* out) const = 0;
 };
+
+// Preset names besides kPreprocessDonut (format/manifest.h).
+inline constexpr char kPresetQwen2VL[] = "qwen2-vl";
+inline constexpr char kPresetQwen25VL[] = "qwen2.5-vl";
+
+// The Qwen2-VL family (qwen_vl_preset.cc): whether `name` is one of its names, and the preset.
+bool IsQwenVLPreset(std::string_view name);
+Result<std::unique_ptr<const Preset>> MakeQwenVLPreset(const PresetParams& params);
 
 // Creates the preset `params.name` names.
 // Errors: InvalidArgument for an unknown name or parameters the preset refuses (naming them).

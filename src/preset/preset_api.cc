@@ -20,6 +20,10 @@ Result<Preset> Preset::Create(const PresetOptions& options) {
 std::string_view Preset::name() const { return impl_->name(); }
 OutputShape Preset::output_shape() const { return impl_->output_shape(); }
 size_t Preset::SampleBytes(DType dtype) const { return impl_->SampleBytes(dtype); }
+bool Preset::variable_size() const { return impl_->variable_size(); }
+size_t Preset::OutputBytes(const Placement& placement, DType dtype) const {
+  return impl_->OutputBytesFor(placement.height, placement.width, dtype);
+}
 const std::array<double, 3>& Preset::image_mean() const { return impl_->image_mean(); }
 const std::array<double, 3>& Preset::image_std() const { return impl_->image_std(); }
 std::vector<float> Preset::NormalizeTable() const { return impl_->Float32Table(); }

@@ -27,15 +27,17 @@ namespace docfeed::testing {
 inline constexpr int32_t kLoaderTestHeight = 40;
 inline constexpr int32_t kLoaderTestWidth = 32;
 
-// `count` pages of `size` x `size` pixels (JPEG when `jpeg`, else PNG), each with a label row,
-// packed into `out` (preprocessed for the test size when `preprocess`).
+// `count` pages of about `size` x `size` pixels (JPEG when `jpeg`, else PNG; page i grows by
+// `grow` * i columns and `grow` * i / 2 rows), each with a label row, packed into `out`
+// (preprocessed for the test size when `preprocess`).
 inline void PackPages(const std::string& tmp, const std::string& out, int count, int size,
-                      bool jpeg, bool preprocess) {
+                      bool jpeg, bool preprocess, int grow = 0) {
   const std::string src = out + ".src";
   ASSERT_TRUE(internal::CreateDirectory(src).ok());
   std::string meta;
   for (int i = 0; i < count; ++i) {
-    const internal::Image img = Gradient(size + i % 5, size - i % 3, 3, i);
+    const internal::Image img =
+        Gradient(size + i % 5 + grow * i, size - i % 3 + grow * i / 2, 3, i);
     const std::string name = "p" + std::to_string(i) + (jpeg ? ".jpg" : ".png");
     WriteBytes(internal::JoinPath(src, name),
                jpeg ? *internal::EncodeJpeg(img, 85) : *internal::EncodePng(img));

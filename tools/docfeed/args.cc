@@ -36,14 +36,20 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string_view>& args,
   return out;
 }
 
-Result<int> ParseInt(const std::string& name, const std::string& text, int min, int max) {
-  int v = 0;
+Result<int64_t> ParseInt64(const std::string& name, const std::string& text, int64_t min,
+                           int64_t max) {
+  int64_t v = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || ptr != text.data() + text.size() || v < min || v > max) {
     return InvalidArgumentError(name + " must be an integer from " + std::to_string(min) + " to " +
                                 std::to_string(max) + ", got \"" + text + "\"");
   }
   return v;
+}
+
+Result<int> ParseInt(const std::string& name, const std::string& text, int min, int max) {
+  DOCFEED_ASSIGN_OR_RETURN(const int64_t v, ParseInt64(name, text, min, max));
+  return static_cast<int>(v);
 }
 
 Result<Generation> ParseGeneration(const ParsedArgs& parsed) {

@@ -35,6 +35,8 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string_view>& args,
                              const std::set<std::string>& options);
 
 Result<int> ParseInt(const std::string& name, const std::string& text, int min, int max);
+Result<int64_t> ParseInt64(const std::string& name, const std::string& text, int64_t min,
+                           int64_t max);
 
 // --hf-version 4|5 (default 4) and --backend pil|torchvision (default pil; torchvision needs 5):
 // which DonutImageProcessor generation and backend the Donut preset reproduces

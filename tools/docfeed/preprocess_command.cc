@@ -1,6 +1,6 @@
-// docfeed preprocess: runs one image through a model preset (Donut) and writes a stage of it as
-// .npy or .png. Mostly a parity and benchmarking aid: tests/python/test_donut_parity.py compares
-// its output with transformers' DonutImageProcessor.
+// docfeed preprocess: runs one image through a model preset (Donut, Qwen2-VL) and writes a stage
+// of it as .npy or .png. Mostly a parity and benchmarking aid: tests/python/test_donut_parity.py
+// and test_qwen_vl_parity.py compare its output with the transformers processors.
 #include <charconv>
 #include <cstdio>
 #include <ctime>
@@ -23,6 +23,10 @@ constexpr char kUsage[] =
     "       [--seed N] [--stage resized|padded|normalized] [--layout chw|hwc]\n"
     "       [--dtype float32|float16] [--align-long-axis] [--fast] [--repeat N]\n"
     "       [--hf-version 4|5] [--backend pil|torchvision] -o OUT.npy|OUT.png\n"
+    "       docfeed preprocess IMAGE --preset qwen2-vl|qwen2.5-vl [--min-pixels N]\n"
+    "       [--max-pixels N] [--patch-size N] [--temporal-patch-size N] [--merge-size N]\n"
+    "       [--stage resized|normalized] [--dtype float32|float16] [--hf-version 4|5]\n"
+    "       [--repeat N] -o OUT.npy|OUT.png\n"
     "\n"
     "  --size HxW     output height x width (default 2560x1920, the processor's default). A\n"
     "                 legacy list size=[1200, 1553] in a processor config is width, height: "
@@ -36,13 +40,19 @@ constexpr char kUsage[] =
     "  --repeat N     run N times and print the mean CPU time of the preset's Prepare\n"
     "                 (decode+resize) and Finish (pad+normalize) to stderr\n"
     "  -o OUT         .npy keeps dtype and shape; .png for the uint8 stages\n"
+    "  qwen2-vl / qwen2.5-vl (Qwen2VLImageProcessor; defaults: the public checkpoints'\n"
+    "                 min_pixels 3136, max_pixels 12845056, patch 14, temporal 2, merge 2):\n"
+    "                 resized is the smart_resize'd page (HWC uint8), normalized the\n"
+    "                 flattened patches (patches x 3*temporal*patch^2, pixel_values' rows)\n"
     "\n" DOCFEED_GENERATION_HELP;
 
 enum class Stage { kResized, kPadded, kNormalized };
 
 struct Options {
   std::string input, output;
+  std::string preset = "donut";
   DonutConfig config;
+  QwenVLConfig qwen_vl;
   PrepareMode mode = PrepareMode::kExact;
   Stage stage = Stage::kNormalized;
   bool random_pad = false;
@@ -95,7 +105,14 @@ Status ParseEnums(const ParsedArgs& p, Options& o) {
   const std::string pad = p.Get("--pad", "center");
   const std::string layout = p.Get("--layout", "chw");
   const std::string dtype = p.Get("--dtype", "float32");
-  if (p.Get("--preset", "donut") != "donut") return InvalidArgumentError("--preset must be donut");
+  o.preset = p.Get("--preset", "donut");
+  if (o.preset != "donut" && o.preset != "qwen2-vl" && o.preset != "qwen2.5-vl") {
+    return InvalidArgumentError("--preset must be donut, qwen2-vl or qwen2.5-vl");
+  }
+  if (o.preset != "donut" && stage == "padded") {
+    return InvalidArgumentError("--stage padded is Donut's; " + o.preset +
+                                " has resized and normalized");
+  }
   if (stage != "resized" && stage != "padded" && stage != "normalized") {
     return InvalidArgumentError("--stage must be resized, padded or normalized");
   }
@@ -128,6 +145,20 @@ Result<Options> ParseOptions(const ParsedArgs& p) {
   o.config.hf_version = generation.hf_version;
   DOCFEED_ASSIGN_OR_RETURN(o.config.backend, ParseDonutBackend(generation.backend));
   if (p.Has("--fast")) o.mode = PrepareMode::kFast;
+  QwenVLConfig& q = o.qwen_vl;
+  q.hf_version = generation.hf_version;
+  constexpr int64_t kMaxArea = int64_t{1} << 40;
+  DOCFEED_ASSIGN_OR_RETURN(q.min_pixels,
+                           ParseInt64("--min-pixels", p.Get("--min-pixels", "3136"), 1, kMaxArea));
+  DOCFEED_ASSIGN_OR_RETURN(
+      q.max_pixels, ParseInt64("--max-pixels", p.Get("--max-pixels", "12845056"), 1, kMaxArea));
+  DOCFEED_ASSIGN_OR_RETURN(q.patch_size,
+                           ParseInt("--patch-size", p.Get("--patch-size", "14"), 1, 1024));
+  DOCFEED_ASSIGN_OR_RETURN(
+      q.temporal_patch_size,
+      ParseInt("--temporal-patch-size", p.Get("--temporal-patch-size", "2"), 1, 1024));
+  DOCFEED_ASSIGN_OR_RETURN(q.merge_size,
+                           ParseInt("--merge-size", p.Get("--merge-size", "2"), 1, 1024));
   return o;
 }
 
@@ -187,10 +218,19 @@ Status RunOnce(const Options& o, const Preset& preset, std::span<const uint8_t> 
   Output& out = ws.out;
   const DType dtype = o.stage == Stage::kPadded ? DType::kUint8 : o.dtype;
   const OutputLayout layout = o.stage == Stage::kPadded ? OutputLayout::kHwc : o.layout;
-  out.bytes.resize(preset.SampleBytes(dtype));
-  DOCFEED_RETURN_IF_ERROR(
-      preset.Finish(resized, {o.seed, 0, 0}, dtype, layout, out.bytes.data()).status());
+  out.bytes.resize(preset.variable_size()
+                       ? preset.OutputBytes({0, 0, resized.height, resized.width}, dtype)
+                       : preset.SampleBytes(dtype));
+  DOCFEED_ASSIGN_OR_RETURN(const Placement placed,
+                           preset.Finish(resized, {o.seed, 0, 0}, dtype, layout, out.bytes.data()));
   t.finish_s += Seconds(start);
+  if (preset.variable_size()) {  // rows of patches
+    out.descr = o.dtype == DType::kFloat32 ? "<f4" : "<f2";
+    const int64_t row = preset.output_shape().width;
+    out.shape = {static_cast<int64_t>(preset.OutputBytes(placed, dtype) / DTypeSize(dtype)) / row,
+                 row};
+    return Status::Ok();
+  }
   if (o.stage == Stage::kPadded) {
     out.shape = {o.config.height, o.config.width, 3};
     out.descr = "|u1";
@@ -266,7 +306,9 @@ void PrintTimes(const StageTimes& t, int n, double cpu_s) {
 
 Status Run(const Options& o) {
   PresetOptions preset_options;
+  preset_options.name = o.preset;
   preset_options.donut = o.config;
+  preset_options.qwen_vl = o.qwen_vl;
   preset_options.pad = o.random_pad ? PadMode::kRandom : PadMode::kCenter;
   DOCFEED_ASSIGN_OR_RETURN(const Preset preset, Preset::Create(preset_options));
   Env* env = o.env != nullptr ? o.env : Env::Default();
@@ -289,7 +331,8 @@ int RunPreprocess(const Args& args, Env* env) {
   Result<ParsedArgs> parsed =
       ParseArgs(args, {"--fast", "--align-long-axis", "--help", "-h"},
                 {"--preset", "--size", "--pad", "--seed", "--stage", "--layout", "--dtype",
-                 "--repeat", "-o", "--hf-version", "--backend"});
+                 "--repeat", "-o", "--hf-version", "--backend", "--min-pixels", "--max-pixels",
+                 "--patch-size", "--temporal-patch-size", "--merge-size"});
   if (parsed.ok() && (parsed->Has("--help") || parsed->Has("-h"))) {
     std::fputs(kUsage, stdout);
     return 0;

@@ -1,0 +1,209 @@
+#include "imaging/qwen_vl.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace docfeed::internal {
+namespace {
+
+// Python's round(x) for a float: to nearest, ties to even. std::nearbyint rounds in the current
+// mode, which is round-to-nearest-even unless someone changed it; std::round would take ties away
+// from zero (round(2.5) is 2 in Python).
+double PythonRound(double x) {
+  const double floor = std::floor(x);
+  const double diff = x - floor;
+  if (diff > 0.5) return floor + 1;
+  if (diff < 0.5) return floor;
+  return std::fmod(floor, 2.0) == 0 ? floor : floor + 1;
+}
+
+std::string Dims(int64_t height, int64_t width) {
+  return std::to_string(width) + "x" + std::to_string(height);
+}
+
+// The values of one patch row for channel value lookups of type T.
+template <typename T>
+void WritePatches(const ImageView& page, const QwenVLConfig& config, const T* const tables[3],
+                  T* out) {
+  const int32_t p = config.patch_size;
+  const int32_t m = config.merge_size;
+  const int32_t frames = config.temporal_patch_size;
+  const int32_t grid_h = page.height / p;
+  const int32_t grid_w = page.width / p;
+  const size_t plane = static_cast<size_t>(p) * static_cast<size_t>(p);
+  const int32_t channels = page.channels;
+  for (int32_t bh = 0; bh < grid_h / m; ++bh) {
+    for (int32_t bw = 0; bw < grid_w / m; ++bw) {
+      for (int32_t mh = 0; mh < m; ++mh) {
+        for (int32_t mw = 0; mw < m; ++mw) {
+          const int32_t y0 = (bh * m + mh) * p;
+          const int32_t x0 = (bw * m + mw) * p;
+          for (int32_t c = 0; c < 3; ++c) {
+            const T* table = tables[c];
+            const int32_t src_c = channels == 1 ? 0 : c;
+            T* first = out;  // frame 0 of this channel; the other frames copy it
+            for (int32_t y = 0; y < p; ++y) {
+              const uint8_t* row = page.data + static_cast<ptrdiff_t>(y0 + y) * page.stride_bytes +
+                                   static_cast<ptrdiff_t>(x0) * channels + src_c;
+              for (int32_t x = 0; x < p; ++x) *out++ = table[row[x * channels]];
+            }
+            for (int32_t f = 1; f < frames; ++f) {
+              std::memcpy(out, first, plane * sizeof(T));
+              out += plane;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status ValidateQwenVLConfig(const QwenVLConfig& config) {
+  auto in_range = [](int32_t v) { return v >= 1 && v <= 1024; };
+  if (!in_range(config.patch_size)) return InvalidArgumentError("patch_size must be in 1..1024");
+  if (!in_range(config.temporal_patch_size)) {
+    return InvalidArgumentError("temporal_patch_size must be in 1..1024");
+  }
+  if (!in_range(config.merge_size)) return InvalidArgumentError("merge_size must be in 1..1024");
+  if (config.min_pixels < 1) return InvalidArgumentError("min_pixels must be at least 1");
+  if (config.max_pixels < config.min_pixels || config.max_pixels > (int64_t{1} << 40)) {
+    return InvalidArgumentError("max_pixels must be in min_pixels.." +
+                                std::to_string(int64_t{1} << 40) + ", got " +
+                                std::to_string(config.max_pixels));
+  }
+  if (config.hf_version != 4 && config.hf_version != 5) {
+    return InvalidArgumentError("hf_version must be 4 or 5");
+  }
+  return MakeQwenVLTable(config).status();
+}
+
+Result<NormalizeTable> MakeQwenVLTable(const QwenVLConfig& config) {
+  // The table's arithmetic is numpy's rescale + normalize, which is what Donut's 4.x and PIL
+  // paths use too; only these fields matter to it.
+  DonutConfig normalization;
+  normalization.do_rescale = config.do_rescale;
+  normalization.do_normalize = config.do_normalize;
+  normalization.rescale_factor = config.rescale_factor;
+  normalization.mean = config.mean;
+  normalization.std = config.std;
+  return MakeNormalizeTable(normalization);
+}
+
+Result<QwenGeometry> QwenSmartResize(int64_t height, int64_t width, const QwenVLConfig& config) {
+  if (height < 1 || width < 1) {
+    return InvalidArgumentError("image is " + Dims(height, width) + ", expected a non-empty one");
+  }
+  if (!config.do_resize) {
+    if (height % config.patch_size != 0 || width % config.patch_size != 0 ||
+        (height / config.patch_size) % config.merge_size != 0 ||
+        (width / config.patch_size) % config.merge_size != 0) {
+      return InvalidArgumentError("with do_resize off the page must be a multiple of " +
+                                  std::to_string(config.patch_size * config.merge_size) +
+                                  " on each side, got " + Dims(height, width));
+    }
+    return QwenGeometry{static_cast<int32_t>(height), static_cast<int32_t>(width)};
+  }
+  const double ratio =
+      static_cast<double>(std::max(height, width)) / static_cast<double>(std::min(height, width));
+  if (ratio > 200) {
+    return InvalidArgumentError("absolute aspect ratio must be smaller than 200, got " +
+                                std::to_string(ratio) + " (" + Dims(height, width) + ")");
+  }
+  const int64_t factor = int64_t{config.patch_size} * config.merge_size;
+  const double f = static_cast<double>(factor);
+  const double h = static_cast<double>(height);
+  const double w = static_cast<double>(width);
+  const double area = static_cast<double>(height * width);  // exact: both below 2^31
+  int64_t h_bar = static_cast<int64_t>(PythonRound(h / f)) * factor;
+  int64_t w_bar = static_cast<int64_t>(PythonRound(w / f)) * factor;
+  if (h_bar * w_bar > config.max_pixels) {
+    const double beta = std::sqrt(area / static_cast<double>(config.max_pixels));
+    h_bar = std::max(factor, static_cast<int64_t>(std::floor(h / beta / f)) * factor);
+    w_bar = std::max(factor, static_cast<int64_t>(std::floor(w / beta / f)) * factor);
+  } else if (h_bar * w_bar < config.min_pixels) {
+    const double beta = std::sqrt(static_cast<double>(config.min_pixels) / area);
+    h_bar = static_cast<int64_t>(std::ceil(h * beta / f)) * factor;
+    w_bar = static_cast<int64_t>(std::ceil(w * beta / f)) * factor;
+  }
+  if (h_bar < factor || w_bar < factor || h_bar > INT32_MAX || w_bar > INT32_MAX) {
+    return InvalidArgumentError("smart_resize of " + Dims(height, width) + " gives " +
+                                Dims(h_bar, w_bar) + ", not a page of whole merged patches");
+  }
+  return QwenGeometry{static_cast<int32_t>(h_bar), static_cast<int32_t>(w_bar)};
+}
+
+int64_t QwenPatchCount(int32_t height, int32_t width, const QwenVLConfig& config) {
+  return int64_t{height / config.patch_size} * int64_t{width / config.patch_size};
+}
+
+int64_t QwenPatchDim(const QwenVLConfig& config) {
+  return int64_t{3} * config.temporal_patch_size * config.patch_size * config.patch_size;
+}
+
+int64_t QwenMaxPatches(const QwenVLConfig& config) {
+  // Bounds on h_bar * w_bar. Rounding alone keeps it within max_pixels (or it takes the first
+  // branch). The first branch's floors keep it within max_pixels unless a side is clamped up to
+  // the factor f: then the other side is at most w / beta = sqrt(max_pixels * w / h) <=
+  // sqrt(200 * max_pixels). The second branch's ceilings add at most f to sides a, b with
+  // a * b = min_pixels and a / b <= 200: (a + f)(b + f) <= min + f * sqrt(min) * (sqrt(200) +
+  // 1 / sqrt(200)) + f^2. A margin of one merged patch per side covers the doubles' rounding.
+  const double f = static_cast<double>(int64_t{config.patch_size} * config.merge_size);
+  const double max_area = static_cast<double>(config.max_pixels);
+  const double min_area = static_cast<double>(config.min_pixels);
+  const double s = std::sqrt(200.0);
+  const double clamped = f * (std::sqrt(200.0 * max_area) + 2 * f);
+  const double grown = min_area + f * std::sqrt(min_area) * (s + 1 / s) + 4 * f * f;
+  const double area = std::max({max_area + 2 * f * f, clamped, grown});
+  const double per_patch = static_cast<double>(config.patch_size) * config.patch_size;
+  return static_cast<int64_t>(std::ceil(area / per_patch));
+}
+
+Status QwenPatchify(const ImageView& page, const QwenVLConfig& config, const NormalizeTable& table,
+                    DType dtype, void* out) {
+  const int32_t merged = config.patch_size * config.merge_size;
+  if (page.data == nullptr || out == nullptr || page.width < 1 || page.height < 1 ||
+      (page.channels != 1 && page.channels != 3) ||
+      page.stride_bytes < static_cast<ptrdiff_t>(page.width) * page.channels) {
+    return InvalidArgumentError("patchify: needs a non-empty 1- or 3-channel page and an output");
+  }
+  if (page.height % merged != 0 || page.width % merged != 0) {
+    return InvalidArgumentError("patchify: page is " + Dims(page.height, page.width) +
+                                ", not a multiple of " + std::to_string(merged) + " on each side");
+  }
+  switch (dtype) {
+    case DType::kUint8: {
+      static const std::array<uint8_t, 256> identity = [] {
+        std::array<uint8_t, 256> t{};
+        for (int v = 0; v < 256; ++v) t[v] = static_cast<uint8_t>(v);
+        return t;
+      }();
+      const uint8_t* tables[3] = {identity.data(), identity.data(), identity.data()};
+      WritePatches(page, config, tables, static_cast<uint8_t*>(out));
+      break;
+    }
+    case DType::kFloat32: {
+      const float* tables[3] = {table.f32[0].data(), table.f32[1].data(), table.f32[2].data()};
+      WritePatches(page, config, tables, static_cast<float*>(out));
+      break;
+    }
+    case DType::kFloat16: {
+      const uint16_t* tables[3] = {table.f16[0].data(), table.f16[1].data(), table.f16[2].data()};
+      WritePatches(page, config, tables, static_cast<uint16_t*>(out));
+      break;
+    }
+    case DType::kBfloat16: {
+      const uint16_t* tables[3] = {table.bf16[0].data(), table.bf16[1].data(),
+                                   table.bf16[2].data()};
+      WritePatches(page, config, tables, static_cast<uint16_t*>(out));
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace docfeed::internal

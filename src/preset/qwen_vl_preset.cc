@@ -1,0 +1,128 @@
+// The Qwen2-VL / Qwen2.5-VL preset (Qwen2VLImageProcessor of transformers 4.x, or
+// Qwen2VLImageProcessorPil of 5.x): docs/qwen-vl-preprocessing.md has the processor's steps;
+// imaging/qwen_vl.h implements them. This file only sequences them.
+#include <string>
+#include <utility>
+
+#include "base/clock.h"
+#include "imaging/qwen_vl.h"
+#include "preset/preset.h"
+
+namespace docfeed::internal {
+namespace {
+
+// The colour conversion is Donut's of the same generation: 4.x's convert("RGB") drops alpha,
+// 5.x's convert_to_rgb composites it onto white (donut.h ToDonutInput); only hf_version matters.
+DonutConfig ConversionOf(const QwenVLConfig& config) {
+  DonutConfig conversion;
+  conversion.hf_version = config.hf_version;
+  return conversion;
+}
+
+class QwenVLPreset final : public Preset {
+ public:
+  QwenVLPreset(std::string name, const QwenVLConfig& config, NormalizeTable table)
+      : name_(std::move(name)),
+        config_(config),
+        table_(std::move(table)),
+        max_patches_(QwenMaxPatches(config)) {}
+
+  std::string_view name() const override { return name_; }
+  OutputShape output_shape() const override {
+    return {1, static_cast<int32_t>(max_patches_), static_cast<int32_t>(QwenPatchDim(config_))};
+  }
+  bool variable_size() const override { return true; }
+  size_t OutputBytesFor(int32_t height, int32_t width, DType dtype) const override {
+    return static_cast<size_t>(QwenPatchCount(height, width, config_)) *
+           static_cast<size_t>(QwenPatchDim(config_)) * DTypeSize(dtype);
+  }
+  const std::array<double, 3>& image_mean() const override { return config_.mean; }
+  const std::array<double, 3>& image_std() const override { return config_.std; }
+  std::vector<float> Float32Table() const override {
+    std::vector<float> flat;
+    flat.reserve(3 * 256);
+    for (const auto& channel : table_.f32) flat.insert(flat.end(), channel.begin(), channel.end());
+    return flat;
+  }
+
+  // Decode, EXIF orientation (as `datasets` applies it), the generation's RGB conversion
+  // (gray stays one channel), then smart_resize and Pillow's BICUBIC resize.
+  Status Prepare(std::span<const uint8_t> bytes, const PrepareRequest& request, Image* out,
+                 PrepareTimes* times) const override {
+    Clock::time_point start = Clock::now();
+    DOCFEED_ASSIGN_OR_RETURN(Image decoded, DecodeImage(bytes, request.limits, request.report));
+    if (request.orientation > 1) decoded = ApplyOrientation(decoded, request.orientation);
+    if (times != nullptr) times->decode += NanosSince(start);
+    start = Clock::now();
+    const DonutConfig conversion = ConversionOf(config_);
+    DOCFEED_ASSIGN_OR_RETURN(Image input, ToDonutInput(std::move(decoded), conversion,
+                                                       DonutTransparencyKey(bytes, conversion)));
+    DOCFEED_ASSIGN_OR_RETURN(const QwenGeometry g,
+                             QwenSmartResize(input.height, input.width, config_));
+    if (g.height == input.height && g.width == input.width) {
+      *out = std::move(input);  // PIL's resize to the same size is a copy
+    } else {
+      out->width = g.width;
+      out->height = g.height;
+      out->channels = input.channels;
+      out->pixels.resize(out->stride_bytes() * static_cast<size_t>(g.height));
+      DOCFEED_RETURN_IF_ERROR(
+          Resize(ViewOf(input), MutableViewOf(*out), ResampleFilter::kBicubic, nullptr, 0));
+    }
+    if (times != nullptr) times->resize += NanosSince(start);
+    return Status::Ok();
+  }
+
+  PreprocessInfo StoredInfo() const override {
+    PreprocessInfo info;
+    info.preset = name_;
+    info.hf_version = config_.hf_version;
+    return info;
+  }
+
+  Status CheckStored(const PreprocessInfo& p, const std::string& dir) const override {
+    return FailedPreconditionError(dir + " holds pages preprocessed by \"" + p.preset +
+                                   "\" at pack time, which the " + name_ +
+                                   " preset cannot take; load the original images (a dataset "
+                                   "packed without --preprocess)");
+  }
+
+  // rescale + normalize + the patch layout, into the slot; the placement is the whole page.
+  Result<Placement> Finish(const ImageView& view, const SampleKey&, DType dtype, OutputLayout,
+                           void* out) const override {
+    if (view.channels != 1 && view.channels != 3) {
+      return CorruptionError("prepared page has " + std::to_string(view.channels) +
+                             " channels, expected 1 or 3");
+    }
+    const int32_t merged = config_.patch_size * config_.merge_size;
+    if (view.height % merged != 0 || view.width % merged != 0 ||
+        QwenPatchCount(view.height, view.width, config_) > max_patches_) {
+      return CorruptionError("prepared page is " + std::to_string(view.width) + "x" +
+                             std::to_string(view.height) +
+                             ", which smart_resize cannot give with these settings");
+    }
+    DOCFEED_RETURN_IF_ERROR(QwenPatchify(view, config_, table_, dtype, out));
+    return Placement{0, 0, view.height, view.width};
+  }
+
+ private:
+  const std::string name_;
+  const QwenVLConfig config_;
+  const NormalizeTable table_;
+  const int64_t max_patches_;
+};
+
+}  // namespace
+
+bool IsQwenVLPreset(std::string_view name) {
+  return name == kPresetQwen2VL || name == kPresetQwen25VL;
+}
+
+Result<std::unique_ptr<const Preset>> MakeQwenVLPreset(const PresetParams& params) {
+  DOCFEED_RETURN_IF_ERROR(ValidateQwenVLConfig(params.qwen_vl));
+  DOCFEED_ASSIGN_OR_RETURN(NormalizeTable table, MakeQwenVLTable(params.qwen_vl));
+  return std::unique_ptr<const Preset>(
+      std::make_unique<QwenVLPreset>(params.name, params.qwen_vl, std::move(table)));
+}
+
+}  // namespace docfeed::internal

@@ -1,0 +1,117 @@
+// Properties of the Qwen2-VL geometry and patch layout that hold for every size; the pixel
+// values themselves are compared with transformers in tests/python/test_hf_qwen_vl_parity.py.
+#include "imaging/qwen_vl.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace docfeed::internal {
+namespace {
+
+TEST(QwenSmartResize, RoundsHalfToEvenAsPython) {
+  QwenVLConfig config;
+  config.min_pixels = 1;
+  // 42 / 28 = 1.5 -> 2, 70 / 28 = 2.5 -> 2, 98 / 28 = 3.5 -> 4, 126 / 28 = 4.5 -> 4.
+  Result<QwenGeometry> g = QwenSmartResize(42, 70, config);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->height, 56);
+  EXPECT_EQ(g->width, 56);
+  g = QwenSmartResize(98, 126, config);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->height, 112);
+  EXPECT_EQ(g->width, 112);
+}
+
+TEST(QwenSmartResize, RefusesAspectRatiosOver200AndEmptyResults) {
+  QwenVLConfig config;
+  EXPECT_TRUE(QwenSmartResize(20, 4000, config).ok());  // exactly 200
+  Result<QwenGeometry> g = QwenSmartResize(20, 4001, config);
+  ASSERT_EQ(g.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(g.status().message().find("absolute aspect ratio must be smaller than 200"),
+            std::string::npos);
+  EXPECT_EQ(QwenSmartResize(0, 10, config).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Every size smart_resize accepts gives whole merged patches within QwenMaxPatches, over a sweep
+// of sizes and settings that reaches all three branches and the clamped sides.
+TEST(QwenMaxPatches, BoundsEveryAcceptedSize) {
+  std::vector<QwenVLConfig> configs(4);
+  configs[1].max_pixels = 28 * 28 * 64;
+  configs[2].min_pixels = 256 * 256;
+  configs[2].max_pixels = 300 * 300;
+  configs[3].patch_size = 16;
+  configs[3].merge_size = 1;
+  configs[3].max_pixels = 16 * 16 * 8;
+  configs[3].min_pixels = 16 * 16 * 8;
+  const std::vector<int64_t> sides = {1,   2,   13,   27,   28,   29,   41,   42,   100,
+                                      399, 777, 1200, 1553, 4000, 5000, 9999, 20000};
+  for (const QwenVLConfig& config : configs) {
+    const int64_t bound = QwenMaxPatches(config);
+    const int32_t merged = config.patch_size * config.merge_size;
+    for (int64_t h : sides) {
+      for (int64_t w : sides) {
+        Result<QwenGeometry> g = QwenSmartResize(h, w, config);
+        if (!g.ok()) continue;
+        EXPECT_EQ(g->height % merged, 0);
+        EXPECT_EQ(g->width % merged, 0);
+        EXPECT_LE(QwenPatchCount(g->height, g->width, config), bound)
+            << h << "x" << w << " max_pixels " << config.max_pixels;
+      }
+    }
+  }
+}
+
+// Row r of the output is patch r in merge order; each row is channel, frame, y, x. Checked on a
+// page whose every pixel encodes its coordinates, with the uint8 (table-free) output.
+TEST(QwenPatchify, LaysOutPatchesInMergeOrderWithRepeatedFrames) {
+  QwenVLConfig config;
+  config.patch_size = 2;
+  config.merge_size = 2;
+  config.temporal_patch_size = 2;
+  const int32_t height = 8, width = 4;  // grid 4 x 2 patches, merge blocks 2 x 1
+  std::vector<uint8_t> pixels(static_cast<size_t>(height) * width * 3);
+  for (int32_t y = 0; y < height; ++y) {
+    for (int32_t x = 0; x < width; ++x) {
+      for (int32_t c = 0; c < 3; ++c) pixels[(y * width + x) * 3 + c] = y * 16 + x * 4 + c;
+    }
+  }
+  Result<NormalizeTable> table = MakeQwenVLTable(config);
+  ASSERT_TRUE(table.ok());
+  std::vector<uint8_t> out(static_cast<size_t>(QwenPatchCount(height, width, config)) *
+                           QwenPatchDim(config));
+  ASSERT_TRUE(QwenPatchify({pixels.data(), width, height, 3, width * 3}, config, *table,
+                           DType::kUint8, out.data())
+                  .ok());
+  // Patch order: block (0,0): (0,0) (0,1) (1,0) (1,1); block (1,0): (2,0) (2,1) (3,0) (3,1).
+  const int32_t order[8][2] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {3, 0}, {3, 1}};
+  size_t i = 0;
+  for (const auto& [pr, pc] : order) {
+    for (int32_t c = 0; c < 3; ++c) {
+      for (int32_t t = 0; t < 2; ++t) {
+        for (int32_t y = 0; y < 2; ++y) {
+          for (int32_t x = 0; x < 2; ++x, ++i) {
+            EXPECT_EQ(out[i], (pr * 2 + y) * 16 + (pc * 2 + x) * 4 + c) << "element " << i;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(i, out.size());
+}
+
+TEST(QwenPatchify, RefusesPagesThatAreNotWholeMergedPatches) {
+  QwenVLConfig config;
+  std::vector<uint8_t> pixels(30 * 28 * 3);
+  Result<NormalizeTable> table = MakeQwenVLTable(config);
+  ASSERT_TRUE(table.ok());
+  std::vector<float> out(4 * QwenPatchDim(config));
+  EXPECT_EQ(
+      QwenPatchify({pixels.data(), 28, 30, 3, 28 * 3}, config, *table, DType::kFloat32, out.data())
+          .code(),
+      StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace docfeed::internal

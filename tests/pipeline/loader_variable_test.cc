@@ -1,0 +1,115 @@
+// The loader with a variable-size preset (Qwen2-VL): each batch's pages' outputs follow one
+// another from the buffer's start (the worker that finishes a batch packs them), whatever the
+// number of threads, and equal what the public Preset gives for each page on its own. Pages of
+// different sizes make the outputs differ in length. Runs under TSan and ASan with the others.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "docfeed/preprocess.h"
+#include "loader_testing.h"
+#include "pipeline/loader.h"
+
+namespace docfeed::internal {
+namespace {
+
+using testing::PackPages;
+using testing::TempDir;
+using testing::TestOptions;
+
+struct Outputs {
+  std::vector<std::vector<int64_t>> ids;
+  std::vector<std::vector<uint8_t>> pixels;
+};
+
+Outputs Drain(const LoaderOptions& o) {
+  Outputs out;
+  Result<std::unique_ptr<Loader>> loader = Loader::Create(o);
+  EXPECT_TRUE(loader.ok()) << loader.status().ToString();
+  if (!loader.ok()) return out;
+  while (true) {
+    Result<Batch> b = (*loader)->Next();
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    if (!b.ok() || !b->valid()) break;
+    out.ids.emplace_back(b->sample_ids(), b->sample_ids() + b->size());
+    const auto* p = static_cast<const uint8_t*>(b->pixels());
+    out.pixels.emplace_back(p, p + b->pixel_bytes());
+  }
+  return out;
+}
+
+LoaderOptions QwenOptions(const std::string& path, int threads) {
+  LoaderOptions o = TestOptions(path, threads);
+  o.preset.name = "qwen2-vl";
+  o.preset.qwen_vl.min_pixels = 28 * 28;
+  o.preset.qwen_vl.max_pixels = 28 * 28 * 9;
+  return o;
+}
+
+// Each batch's pixels are its pages' outputs (the public Preset's, page by page) end to end.
+void ExpectPagesInOrder(const LoaderOptions& o, const Outputs& got) {
+  Result<docfeed::Preset> preset = docfeed::Preset::Create(o.preset);
+  ASSERT_TRUE(preset.ok()) << preset.status().ToString();
+  ASSERT_TRUE(preset->variable_size());
+  Result<std::unique_ptr<Dataset>> ds = Dataset::Open(o.path);
+  ASSERT_TRUE(ds.ok());
+  ReadScratch scratch;
+  for (size_t k = 0; k < got.ids.size(); ++k) {
+    std::vector<uint8_t> want;
+    for (int64_t id : got.ids[k]) {
+      Result<SampleBytes> sample = (*ds)->ReadSample(static_cast<uint64_t>(id), false, &scratch);
+      ASSERT_TRUE(sample.ok()) << sample.status().ToString();
+      Image page;
+      ASSERT_TRUE(preset->Prepare(sample->image, {}, &page).ok());
+      std::vector<uint8_t> one(preset->SampleBytes(o.dtype));
+      Result<Placement> placed = preset->Finish(page, {}, o.dtype, o.layout, one.data());
+      ASSERT_TRUE(placed.ok());
+      one.resize(preset->OutputBytes(*placed, o.dtype));
+      want.insert(want.end(), one.begin(), one.end());
+    }
+    EXPECT_EQ(got.pixels[k], want) << "batch " << k;
+  }
+}
+
+TEST(LoaderVariableSize, BatchesPackEachPagesOutputInOrder) {
+  TempDir tmp;
+  const std::string path = tmp.Join("pages.docfeed");
+  PackPages(tmp.path(), path, 11, 30, false, false, 17);  // 30x30 .. 204x115: many grids
+  const LoaderOptions o = QwenOptions(path, 3);
+  const Outputs got = Drain(o);
+  ASSERT_EQ(got.ids.size(), 4u);  // 3 + 3 + 3 + 2 (partial)
+  ExpectPagesInOrder(o, got);
+  std::set<size_t> sizes;  // the pages really differ: batches of equal counts differ in bytes
+  for (const auto& p : got.pixels) sizes.insert(p.size());
+  EXPECT_GE(sizes.size(), 3u);
+  // The same bytes with one thread and with four, and in bfloat16.
+  for (int threads : {1, 4}) {
+    const Outputs again = Drain(QwenOptions(path, threads));
+    EXPECT_EQ(again.ids, got.ids) << threads << " threads";
+    EXPECT_EQ(again.pixels, got.pixels) << threads << " threads";
+  }
+  LoaderOptions bf16 = QwenOptions(path, 2);
+  bf16.dtype = DType::kBfloat16;
+  ExpectPagesInOrder(bf16, Drain(bf16));
+}
+
+TEST(LoaderVariableSize, ASkippedSampleIsReplacedAndTheBatchStaysPacked) {
+  TempDir tmp;
+  const std::string path = tmp.Join("pages.docfeed");
+  PackPages(tmp.path(), path, 8, 30, false, false, 17);
+  testing::DamageSample(path, 3);
+  LoaderOptions o = QwenOptions(path, 2);
+  o.on_error = BadSamplePolicy::kSkip;
+  const Outputs got = Drain(o);
+  ASSERT_EQ(got.ids.size(), 3u);  // 3 + 3 + 2: the bad sample's slot is filled by another
+  for (const auto& ids : got.ids) {
+    for (int64_t id : ids) EXPECT_NE(id, 3);
+  }
+  ExpectPagesInOrder(o, got);
+}
+
+}  // namespace
+}  // namespace docfeed::internal

@@ -1,0 +1,99 @@
+"""docfeed.Loader(path, preset="qwen2-vl") against the Qwen2-VL image processor, batch by batch.
+
+Runs in both transformers environments (the test_hf_* modules run under .venv/train, 4.57.6,
+and .venv/hf5, 5.x). The dataset is the sample documents packed as they are; the reference for
+each batch is the running generation's slow processor given the batch's pages as the user's
+Hugging Face pipeline gives them (`datasets.load_from_disk(path)[id]["image"]`, in the order of
+the batch's sample ids): pixel_values (bit for bit) and image_grid_thw must be equal. Also:
+batches do not depend on the number of threads, a state_dict resumes the same batches, and the
+Qwen-only options are refused with other presets.
+"""
+import numpy as np
+import pytest
+
+from conftest import SAMPLE_DOCS, run_docfeed
+
+torch = pytest.importorskip("torch")
+datasets = pytest.importorskip("datasets")
+transformers = pytest.importorskip("transformers")
+import docfeed  # noqa: E402
+
+HF_VERSION = int(transformers.__version__.split(".")[0])
+if HF_VERSION >= 5:
+    from transformers import Qwen2VLImageProcessorPil as SlowProcessor
+else:
+    from transformers import Qwen2VLImageProcessor as SlowProcessor
+
+MAX_PIXELS = 28 * 28 * 256  # small pages keep the reference fast; the rules are the same
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory):
+    out = tmp_path_factory.mktemp("qwen") / "ds"
+    run_docfeed("pack", SAMPLE_DOCS, "-o", out)
+    return out
+
+
+def make_loader(path, **kwargs):
+    args = dict(batch_size=3, preset="qwen2-vl", max_pixels=MAX_PIXELS, hf_version=HF_VERSION,
+                seed=7, num_threads=2)
+    args.update(kwargs)
+    return docfeed.Loader(path, **args)
+
+
+def batches(loader):
+    out = []
+    for batch in loader:
+        out.append({"pixel_values": batch["pixel_values"].clone(),
+                    "image_grid_thw": batch["image_grid_thw"].clone(),
+                    "sample_ids": batch.sample_ids.clone()})
+    return out
+
+
+def test_batches_equal_the_processor(packed):
+    rows = datasets.load_from_disk(str(packed))
+    proc = SlowProcessor(min_pixels=56 * 56, max_pixels=MAX_PIXELS)
+    got = batches(make_loader(packed, drop_last=False))
+    assert sum(len(b["sample_ids"]) for b in got) == len(rows)
+    for b in got:
+        images = [rows[int(i)]["image"] for i in b["sample_ids"]]
+        want = proc(images, do_convert_rgb=True)
+        pv = np.asarray(want["pixel_values"], dtype=np.float32)
+        assert b["pixel_values"].dtype == torch.float32
+        assert tuple(b["pixel_values"].shape) == pv.shape
+        assert np.array_equal(b["pixel_values"].numpy().view(np.uint32), pv.view(np.uint32))
+        assert b["image_grid_thw"].tolist() == np.asarray(want["image_grid_thw"]).tolist()
+
+
+def test_threads_and_resume_give_the_same_batches(packed):
+    one = batches(make_loader(packed, num_threads=1))
+    three = batches(make_loader(packed, num_threads=3))
+    assert len(one) == len(three) > 2
+    for a, b in zip(one, three):
+        assert torch.equal(a["sample_ids"], b["sample_ids"])
+        assert torch.equal(a["pixel_values"], b["pixel_values"])
+        assert torch.equal(a["image_grid_thw"], b["image_grid_thw"])
+    loader = make_loader(packed)
+    it = iter(loader)
+    next(it)
+    state = loader.state_dict()
+    resumed = make_loader(packed)
+    resumed.load_state_dict(state)
+    rest = batches(resumed)
+    assert len(rest) == len(one) - 1
+    for a, b in zip(one[1:], rest):
+        assert torch.equal(a["pixel_values"], b["pixel_values"])
+
+
+def test_bfloat16_is_the_float32_rounded(packed):
+    f32 = batches(make_loader(packed))[0]["pixel_values"]
+    bf16 = batches(make_loader(packed, dtype=torch.bfloat16))[0]["pixel_values"]
+    assert bf16.dtype == torch.bfloat16
+    assert torch.equal(bf16, f32.to(torch.bfloat16))
+
+
+def test_qwen_options_need_a_qwen_preset(packed):
+    with pytest.raises(docfeed.InvalidArgumentError, match="max_pixels"):
+        docfeed.Loader(packed, batch_size=2, max_pixels=1000)
+    with pytest.raises(docfeed.InvalidArgumentError, match="max_pixels"):
+        make_loader(packed, min_pixels=5000, max_pixels=4000)
