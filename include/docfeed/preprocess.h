@@ -86,8 +86,10 @@ struct DonutConfig {
 // One page gives (h / patch_size) * (w / patch_size) rows of 3 * temporal_patch_size *
 // patch_size^2 values: a variable-size output (Preset::variable_size()).
 // Generations (hf_version): 4 = Qwen2VLImageProcessor of 4.x (checked against 4.57.6): its
-// convert("RGB") drops alpha; 5 = Qwen2VLImageProcessorPil of 5.x (checked against 5.23.0):
-// transparency composited onto white. Only the PIL path (backend kPil).
+// convert("RGB") drops alpha; 5 = transformers 5.x (checked against 5.23.0): transparency
+// composited onto white, and `backend` kPil = Qwen2VLImageProcessorPil, kTorchvision =
+// Qwen2VLImageProcessor (torchvision) on the CPU: torch's uint8 BICUBIC and fused
+// rescale/normalize, as for Donut (DonutBackend is the processors' backend choice).
 struct QwenVLConfig {
   int64_t min_pixels = 56 * 56;
   int64_t max_pixels = 28 * 28 * 16384;
@@ -101,6 +103,7 @@ struct QwenVLConfig {
   std::array<double, 3> mean = {0.48145466, 0.4578275, 0.40821073};
   std::array<double, 3> std = {0.26862954, 0.26130258, 0.27577711};
   int32_t hf_version = 4;
+  DonutBackend backend = DonutBackend::kPil;
 };
 
 // The processor's padding: random offsets (random_padding=True, the training default) or

@@ -308,6 +308,7 @@ LoaderOptions MakeOptions(
   Result<DonutBackend> parsed_backend = ParseDonutBackend(backend);
   if (!parsed_backend.ok()) Raise(parsed_backend.status());
   opt.preset.donut.backend = parsed_backend.value();
+  qwen.backend = parsed_backend.value();
   if (opt.preset.donut.backend == DonutBackend::kTorchvision && opt.preset.donut.hf_version != 5) {
     RaiseInvalid(
         "backend=\"torchvision\" needs hf_version=5 (transformers 4's fast processor is "

@@ -79,13 +79,20 @@ Status ValidateQwenVLConfig(const QwenVLConfig& config) {
   if (config.hf_version != 4 && config.hf_version != 5) {
     return InvalidArgumentError("hf_version must be 4 or 5");
   }
+  if (config.backend == DonutBackend::kTorchvision && config.hf_version != 5) {
+    return InvalidArgumentError(
+        "backend torchvision needs hf_version 5 (transformers 4's fast processor is not "
+        "reproduced)");
+  }
   return MakeQwenVLTable(config).status();
 }
 
 Result<NormalizeTable> MakeQwenVLTable(const QwenVLConfig& config) {
-  // The table's arithmetic is numpy's rescale + normalize, which is what Donut's 4.x and PIL
-  // paths use too; only these fields matter to it.
+  // The table's arithmetic is the same as Donut's for the same generation and backend: numpy's
+  // rescale + normalize, or torchvision's fused one; only these fields matter to it.
   DonutConfig normalization;
+  normalization.hf_version = config.hf_version;
+  normalization.backend = config.backend;
   normalization.do_rescale = config.do_rescale;
   normalization.do_normalize = config.do_normalize;
   normalization.rescale_factor = config.rescale_factor;

@@ -66,8 +66,11 @@ class QwenVLPreset final : public Preset {
       out->height = g.height;
       out->channels = input.channels;
       out->pixels.resize(out->stride_bytes() * static_cast<size_t>(g.height));
-      DOCFEED_RETURN_IF_ERROR(
-          Resize(ViewOf(input), MutableViewOf(*out), ResampleFilter::kBicubic, nullptr, 0));
+      const ResampleArithmetic arithmetic = config_.backend == DonutBackend::kTorchvision
+                                                ? ResampleArithmetic::kTorchUint8
+                                                : ResampleArithmetic::kPillow;
+      DOCFEED_RETURN_IF_ERROR(Resize(ViewOf(input), MutableViewOf(*out), ResampleFilter::kBicubic,
+                                     nullptr, 0, arithmetic));
     }
     if (times != nullptr) times->resize += NanosSince(start);
     return Status::Ok();
@@ -77,6 +80,7 @@ class QwenVLPreset final : public Preset {
     PreprocessInfo info;
     info.preset = name_;
     info.hf_version = config_.hf_version;
+    info.backend = std::string(DonutBackendName(config_.backend));
     return info;
   }
 

@@ -6,6 +6,8 @@ Runs in both transformers environments (`make test-python` runs the test_hf_* mo
 gives it, and docfeed reproduces that generation (--hf-version 4 or 5):
   * 4.x: Qwen2VLImageProcessor (its convert("RGB") drops alpha),
   * 5.x: Qwen2VLImageProcessorPil (do_convert_rgb composites transparency onto white).
+Under 5.x the torchvision Qwen2VLImageProcessor (the 5.x default) is compared too, on the CPU
+(--backend torchvision).
 Compared bit for bit: pixel_values (float32 rows of flattened patches, as bits) and the grid
 (image_grid_thw = (1, rows / patch, columns / patch), from the output's shape and the resized
 stage), on every sample document at a fine-tuning max_pixels, a few at the checkpoints' default
@@ -29,6 +31,19 @@ if HF_VERSION >= 5:
     from transformers import Qwen2VLImageProcessorPil as SlowProcessor
 else:
     from transformers import Qwen2VLImageProcessor as SlowProcessor
+# 5.x's default Qwen2VLImageProcessor is the torchvision one: compared on the CPU as well
+# (--backend torchvision: torch's uint8 BICUBIC and fused rescale/normalize). transformers 4's
+# fast processor is not reproduced (and .venv/train has no torchvision).
+BACKENDS = ["pil"]
+if HF_VERSION >= 5:
+    try:
+        import torch
+        import torchvision  # noqa: F401
+        from transformers import Qwen2VLImageProcessor as TorchvisionProcessor
+
+        BACKENDS.append("torchvision")
+    except ImportError:
+        pass
 
 FINE_TUNE_MAX = 28 * 28 * 1280  # 1003520, the max_pixels of the Qwen2-VL fine-tuning examples
 DEFAULT_MAX = 12845056
@@ -88,8 +103,15 @@ def settings_args(settings):
     return args
 
 
-def reference(path, settings):
+def reference(path, settings, backend="pil"):
     init = {"min_pixels": 56 * 56, "max_pixels": DEFAULT_MAX, **settings}
+    if backend == "torchvision":
+        torch.set_num_threads(1)
+        proc = TorchvisionProcessor(**init)
+        assert proc.backend == "torchvision"
+        with Image.open(path) as img:
+            out = proc(img, do_convert_rgb=True, return_tensors="pt")
+        return out["pixel_values"].numpy(), out["image_grid_thw"].numpy()
     proc = SlowProcessor(**init)
     with Image.open(path) as img:
         out = proc(img, do_convert_rgb=True)
@@ -105,12 +127,13 @@ def image_path(source, tmp_path, name):
     return source
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name,source,settings", cases(), ids=[c[0] for c in cases()])
-def test_pixel_values_match_the_processor(name, source, settings, tmp_path):
+def test_pixel_values_match_the_processor(name, source, settings, backend, tmp_path):
     path = image_path(source, tmp_path, name)
-    want, grid = reference(path, settings)
+    want, grid = reference(path, settings, backend)
     common = ["preprocess", path, "--preset", "qwen2-vl", "--hf-version", str(HF_VERSION),
-              *settings_args(settings)]
+              "--backend", backend, *settings_args(settings)]
     run_docfeed(*common, "-o", tmp_path / "pv.npy")
     got = np.load(tmp_path / "pv.npy")
     assert got.dtype == np.float32 and got.shape == want.shape, (got.shape, want.shape)

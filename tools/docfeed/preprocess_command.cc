@@ -26,6 +26,7 @@ constexpr char kUsage[] =
     "       docfeed preprocess IMAGE --preset qwen2-vl|qwen2.5-vl [--min-pixels N]\n"
     "       [--max-pixels N] [--patch-size N] [--temporal-patch-size N] [--merge-size N]\n"
     "       [--stage resized|normalized] [--dtype float32|float16] [--hf-version 4|5]\n"
+    "       [--backend pil|torchvision]\n"
     "       [--repeat N] -o OUT.npy|OUT.png\n"
     "\n"
     "  --size HxW     output height x width (default 2560x1920, the processor's default). A\n"
@@ -147,6 +148,7 @@ Result<Options> ParseOptions(const ParsedArgs& p) {
   if (p.Has("--fast")) o.mode = PrepareMode::kFast;
   QwenVLConfig& q = o.qwen_vl;
   q.hf_version = generation.hf_version;
+  q.backend = o.config.backend;
   constexpr int64_t kMaxArea = int64_t{1} << 40;
   DOCFEED_ASSIGN_OR_RETURN(q.min_pixels,
                            ParseInt64("--min-pixels", p.Get("--min-pixels", "3136"), 1, kMaxArea));
