@@ -14,9 +14,14 @@ Then times, per page:
       src/imaging/donut_stages_bench.cc; the image buffer is allocated per run, as in Pillow),
 and prints a markdown table with docfeed/Pillow ratios. Both are CPU time per page, the mean of
 --repeat runs after one warm-up (time.process_time() in Python, the thread's CPU clock in
-donut_stages_bench), on the core the script is pinned to.
+donut_stages_bench), on the core the script is pinned to. With --rounds N the measurements of a
+page alternate N times (Pillow, docfeed, each --baseline) and each column is the median of the N
+means, so that load changes on a shared machine hit every column alike. --baseline NAME=PATH
+adds another donut_stages_bench binary (e.g. one built from the previous commit) as a column
+measured in the same rounds, with its own ratio to Pillow.
 
 Usage: taskset -c 0 .venv/bin/python bench/codec/tiff_vs_pillow.py --build build [--repeat 20]
+       [--rounds 5] [--baseline before=/tmp/donut_stages_bench.before]
 (the build needs the target donut_stages_bench; tiffcp from libtiff-tools on PATH).
 """
 import argparse
@@ -25,6 +30,7 @@ import os
 import pathlib
 import platform
 import re
+import statistics
 import subprocess
 import tempfile
 import time
@@ -98,22 +104,35 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=os.environ.get("DOCFEED_BUILD_DIR", "build"))
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--baseline", action="append", default=[], metavar="NAME=PATH",
+                        help="another donut_stages_bench, measured in the same rounds")
     opts = parser.parse_args()
     build = pathlib.Path(opts.build)
     bench = (build if build.is_absolute() else REPO / build) / "bin" / "donut_stages_bench"
+    baselines = [tuple(b.split("=", 1)) for b in opts.baseline]
     cpus = sorted(os.sched_getaffinity(0))
     print(f"Pillow {Image.__version__} (libtiff {features.version('libtiff')}), "
-          f"{platform.processor() or platform.machine()}, CPUs {cpus}, mean of {opts.repeat}")
+          f"{platform.processor() or platform.machine()}, CPUs {cpus}, mean of {opts.repeat}"
+          + (f", median of {opts.rounds} interleaved rounds" if opts.rounds > 1 else ""))
     print()
-    print("| page | bytes | Pillow mode | Pillow ms | docfeed ms | docfeed / Pillow |")
-    print("|---|---|---|---|---|---|")
+    extra_head = "".join(f" {name} ms | {name} / Pillow |" for name, _ in baselines)
+    print("| page | bytes | Pillow mode | Pillow ms | docfeed ms | docfeed / Pillow |" + extra_head)
+    print("|---|---|---|---|---|---|" + "---|---|" * len(baselines))
     with tempfile.TemporaryDirectory() as tmp:
         for name, path in make_pages(pathlib.Path(tmp)):
             data = path.read_bytes()
-            pillow_ms, mode = time_pillow(data, opts.repeat)
-            docfeed_ms = time_docfeed(bench, path, opts.repeat)
-            print(f"| {name} | {len(data):,} | {mode} | {pillow_ms:.2f} | {docfeed_ms:.2f} | "
-                  f"{docfeed_ms / pillow_ms:.2f} |")
+            times = {"pillow": [], "docfeed": [], **{b: [] for b, _ in baselines}}
+            for _ in range(opts.rounds):
+                pillow_ms, mode = time_pillow(data, opts.repeat)
+                times["pillow"].append(pillow_ms)
+                times["docfeed"].append(time_docfeed(bench, path, opts.repeat))
+                for b, b_path in baselines:
+                    times[b].append(time_docfeed(b_path, path, opts.repeat))
+            ms = {k: statistics.median(v) for k, v in times.items()}
+            extra = "".join(f" {ms[b]:.2f} | {ms[b] / ms['pillow']:.2f} |" for b, _ in baselines)
+            print(f"| {name} | {len(data):,} | {mode} | {ms['pillow']:.2f} | {ms['docfeed']:.2f} | "
+                  f"{ms['docfeed'] / ms['pillow']:.2f} |" + extra, flush=True)
 
 
 if __name__ == "__main__":

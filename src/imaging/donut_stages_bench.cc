@@ -6,7 +6,8 @@
 //                       is checked against the streamed DecodeAndResizeForDonut (same bytes)
 //   --mode decode-only  the decode alone: JPEGs into a buffer reused across runs
 //                       (libjpeg-turbo's own time, no allocation), other formats through
-//                       DecodeImage
+//                       DecodeImage, the previous run's image freed (timed) first, as a
+//                       Pillow loop frees each image before the next Image.open().load()
 //
 // usage: donut_stages_bench IMAGE --mode unfused|decode-only [--size HxW] [--fast]
 //                           [--pad center|random] [--seed N] [--repeat N]
@@ -131,6 +132,9 @@ Status RunDecodeOnly(std::span<const uint8_t> bytes, Workspace& ws, StepTimes& t
   if (SniffCodec(bytes) == ImageCodec::kJpeg) {
     DOCFEED_RETURN_IF_ERROR(DecodeJpegScaledInto(bytes, 1, {}, &ws.decoded));
   } else {
+    // Not freed first, the previous image would hold its memory while the next is allocated,
+    // and every run would start from pages fresh from the kernel.
+    ws.decoded.image = Image{};
     DOCFEED_ASSIGN_OR_RETURN(ws.decoded.image, DecodeImage(bytes));
   }
   t.decode_s += ThreadCpuSeconds() - start;
