@@ -120,7 +120,7 @@ test-tsan: deps build/tsan/CMakeCache.txt
 
 # clang's -Wthread-safety over the libraries whose members are GUARDED_BY a Mutex (a build that
 # fails on any unguarded access), then a check that a known violation does fail to compile.
-TSA_TARGETS := docfeed_base docfeed_pipeline docfeed_pack docfeed_migrate
+TSA_TARGETS := docfeed_base docfeed_remote docfeed_pipeline docfeed_pack docfeed_migrate
 build/tsa/CMakeCache.txt:
 	@$(MAKE) --no-print-directory deps
 	cmake --preset tsa

@@ -190,8 +190,7 @@ Result<MappedFile> RemoteEnv::MapFile(const std::string& path) {
   return MappedFile(path, std::make_unique<HeapRegion>(std::move(bytes)));
 }
 
-Result<uint64_t> RemoteEnv::FileSize(const std::string& path) {
-  DOCFEED_ASSIGN_OR_RETURN(RemoteTarget t, Resolve(path));
+Result<uint64_t> RemoteEnv::ObjectSize(const RemoteTarget& t) {
   DOCFEED_ASSIGN_OR_RETURN(HttpResponse r, Head(t, t.http_url));
   HttpRequest request;
   request.head = true;
@@ -199,14 +198,19 @@ Result<uint64_t> RemoteEnv::FileSize(const std::string& path) {
   request.name = t.name;
   if (r.status < 200 || r.status >= 300) return ResponseError(request, r, t);
   if (r.size_bytes < 0) {
-    return UnsupportedError("HEAD " + path + ": the server sent no Content-Length");
+    return UnsupportedError("HEAD " + t.name + ": the server sent no Content-Length");
   }
   return static_cast<uint64_t>(r.size_bytes);
 }
 
-Result<std::unique_ptr<RandomAccessFile>> RemoteEnv::NewRandomAccessFile(const std::string& path) {
-  DOCFEED_ASSIGN_OR_RETURN(uint64_t size_bytes, FileSize(path));
+Result<uint64_t> RemoteEnv::FileSize(const std::string& path) {
   DOCFEED_ASSIGN_OR_RETURN(RemoteTarget t, Resolve(path));
+  return ObjectSize(t);
+}
+
+Result<std::unique_ptr<RandomAccessFile>> RemoteEnv::NewRandomAccessFile(const std::string& path) {
+  DOCFEED_ASSIGN_OR_RETURN(RemoteTarget t, Resolve(path));
+  DOCFEED_ASSIGN_OR_RETURN(uint64_t size_bytes, ObjectSize(t));
   return std::unique_ptr<RandomAccessFile>(new RemoteFile(this, std::move(t), size_bytes));
 }
 

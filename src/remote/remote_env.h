@@ -64,7 +64,8 @@ class RemoteEnv : public Env {
   Result<RemoteTarget> Resolve(const std::string& url);
   RemoteStats stats() const;
 
-  // HEAD, error mapping and ranged reads for RemoteFile (remote_env.cc).
+  // One ranged GET of `out.size()` bytes at `offset` (RemoteFile::ReadAt): exactly those bytes,
+  // the Env's short read when the object ends first, or the mapped HTTP error.
   Status ReadRange(const RemoteTarget& target, uint64_t offset, std::span<uint8_t> out);
 
   using Env::ReadFile;
@@ -101,6 +102,8 @@ class RemoteEnv : public Env {
                  std::vector<std::pair<std::string, uint64_t>>* objects,
                  std::vector<std::string>* prefixes);
   Result<HttpResponse> Head(const RemoteTarget& t, const std::string& url);
+  // The object's size from a HEAD (its Content-Length); errors as ReadFile's.
+  Result<uint64_t> ObjectSize(const RemoteTarget& t);
   // Whether anything lies below the URL as a prefix (S3: a one-key listing; HTTP: the URL with
   // a trailing '/' served (2xx) or refused (403, nginx's answer for a directory without an
   // index)); an error is reported as such.

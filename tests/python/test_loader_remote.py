@@ -44,8 +44,15 @@ def assert_same_batches(got, want):
 
 def test_s3_batches_equal_local(s3_settings):
     want = epoch(s3_settings["DOCFEED_TEST_DATASET"])
+    before = docfeed.remote_stats()
     got = epoch(f"s3://{s3_settings['DOCFEED_TEST_S3_BUCKET']}/ds")
     assert_same_batches(got, want)
+    after = docfeed.remote_stats()
+    # The manifest, the index, a HEAD per data file and a ranged GET per sample at least.
+    samples = sum(len(b["pixel_values"]) for b in want)
+    assert after["requests"] - before["requests"] >= samples + 3
+    assert after["bytes"] > before["bytes"]
+    assert after["errors"] == before["errors"]
 
 
 def test_http_batches_equal_local(remote_servers):
