@@ -24,10 +24,11 @@ Env* EnvForPath(const std::string& path);
 
 // What the process-wide remote Env has done so far (all threads).
 struct RemoteStats {
-  uint64_t requests = 0;  // HTTP requests sent, retries included
-  uint64_t bytes = 0;     // body bytes received in successful responses
-  uint64_t retries = 0;   // attempts repeated after a transient failure
-  uint64_t errors = 0;    // requests that failed for good
+  uint64_t requests = 0;     // HTTP requests sent, retries included
+  uint64_t connections = 0;  // connections opened; the other requests reused a kept-alive one
+  uint64_t bytes = 0;        // body bytes received in successful responses
+  uint64_t retries = 0;      // attempts repeated after a transient failure
+  uint64_t errors = 0;       // requests that failed for good
 };
 RemoteStats GetRemoteStats();
 

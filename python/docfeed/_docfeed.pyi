@@ -69,7 +69,7 @@ STATS_FIELDS: Tuple[str, ...]
 # original_column.
 def dataset_info(path: str) -> Dict[str, Any]: ...
 
-# docfeed/remote.h GetRemoteStats: {"requests", "bytes", "retries", "errors"} of the process's
+# docfeed/remote.h GetRemoteStats: {"requests", "connections", "bytes", "retries", "errors"} of the process's
 # remote reads (s3://, http(s)://).
 def remote_stats() -> Dict[str, int]: ...
 

@@ -442,6 +442,7 @@ nb::dict RemoteStatsDict() {
   const RemoteStats s = GetRemoteStats();
   nb::dict d;
   d["requests"] = s.requests;
+  d["connections"] = s.connections;
   d["bytes"] = s.bytes;
   d["retries"] = s.retries;
   d["errors"] = s.errors;

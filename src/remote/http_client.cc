@@ -292,6 +292,9 @@ HttpClient::Attempt HttpClient::PerformOnce(const HttpRequest& r, std::span<uint
   curl_easy_getinfo(t.handle, CURLINFO_RESPONSE_CODE, &a.response.status);
   curl_off_t content_length = -1;
   curl_easy_getinfo(t.handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &content_length);
+  long connects = 0;
+  curl_easy_getinfo(t.handle, CURLINFO_NUM_CONNECTS, &connects);
+  counters_.connections.fetch_add(static_cast<uint64_t>(connects), std::memory_order_relaxed);
   curl_slist_free_all(headers);
   pool_->Release(t.handle);
   const std::string what = DescribeRequest(r);

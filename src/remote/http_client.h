@@ -63,8 +63,9 @@ struct HttpOptions {
 
 // Counters over the client's life (all requests, all threads).
 struct HttpCounters {
-  std::atomic<uint64_t> requests{0};  // attempts sent, retries included
-  std::atomic<uint64_t> bytes{0};     // body bytes of successful responses
+  std::atomic<uint64_t> requests{0};     // attempts sent, retries included
+  std::atomic<uint64_t> connections{0};  // new connections opened (the rest reused one)
+  std::atomic<uint64_t> bytes{0};        // body bytes of successful responses
   std::atomic<uint64_t> retries{0};
   std::atomic<uint64_t> errors{0};  // requests that failed for good (after their retries)
 };

@@ -138,7 +138,13 @@ Result<RemoteTarget> RemoteEnv::Resolve(const std::string& url) {
 
 RemoteStats RemoteEnv::stats() const {
   const HttpCounters& c = client_.counters();
-  return {c.requests.load(), c.bytes.load(), c.retries.load(), c.errors.load()};
+  RemoteStats s;
+  s.requests = c.requests.load();
+  s.connections = c.connections.load();
+  s.bytes = c.bytes.load();
+  s.retries = c.retries.load();
+  s.errors = c.errors.load();
+  return s;
 }
 
 Result<HttpResponse> RemoteEnv::Head(const RemoteTarget& t, const std::string& url) {

@@ -53,6 +53,8 @@ def test_s3_batches_equal_local(s3_settings):
     assert after["requests"] - before["requests"] >= samples + 3
     assert after["bytes"] > before["bytes"]
     assert after["errors"] == before["errors"]
+    # Connections are kept alive and reused: a few per worker thread, not one per request.
+    assert after["connections"] - before["connections"] <= 2 * OPTIONS["num_threads"] + 2
 
 
 def test_http_batches_equal_local(remote_servers):
