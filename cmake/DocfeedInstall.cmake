@@ -12,7 +12,7 @@
 include(CMakePackageConfigHelpers)
 include(GNUInstallDirs)
 
-set(docfeed_components docfeed_base docfeed_codec docfeed_pdf docfeed_format docfeed_kernels docfeed_imaging
+set(docfeed_components docfeed_base docfeed_remote docfeed_codec docfeed_pdf docfeed_format docfeed_kernels docfeed_imaging
     docfeed_preset docfeed_labels docfeed_pack docfeed_migrate docfeed_pipeline docfeed_synth)
 add_library(docfeed_shared SHARED ${PROJECT_SOURCE_DIR}/cmake/docfeed_shared.cc)
 add_library(docfeed::docfeed ALIAS docfeed_shared)

@@ -54,6 +54,9 @@ struct DatasetInfo {
   uint64_t total_bytes = 0;         // every file the manifest lists
 };
 
+// Every function here takes a dataset's local path or its URL (s3://BUCKET/KEY, http(s)://...):
+// files are read through EnvForPath(path) (docfeed/remote.h) unless an Env is given.
+//
 // Reads the manifest and the index of the dataset at `path` (checking their checksums).
 // Errors: NotFound when there is no dataset there; Corruption naming the file and field.
 Result<DatasetInfo> ReadDatasetInfo(const std::string& path);

@@ -120,8 +120,9 @@ std::string LoaderStatsJson(const LoaderStats& stats);
 enum class BadSamplePolicy { kError, kSkip };
 
 struct LoaderOptions {
-  std::string path;  // a docfeed dataset directory
-  // Opens and reads the dataset's files (Env::Default() when null); must outlive the Loader.
+  std::string path;  // a docfeed dataset directory, or its URL (s3://, http(s)://)
+  // Opens and reads the dataset's files; null: EnvForPath(path) (docfeed/remote.h), the remote
+  // Env for a URL, else Env::Default(). Must outlive the Loader.
   Env* env = nullptr;
   // The model preset and its parameters (docfeed/preprocess.h): for Donut the output
   // height/width, align_long_axis, rescale/normalize settings and the padding (random or

@@ -13,13 +13,14 @@ from docfeed.errors import (AlreadyExistsError, CancelledError, DataError, Error
                             LoaderClosedError, NotFoundError, ResourceExhaustedError,
                             StorageError)
 from docfeed._docfeed import normalize_table as _normalize_table  # noqa: F401,E402
+from docfeed._docfeed import remote_stats  # noqa: E402  (s3:// and http(s):// reads so far)
 from docfeed.loader import Batch, Loader  # noqa: E402
 from docfeed.pack import DecodeWarning, pack  # noqa: E402
 
 __all__ = ["Batch", "Loader", "pack", "DecodeWarning", "cli_path", "Error", "InvalidArgumentError",
            "NotFoundError", "DataError", "StorageError", "ResourceExhaustedError",
            "CancelledError", "InternalError", "AlreadyExistsError", "FailedPreconditionError",
-           "LoaderClosedError"]
+           "LoaderClosedError", "remote_stats"]
 __version__ = "0.1.0"
 
 

@@ -71,6 +71,10 @@ STATS_FIELDS: Tuple[str, ...]
 # original_column.
 def dataset_info(path: str) -> Dict[str, Any]: ...
 
+# docfeed/remote.h GetRemoteStats: {"requests", "connections", "bytes", "retries", "errors"} of the process's
+# remote reads (s3://, http(s)://).
+def remote_stats() -> Dict[str, int]: ...
+
 # docfeed.pack's engine (src/pack/packer.h PackFrom): `rows` is one JSON object per line
 # (file_name + the other columns, typed as metadata.jsonl rows); fetch() returns the next rows'
 # images in row order (bytes, or a str saying what is wrong with that row; [] at the end).

@@ -46,6 +46,7 @@
 #include "docfeed/loader.h"
 #include "docfeed/pack.h"
 #include "docfeed/preprocess.h"
+#include "docfeed/remote.h"
 #include "docfeed/status.h"
 
 namespace nb = nanobind;
@@ -459,6 +460,19 @@ nb::dict StatsDict(const LoaderStats& s) {
   return d;
 }
 
+// The process-wide remote Env's counters (docfeed/remote.h): what reading s3:// and http(s)://
+// datasets has cost so far, for stats next to the loader's.
+nb::dict RemoteStatsDict() {
+  const RemoteStats s = GetRemoteStats();
+  nb::dict d;
+  d["requests"] = s.requests;
+  d["connections"] = s.connections;
+  d["bytes"] = s.bytes;
+  d["retries"] = s.retries;
+  d["errors"] = s.errors;
+  return d;
+}
+
 // What a dataset's manifest says, without starting a loader: ReadDatasetInfo checks the
 // manifest, the index and each data file's schema (no image is read or decoded).
 nb::dict DatasetInfoDict(const std::string& path) {
@@ -775,6 +789,9 @@ NB_MODULE(_docfeed, m) {
       },
       "code"_a, "message"_a,
       "For tests: raises what a C++ Status with this StatusCode value becomes.");
+  m.def("remote_stats", &RemoteStatsDict,
+        "Requests, bytes, retries and errors of the remote reads (s3://, http(s)://) so far, "
+        "over the whole process.");
   m.def("dataset_info", &DatasetInfoDict, "path"_a,
         "The manifest's facts about a dataset (num_samples, columns, label_column, preprocess, "
         "...) without starting a loader.");

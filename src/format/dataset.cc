@@ -5,6 +5,7 @@
 
 #include "base/hash.h"
 #include "base/json.h"
+#include "docfeed/remote.h"
 #include "format/arrow/reader.h"
 #include "format/row_values.h"
 
@@ -90,7 +91,8 @@ std::string FeaturesJson(const std::vector<ColumnSpec>& columns, bool keep_origi
 Dataset::~Dataset() = default;
 
 Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir, Env* env) {
-  env = EnvOrDefault(env);
+  // A URL is read through the remote Env, a local path through Env::Default().
+  if (env == nullptr) env = EnvForPath(dir);
   std::unique_ptr<Dataset> ds(new Dataset());
   ds->dir_ = dir;
   std::string manifest_path = JoinPath(dir, kManifestFileName);

@@ -52,7 +52,8 @@ struct ReadScratch {
 
 class Dataset {
  public:
-  // Reads and maps the files through `env` (Env::Default() when null), which must outlive the
+  // Reads and maps the files through `env` (null: EnvForPath(dir), docfeed/remote.h: the remote
+  // Env for a URL, else Env::Default()), which must outlive the
   // Dataset.
   static Result<std::unique_ptr<Dataset>> Open(const std::string& dir, Env* env = nullptr);
   ~Dataset();

@@ -34,7 +34,7 @@ struct DatasetStats {
   uint64_t samples_without_label = 0;
 };
 
-// Reads through `env` (Env::Default() when null).
+// Reads through `env` (null: EnvForPath(dir), so URLs work).
 Result<DatasetStats> InspectDataset(const std::string& dir, Env* env = nullptr);
 std::string StatsToJson(const DatasetStats& stats);
 

@@ -6,6 +6,7 @@
 #include "base/file.h"
 #include "base/hash.h"
 #include "codec/codec.h"
+#include "docfeed/remote.h"
 #include "format/arrow/reader.h"
 #include "format/dataset.h"
 #include "format/index.h"
@@ -33,7 +34,7 @@ std::string RegionName(const Region& r, size_t batch) {
 class Verifier {
  public:
   Verifier(std::string dir, size_t max_problems, Env* env)
-      : dir_(std::move(dir)), max_(max_problems), env_(EnvOrDefault(env)) {}
+      : dir_(std::move(dir)), max_(max_problems), env_(env != nullptr ? env : EnvForPath(dir_)) {}
 
   Result<VerifyReport> Run() {
     std::string manifest_path = JoinPath(dir_, kManifestFileName);

@@ -18,7 +18,8 @@ namespace docfeed::internal {
 using docfeed::VerifyReport;  // public (docfeed/dataset.h)
 
 // Returns a report; an error Status only when the directory cannot be examined at all
-// (missing, unreadable manifest file). Files are read through `env` (Env::Default() when null).
+// (missing, unreadable manifest file). Files are read through `env` (null: EnvForPath(dir), so URLs
+// work).
 Result<VerifyReport> VerifyDatasetReport(const std::string& dir, size_t max_problems = 20,
                                          Env* env = nullptr);
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the format fuzzers (manifest_fuzz, index_fuzz, metadata_jsonl_fuzz, tar_fuzz, parquet_fuzz) with clang's
+# Builds the format fuzzers (manifest_fuzz, index_fuzz, metadata_jsonl_fuzz, tar_fuzz, parquet_fuzz,
+# remote_parse_fuzz: S3 responses, AWS config files, URLs) with clang's
 # libFuzzer + ASan/UBSan and runs each for SECONDS on its corpus.
 #
 #   tests/fuzz/run_format_fuzz.sh [seconds-per-target=20] [extra libFuzzer flags...]
@@ -20,7 +21,8 @@ common=("${root}"/src/base/{status,base64,hash,file,mem_env}.cc "${root}/src/bas
         "${root}"/src/format/{manifest,index,value,arrow_column,arrow_cell}.cc
         "${root}"/src/format/arrow/*.cc "${root}"/src/format/parquet/*.cc
         "${root}"/src/codec/*.cc
-        "${root}"/src/codec/internal/*.cc)
+        "${root}"/src/codec/internal/*.cc
+        "${root}"/src/remote/{url,s3_config,s3_xml}.cc)
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
        -I"${root}/include" -I"${root}/src")
 libs=(-lxxhash -ljpeg -lspng -lwebpdemux -lwebp -lgif -ltiff -larchive -lsnappy -lz -lbrotlidec -lzstd -llz4)
@@ -29,7 +31,7 @@ libs=(-lxxhash -ljpeg -lspng -lwebpdemux -lwebp -lgif -ltiff -larchive -lsnappy 
 # and linked into each target; rebuilt only when a source is newer than it.
 lib="${out}/libformat_fuzz.a"
 if [[ ! -e "${lib}" || -n "$(find "${root}/src/base" "${root}/src/format" "${root}/src/codec" \
-      "${root}/src/pack" "${root}/include" -newer "${lib}" -name '*.[ch]*' | head -1)" ]]; then
+      "${root}/src/pack" "${root}/src/remote" "${root}/include" -newer "${lib}" -name '*.[ch]*' | head -1)" ]]; then
   echo "== building the format fuzzers' library"
   objs="${out}/format-obj"
   rm -rf "${objs}" && mkdir -p "${objs}"
@@ -41,7 +43,7 @@ if [[ ! -e "${lib}" || -n "$(find "${root}/src/base" "${root}/src/format" "${roo
 fi
 
 status=0
-for target in manifest index metadata_jsonl tar parquet; do
+for target in manifest index metadata_jsonl tar parquet remote_parse; do
   bin="${out}/${target}_fuzz"
   if [[ ! -x "${bin}" || "${lib}" -nt "${bin}" || "${root}/tests/fuzz/${target}_fuzz.cc" -nt "${bin}" ]]; then
     echo "== building ${target}_fuzz"

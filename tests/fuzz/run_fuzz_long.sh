@@ -35,6 +35,7 @@ targets=(
   "metadata_jsonl ${out}/metadata_jsonl_fuzz ${out}/metadata_jsonl/corpus 65536"
   "tar ${out}/tar_fuzz ${out}/tar/corpus 65536"
   "parquet ${out}/parquet_fuzz ${out}/parquet/corpus 65536"
+  "remote_parse ${out}/remote_parse_fuzz ${out}/remote_parse/corpus 65536"
   "pdf ${out}/pdf_fuzz ${out}/pdf/corpus 65536"
 )
 only="${FUZZ_TARGETS:-}"

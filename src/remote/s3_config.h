@@ -1,0 +1,66 @@
+// S3 settings resolved the way the AWS CLI and SDKs resolve them, from the standard variables and
+// the shared files, so a user's existing setup works unchanged:
+//
+//   profile      AWS_PROFILE, else "default"
+//   credentials  AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN), else the
+//                profile's section of the credentials file (AWS_SHARED_CREDENTIALS_FILE, else
+//                ~/.aws/credentials: [NAME]), else of the config file (AWS_CONFIG_FILE, else
+//                ~/.aws/config: [profile NAME], [default]); none: requests go unsigned
+//   region       AWS_REGION, else AWS_DEFAULT_REGION, else the profile's `region`, else us-east-1
+//   endpoint     AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else the profile's `endpoint_url`;
+//                none: AWS itself (virtual-hosted https://BUCKET.s3.REGION.amazonaws.com)
+//   addressing   path-style (ENDPOINT/BUCKET/KEY) whenever an endpoint is configured, as the
+//                S3-compatible servers (MinIO, SeaweedFS, Ceph) expect
+//
+// The environment is read through a lookup function so tests can pass their own.
+#ifndef DOCFEED_REMOTE_S3_CONFIG_H_
+#define DOCFEED_REMOTE_S3_CONFIG_H_
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "base/env.h"
+#include "docfeed/status.h"
+
+namespace docfeed::internal {
+
+struct S3Config {
+  std::string profile;  // the profile the settings came from
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::string session_token;
+  // Where the credentials came from ("environment", "PATH [NAME]"), for error messages; empty
+  // when there are none (unsigned requests).
+  std::string credentials_source;
+  std::string region;
+  std::string endpoint_url;  // without a trailing '/'; empty: AWS
+  bool path_style = false;
+
+  bool has_credentials() const { return !access_key_id.empty(); }
+};
+
+// Returns the value of an environment variable, or null when unset.
+using EnvLookup = std::function<const char*(const char*)>;
+
+// The process environment (std::getenv).
+EnvLookup ProcessEnvironment();
+
+// Resolves the settings above. Files are read through `env` (Env::Default() when null); a file
+// that does not exist is skipped, as the CLI does.
+// Errors: InvalidArgument naming the file and line for a malformed line, or for a named profile
+// (AWS_PROFILE) found in neither file; the access key without its secret (or the reverse) in the
+// environment or in a profile; an endpoint that is not an http(s) URL. Read errors of an existing
+// file name it.
+Result<S3Config> ResolveS3Config(const EnvLookup& lookup, Env* env = nullptr);
+
+// One INI file as the AWS CLI parses its shared files: sections of `key = value` lines, '#' and
+// ';' comment lines, indented continuation lines (nested settings such as `s3 =`, kept as the
+// key's raw value). Section names are as written ("profile dev", "default").
+using IniFile = std::map<std::string, std::map<std::string, std::string>>;
+Result<IniFile> ParseIni(std::string_view text, const std::string& path);
+
+}  // namespace docfeed::internal
+
+#endif  // DOCFEED_REMOTE_S3_CONFIG_H_
