@@ -57,8 +57,10 @@ enum class PackPages {
 // Parses "auto", "all" or "1"; InvalidArgument naming the accepted values otherwise.
 Result<PackPages> ParsePackPages(std::string_view name);
 
-// The preset name PackPreprocess::preset accepts.
+// The preset names PackPreprocess::preset accepts.
 inline constexpr char kPackPresetDonut[] = "donut";
+inline constexpr char kPackPresetQwen2VL[] = "qwen2-vl";
+inline constexpr char kPackPresetQwen25VL[] = "qwen2.5-vl";
 
 // The Arrow body compression a preprocessed pack uses unless told otherwise: LZ4_FRAME
 // decompresses a 1553x1200 page ~2.4x faster than zstd for ~27% more bytes (docs/benchmarks.md,
@@ -69,8 +71,8 @@ inline constexpr char kPreprocessedDefaultCompression[] = "lz4_frame";
 // deterministic stages (EXIF orientation, align, resize, thumbnail) as PGM/PPM, so that loading
 // only pads. PackOptions::codec must then stay kKeep (it does not apply).
 struct PackPreprocess {
-  std::string preset;  // "" (original images) or kPackPresetDonut
-  int32_t height = 0;  // the processor's size, in pixels (1..65535 each)
+  std::string preset;  // "" (original images), kPackPresetDonut or a Qwen2-VL name
+  int32_t height = 0;  // Donut: the processor's size, in pixels (1..65535 each)
   int32_t width = 0;
   bool align_long_axis = false;  // DonutImageProcessor's do_align_long_axis
   // The processor generation (4 or 5) and backend ("pil", or "torchvision" with 5) to reproduce
@@ -78,6 +80,12 @@ struct PackPreprocess {
   int32_t hf_version = 4;
   std::string backend = "pil";
   bool keep_original = false;  // also store the source file in an Image column `original`
+  // Qwen2-VL: smart_resize's settings (docfeed/preprocess.h QwenVLConfig; hf_version and backend
+  // as above); the stored pages are the BICUBIC-resized pages.
+  int64_t min_pixels = 56 * 56;
+  int64_t max_pixels = 28 * 28 * 16384;
+  int32_t patch_size = 14;
+  int32_t merge_size = 2;
 };
 
 // Donut labels: the columns `labels` (list<int64>) and `target_sequence` (string), and the

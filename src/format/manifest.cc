@@ -105,15 +105,42 @@ Result<ColumnType> ParseColumnType(const std::string& s) {
   return CorruptionError("unknown column type " + s);
 }
 
+bool IsQwenPreprocess(const std::string& preset) {
+  return preset == kPreprocessQwen2VL || preset == kPreprocessQwen25VL;
+}
+
 Json PreprocessToJson(const PreprocessInfo& p) {
   Json j;
   j["preset"] = p.preset;
-  j["height"] = p.height;
-  j["width"] = p.width;
-  j["align_long_axis"] = p.align_long_axis;
+  if (IsQwenPreprocess(p.preset)) {
+    j["min_pixels"] = p.min_pixels;
+    j["max_pixels"] = p.max_pixels;
+    j["patch_size"] = p.patch_size;
+    j["merge_size"] = p.merge_size;
+  } else {
+    j["height"] = p.height;
+    j["width"] = p.width;
+    j["align_long_axis"] = p.align_long_axis;
+  }
   j["hf_version"] = p.hf_version;
   j["backend"] = p.backend;
   return j;
+}
+
+// The smart_resize settings of a Qwen2-VL record (docs/format.md section 4).
+Status QwenPreprocessFromJson(const Json& j, PreprocessInfo* p) {
+  p->min_pixels = j.at("min_pixels").get<int64_t>();
+  p->max_pixels = j.at("max_pixels").get<int64_t>();
+  p->patch_size = j.at("patch_size").get<int32_t>();
+  p->merge_size = j.at("merge_size").get<int32_t>();
+  if (p->min_pixels < 1 || p->max_pixels < p->min_pixels || p->max_pixels > (int64_t{1} << 40) ||
+      p->patch_size < 1 || p->patch_size > 1024 || p->merge_size < 1 || p->merge_size > 1024) {
+    return CorruptionError("field preprocess: min_pixels " + std::to_string(p->min_pixels) +
+                           ", max_pixels " + std::to_string(p->max_pixels) + ", patch_size " +
+                           std::to_string(p->patch_size) + ", merge_size " +
+                           std::to_string(p->merge_size) + " are not smart_resize settings");
+  }
+  return Status::Ok();
 }
 
 Json PdfToJson(const PdfRenderInfo& p) {
@@ -140,6 +167,18 @@ Result<PdfRenderInfo> PdfFromJson(const Json& j) {
 Result<PreprocessInfo> PreprocessFromJson(const Json& j) {
   PreprocessInfo p;
   p.preset = j.at("preset").get<std::string>();
+  if (IsQwenPreprocess(p.preset)) {
+    DOCFEED_RETURN_IF_ERROR(QwenPreprocessFromJson(j, &p));
+    if (j.contains("hf_version")) p.hf_version = j.at("hf_version").get<int32_t>();
+    if (j.contains("backend")) p.backend = j.at("backend").get<std::string>();
+    if ((p.hf_version != 4 && p.hf_version != 5) ||
+        (p.backend != "pil" && (p.backend != "torchvision" || p.hf_version != 5))) {
+      return UnsupportedError("field preprocess: hf_version " + std::to_string(p.hf_version) +
+                              " with backend \"" + p.backend +
+                              "\" (known: 4 or 5 with \"pil\", 5 with \"torchvision\")");
+    }
+    return p;
+  }
   p.height = j.at("height").get<int32_t>();
   p.width = j.at("width").get<int32_t>();
   p.align_long_axis = j.at("align_long_axis").get<bool>();
@@ -157,7 +196,7 @@ Result<PreprocessInfo> PreprocessFromJson(const Json& j) {
   }
   if (p.preset != kPreprocessDonut) {
     return UnsupportedError("field preprocess.preset: unknown preprocessing \"" + p.preset +
-                            "\" (this docfeed knows \"donut\")");
+                            "\" (this docfeed knows \"donut\", \"qwen2-vl\" and \"qwen2.5-vl\")");
   }
   if (p.height < 1 || p.height > 65535 || p.width < 1 || p.width > 65535) {
     return CorruptionError("field preprocess: size " + std::to_string(p.height) + "x" +

@@ -24,6 +24,9 @@ inline constexpr char kRejectsFileName[] = "rejects.jsonl";
 inline constexpr char kImageColumn[] = "image";
 inline constexpr char kOriginalColumn[] = "original";  // pack --preprocess ... --keep-original
 inline constexpr char kPreprocessDonut[] = "donut";    // PreprocessInfo::preset
+// Qwen2-VL / Qwen2.5-VL pages (the same processor under the two names a user may pick).
+inline constexpr char kPreprocessQwen2VL[] = "qwen2-vl";
+inline constexpr char kPreprocessQwen25VL[] = "qwen2.5-vl";
 
 // A byte range of an Arrow file with its XXH3-64.
 struct Region {
@@ -58,6 +61,12 @@ struct PreprocessInfo {
   bool align_long_axis = false;
   int32_t hf_version = 4;       // 4 or 5: DonutConfig::hf_version
   std::string backend = "pil";  // "pil" or "torchvision": DonutBackendName(DonutConfig::backend)
+  // Qwen2-VL presets only (height, width and align_long_axis are then unused, 0): the settings
+  // smart_resize took; the stored pages are its BICUBIC-resized output.
+  int64_t min_pixels = 0;
+  int64_t max_pixels = 0;
+  int32_t patch_size = 0;
+  int32_t merge_size = 0;
 
   bool preprocessed() const { return !preset.empty(); }
   bool operator==(const PreprocessInfo&) const = default;

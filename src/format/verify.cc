@@ -228,6 +228,20 @@ class Verifier {
                              std::string(StoredCodecName(static_cast<StoredCodec>(r.codec))) +
                              ", not the PPM/PGM that preprocessing stores");
     }
+    if (p.preset == kPreprocessQwen2VL || p.preset == kPreprocessQwen25VL) {
+      // smart_resize's output: whole merged patches on each side.
+      const uint64_t factor =
+          uint64_t{static_cast<uint32_t>(p.patch_size)} * static_cast<uint32_t>(p.merge_size);
+      if (r.width == 0 || r.height == 0 || r.width % factor != 0 || r.height % factor != 0 ||
+          (r.flags & 0xF) != 1 || (r.channels != 1 && r.channels != 3)) {
+        return CorruptionError("stored page " + std::to_string(r.width) + "x" +
+                               std::to_string(r.height) + ", " + std::to_string(r.channels) +
+                               " channels, orientation " + std::to_string(r.flags & 0xF) +
+                               " is not a smart_resize output (sides multiples of " +
+                               std::to_string(factor) + ", 1 or 3 channels, orientation 1)");
+      }
+      return Status::Ok();
+    }
     if (r.width > static_cast<uint32_t>(p.width) || r.height > static_cast<uint32_t>(p.height) ||
         (r.flags & 0xF) != 1 || (r.channels != 1 && r.channels != 3)) {
       return CorruptionError("stored page " + std::to_string(r.width) + "x" +

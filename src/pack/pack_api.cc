@@ -43,6 +43,12 @@ internal::PackOptions ToInternal(const PackOptions& o) {
   p.encode.preprocess.align_long_axis = o.preprocess.align_long_axis;
   p.encode.preprocess.hf_version = o.preprocess.hf_version;
   p.encode.preprocess.backend = o.preprocess.backend;
+  if (o.preprocess.preset == kPackPresetQwen2VL || o.preprocess.preset == kPackPresetQwen25VL) {
+    p.encode.preprocess.min_pixels = o.preprocess.min_pixels;
+    p.encode.preprocess.max_pixels = o.preprocess.max_pixels;
+    p.encode.preprocess.patch_size = o.preprocess.patch_size;
+    p.encode.preprocess.merge_size = o.preprocess.merge_size;
+  }
   p.encode.keep_original = o.preprocess.keep_original;
   p.threads = o.threads;
   p.skip_bad = o.skip_bad;

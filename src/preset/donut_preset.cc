@@ -149,6 +149,7 @@ Result<std::unique_ptr<const Preset>> MakePreset(const PresetParams& params) {
 }
 
 Result<std::unique_ptr<const Preset>> PresetForStored(const PreprocessInfo& stored) {
+  if (IsQwenVLPreset(stored.preset)) return QwenVLPresetForStored(stored);
   if (stored.preset != kPreprocessDonut) {
     return InvalidArgumentError("unknown preprocessing \"" + stored.preset + "\" (expected donut)");
   }

@@ -109,12 +109,15 @@ class Preset {
 };
 
 // Preset names besides kPreprocessDonut (format/manifest.h).
-inline constexpr char kPresetQwen2VL[] = "qwen2-vl";
-inline constexpr char kPresetQwen25VL[] = "qwen2.5-vl";
+inline constexpr const char* kPresetQwen2VL = kPreprocessQwen2VL;
+inline constexpr const char* kPresetQwen25VL = kPreprocessQwen25VL;
 
 // The Qwen2-VL family (qwen_vl_preset.cc): whether `name` is one of its names, and the preset.
 bool IsQwenVLPreset(std::string_view name);
 Result<std::unique_ptr<const Preset>> MakeQwenVLPreset(const PresetParams& params);
+// The Qwen2-VL preset whose Prepare made pages recorded as `stored` (temporal_patch_size, which
+// only Finish uses, and the normalization are the defaults).
+Result<std::unique_ptr<const Preset>> QwenVLPresetForStored(const PreprocessInfo& stored);
 
 // Creates the preset `params.name` names.
 // Errors: InvalidArgument for an unknown name or parameters the preset refuses (naming them).

@@ -19,6 +19,13 @@ DonutConfig ConversionOf(const QwenVLConfig& config) {
   return conversion;
 }
 
+std::string Describe(const PreprocessInfo& p) {
+  return "min_pixels " + std::to_string(p.min_pixels) + ", max_pixels " +
+         std::to_string(p.max_pixels) + ", patch_size " + std::to_string(p.patch_size) +
+         ", merge_size " + std::to_string(p.merge_size) + ", transformers " +
+         std::to_string(p.hf_version) + ".x " + p.backend;
+}
+
 class QwenVLPreset final : public Preset {
  public:
   QwenVLPreset(std::string name, const QwenVLConfig& config, NormalizeTable table)
@@ -81,14 +88,35 @@ class QwenVLPreset final : public Preset {
     info.preset = name_;
     info.hf_version = config_.hf_version;
     info.backend = std::string(DonutBackendName(config_.backend));
+    info.min_pixels = config_.min_pixels;
+    info.max_pixels = config_.max_pixels;
+    info.patch_size = config_.patch_size;
+    info.merge_size = config_.merge_size;
     return info;
   }
 
+  // Pages stored by either Qwen name are the same processor's; what must agree is everything
+  // Prepare depends on.
   Status CheckStored(const PreprocessInfo& p, const std::string& dir) const override {
-    return FailedPreconditionError(dir + " holds pages preprocessed by \"" + p.preset +
-                                   "\" at pack time, which the " + name_ +
-                                   " preset cannot take; load the original images (a dataset "
-                                   "packed without --preprocess)");
+    if (!IsQwenVLPreset(p.preset)) {
+      return FailedPreconditionError(dir + " holds pages preprocessed by \"" + p.preset +
+                                     "\" at pack time, which the " + name_ +
+                                     " preset cannot take; load the original images (a dataset "
+                                     "packed without --preprocess) or re-pack with --preprocess " +
+                                     name_);
+    }
+    const PreprocessInfo want = StoredInfo();
+    if (p.min_pixels == want.min_pixels && p.max_pixels == want.max_pixels &&
+        p.patch_size == want.patch_size && p.merge_size == want.merge_size &&
+        p.hf_version == want.hf_version && p.backend == want.backend) {
+      return Status::Ok();
+    }
+    return FailedPreconditionError(
+        dir + " holds pages resized at pack time for " + Describe(p) +
+        ", but the loader was asked for " + Describe(want) +
+        "; resizing them again would not give the processor's pixels. Re-pack with "
+        "--preprocess " +
+        name_ + " and these settings, or load with the packed ones");
   }
 
   // rescale + normalize + the patch layout, into the slot; the placement is the whole page.
@@ -120,6 +148,19 @@ class QwenVLPreset final : public Preset {
 
 bool IsQwenVLPreset(std::string_view name) {
   return name == kPresetQwen2VL || name == kPresetQwen25VL;
+}
+
+Result<std::unique_ptr<const Preset>> QwenVLPresetForStored(const PreprocessInfo& stored) {
+  PresetParams params;
+  params.name = stored.preset;
+  QwenVLConfig& q = params.qwen_vl;
+  q.min_pixels = stored.min_pixels;
+  q.max_pixels = stored.max_pixels;
+  q.patch_size = stored.patch_size;
+  q.merge_size = stored.merge_size;
+  q.hf_version = stored.hf_version;
+  DOCFEED_ASSIGN_OR_RETURN(q.backend, ParseDonutBackend(stored.backend));
+  return MakeQwenVLPreset(params);
 }
 
 Result<std::unique_ptr<const Preset>> MakeQwenVLPreset(const PresetParams& params) {

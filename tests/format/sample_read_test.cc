@@ -169,6 +169,32 @@ TEST(ManifestPreprocessTest, UnknownPresetAndBadSizeAreRefused) {
   EXPECT_NE(back.status().message().find("preprocess"), std::string::npos);
 }
 
+TEST(ManifestPreprocessTest, QwenSettingsRoundTripAndBadOnesAreRefused) {
+  Manifest m;
+  m.preprocess.preset = kPreprocessQwen25VL;
+  m.preprocess.min_pixels = 3136;
+  m.preprocess.max_pixels = 1003520;
+  m.preprocess.patch_size = 14;
+  m.preprocess.merge_size = 2;
+  m.preprocess.hf_version = 5;
+  m.preprocess.backend = "torchvision";
+  const std::string text = EncodeManifest(m);
+  EXPECT_EQ(text.find("\"height\""), std::string::npos) << text;  // Donut's fields are absent
+  Result<Manifest> back = DecodeManifest(text, "docfeed.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->preprocess, m.preprocess);
+  m.preprocess.max_pixels = 100;  // below min_pixels
+  back = DecodeManifest(EncodeManifest(m), "x/docfeed.json");
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(back.status().message().find("max_pixels 100"), std::string::npos);
+  m.preprocess.max_pixels = 1003520;
+  m.preprocess.hf_version = 4;  // torchvision needs 5
+  back = DecodeManifest(EncodeManifest(m), "x/docfeed.json");
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), StatusCode::kUnsupported);
+}
+
 TEST(ManifestNormalizationTest, RoundTripsAndIsAbsentByDefault) {
   Manifest m;
   const std::string plain = EncodeManifest(m);

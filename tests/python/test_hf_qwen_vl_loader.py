@@ -8,6 +8,8 @@ the batch's sample ids): pixel_values (bit for bit) and image_grid_thw must be e
 batches do not depend on the number of threads, a state_dict resumes the same batches, and the
 Qwen-only options are refused with other presets.
 """
+import json
+
 import numpy as np
 import pytest
 
@@ -97,3 +99,41 @@ def test_qwen_options_need_a_qwen_preset(packed):
         docfeed.Loader(packed, batch_size=2, max_pixels=1000)
     with pytest.raises(docfeed.InvalidArgumentError, match="max_pixels"):
         make_loader(packed, min_pixels=5000, max_pixels=4000)
+
+
+@pytest.fixture(scope="module")
+def packed_prepared(tmp_path_factory):
+    out = tmp_path_factory.mktemp("qwen-prepared") / "ds"
+    run_docfeed("pack", SAMPLE_DOCS, "-o", out, "--preprocess", "qwen2-vl", "--max-pixels",
+                str(MAX_PIXELS), "--hf-version", str(HF_VERSION))
+    return out
+
+
+def test_pack_preprocess_stores_the_resized_pages_and_loads_the_same_batches(packed,
+                                                                            packed_prepared):
+    run_docfeed("verify", packed_prepared)
+    manifest = json.loads((packed_prepared / "docfeed.json").read_text())
+    assert manifest["preprocess"] == {"preset": "qwen2-vl", "min_pixels": 3136,
+                                      "max_pixels": MAX_PIXELS, "patch_size": 14,
+                                      "merge_size": 2, "hf_version": HF_VERSION,
+                                      "backend": "pil"}
+    # datasets still opens it, and its pages are the processor's resized stage.
+    rows = datasets.load_from_disk(str(packed_prepared))
+    originals = datasets.load_from_disk(str(packed))
+    assert len(rows) == len(originals)
+    loader = make_loader(packed_prepared)
+    assert loader.preprocessed
+    from_prepared = batches(loader)
+    from_originals = batches(make_loader(packed))
+    assert len(from_prepared) == len(from_originals)
+    for a, b in zip(from_prepared, from_originals):
+        assert torch.equal(a["sample_ids"], b["sample_ids"])
+        assert torch.equal(a["pixel_values"], b["pixel_values"])
+        assert torch.equal(a["image_grid_thw"], b["image_grid_thw"])
+
+
+def test_pages_prepared_with_other_settings_are_refused(packed_prepared):
+    with pytest.raises(docfeed.FailedPreconditionError, match="max_pixels"):
+        make_loader(packed_prepared, max_pixels=MAX_PIXELS * 2)
+    with pytest.raises(docfeed.FailedPreconditionError, match="qwen2-vl"):
+        docfeed.Loader(packed_prepared, batch_size=2)  # the Donut preset

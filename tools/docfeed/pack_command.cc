@@ -74,6 +74,10 @@ constexpr char kPackHelp[] =
     "  --size HxW             the DonutImageProcessor size, e.g. 1553x1200 (height x width)\n"
     "  --align-long-axis      the processor's do_align_long_axis\n" DOCFEED_GENERATION_HELP
     "  --keep-original        also store the source file in an Image column `original`\n"
+    "  --preprocess qwen2-vl  (or qwen2.5-vl) store Qwen2VLImageProcessor's smart_resize'd\n"
+    "                         pages (docs/qwen-vl-preprocessing.md), with --min-pixels N\n"
+    "                         --max-pixels N --patch-size N --merge-size N (defaults: the\n"
+    "                         checkpoints' 3136, 12845056, 14, 2) and --hf-version/--backend\n"
     "\n"
     "Donut labels (the columns labels and target_sequence, and OUT/tokenizer/):\n"
     "  --tokenizer DIR        XLM-RoBERTa tokenizer folder: tokenizer.json (wins) or\n"
@@ -98,29 +102,57 @@ Status ParseSize(const std::string& text, PackPreprocess* p) {
 Status ParsePreprocess(const ParsedArgs& parsed, PackPreprocess* p) {
   const std::string preset = parsed.Get("--preprocess", "");
   const bool has_size = parsed.options.count("--size") > 0;
-  const bool has_flags =
-      has_size || parsed.Has("--align-long-axis") || parsed.Has("--keep-original") ||
-      parsed.options.count("--hf-version") > 0 || parsed.options.count("--backend") > 0;
+  const bool has_qwen_flags =
+      parsed.options.count("--min-pixels") > 0 || parsed.options.count("--max-pixels") > 0 ||
+      parsed.options.count("--patch-size") > 0 || parsed.options.count("--merge-size") > 0;
+  const bool has_flags = has_size || has_qwen_flags || parsed.Has("--align-long-axis") ||
+                         parsed.Has("--keep-original") ||
+                         parsed.options.count("--hf-version") > 0 ||
+                         parsed.options.count("--backend") > 0;
   if (preset.empty()) {
     if (has_flags) {
       return InvalidArgumentError(
-          "--size, --align-long-axis, --hf-version, --backend and --keep-original need "
-          "--preprocess");
+          "--size, --align-long-axis, --hf-version, --backend, --keep-original and the "
+          "Qwen2-VL sizes need --preprocess");
     }
     return Status::Ok();
   }
-  if (preset != kPackPresetDonut) {
-    return InvalidArgumentError("--preprocess must be donut, not " + preset);
+  const bool qwen = preset == kPackPresetQwen2VL || preset == kPackPresetQwen25VL;
+  if (preset != kPackPresetDonut && !qwen) {
+    return InvalidArgumentError("--preprocess must be donut, qwen2-vl or qwen2.5-vl, not " +
+                                preset);
   }
-  if (!has_size) return InvalidArgumentError("--preprocess donut needs --size HxW");
   if (parsed.options.count("--codec") > 0) {
     return InvalidArgumentError(
         "--codec does not apply with --preprocess (pages are stored as "
         "PGM/PPM)");
   }
   p->preset = preset;
-  DOCFEED_RETURN_IF_ERROR(ParseSize(parsed.Get("--size", ""), p));
-  p->align_long_axis = parsed.Has("--align-long-axis");
+  if (qwen) {
+    if (has_size || parsed.Has("--align-long-axis")) {
+      return InvalidArgumentError("--size and --align-long-axis are Donut's, not " + preset +
+                                  "'s (it takes --min-pixels and --max-pixels)");
+    }
+    constexpr int64_t kMaxArea = int64_t{1} << 40;
+    DOCFEED_ASSIGN_OR_RETURN(
+        p->min_pixels, ParseInt64("--min-pixels", parsed.Get("--min-pixels", "3136"), 1, kMaxArea));
+    DOCFEED_ASSIGN_OR_RETURN(
+        p->max_pixels,
+        ParseInt64("--max-pixels", parsed.Get("--max-pixels", "12845056"), 1, kMaxArea));
+    DOCFEED_ASSIGN_OR_RETURN(p->patch_size,
+                             ParseInt("--patch-size", parsed.Get("--patch-size", "14"), 1, 1024));
+    DOCFEED_ASSIGN_OR_RETURN(p->merge_size,
+                             ParseInt("--merge-size", parsed.Get("--merge-size", "2"), 1, 1024));
+  } else {
+    if (has_qwen_flags) {
+      return InvalidArgumentError(
+          "--min-pixels, --max-pixels, --patch-size and --merge-size "
+          "are the Qwen2-VL presets', not donut's");
+    }
+    if (!has_size) return InvalidArgumentError("--preprocess donut needs --size HxW");
+    DOCFEED_RETURN_IF_ERROR(ParseSize(parsed.Get("--size", ""), p));
+    p->align_long_axis = parsed.Has("--align-long-axis");
+  }
   DOCFEED_ASSIGN_OR_RETURN(const Generation generation, ParseGeneration(parsed));
   p->hf_version = generation.hf_version;
   p->backend = generation.backend;
@@ -232,9 +264,10 @@ void PrintSummary(const PackOptions& o, const PackSummary& s) {
     std::printf("  skipped    %s: %s\n", e.path.c_str(), e.reason.c_str());
   }
   if (!s.decode_warnings.empty()) {
-    std::printf("  warnings   %zu image(s) decoded only with warnings (packed, as Pillow decodes "
-                "them; --strict refuses them)\n",
-                s.decode_warnings.size());
+    std::printf(
+        "  warnings   %zu image(s) decoded only with warnings (packed, as Pillow decodes "
+        "them; --strict refuses them)\n",
+        s.decode_warnings.size());
   }
   for (const DecodeWarning& w : s.decode_warnings) {
     std::printf("  warned     %s: %d warning(s), first: %s\n", w.file_name.c_str(), w.warnings,
@@ -252,11 +285,31 @@ int RunPack(const Args& args) {
   auto start = StartCommand("pack", args,
                             {"--skip-bad", "--overwrite", "--follow-symlinks", "--strict",
                              "--no-pad-labels", "--align-long-axis", "--keep-original"},
-                            {"-o", "--output", "--codec", "--quality", "--threads", "--compression",
-                             "--max-file-mb", "--tokenizer", "--target-field", "--task-token",
-                             "--prompt-end-token", "--recipe", "--max-length", "--preprocess",
-                             "--size", "--hf-version", "--backend", "--split", "--image-root",
-                             "--dpi", "--pages"},
+                            {"-o",
+                             "--output",
+                             "--codec",
+                             "--quality",
+                             "--threads",
+                             "--compression",
+                             "--max-file-mb",
+                             "--tokenizer",
+                             "--target-field",
+                             "--task-token",
+                             "--prompt-end-token",
+                             "--recipe",
+                             "--max-length",
+                             "--preprocess",
+                             "--min-pixels",
+                             "--max-pixels",
+                             "--patch-size",
+                             "--merge-size",
+                             "--size",
+                             "--hf-version",
+                             "--backend",
+                             "--split",
+                             "--image-root",
+                             "--dpi",
+                             "--pages"},
                             kPackHelp, &ToOptions);
   if (const int* exit_code = std::get_if<int>(&start)) return *exit_code;
   PackOptions* options = &std::get<PackOptions>(start);
