@@ -39,6 +39,11 @@ struct DatasetInfo {
   // for datasets packed before these existed, and for original images.
   int32_t hf_version = 4;
   std::string backend = "pil";
+  // Qwen2-VL presets: the smart_resize settings the pages were prepared with (0 otherwise).
+  int64_t min_pixels = 0;
+  int64_t max_pixels = 0;
+  int32_t patch_size = 0;
+  int32_t merge_size = 0;
   std::string codec;                              // pack option: keep | png | webp | jpeg | ppm
   std::string compression;                        // Arrow body compression: none | zstd | lz4_frame
   std::map<std::string, uint64_t> stored_codecs;  // e.g. {"jpeg": 12, "png": 3}

@@ -19,6 +19,10 @@ DatasetInfo InfoFromManifest(const std::string& path, const internal::Manifest& 
   info.align_long_axis = m.preprocess.align_long_axis;
   info.hf_version = m.preprocess.hf_version;
   info.backend = m.preprocess.backend;
+  info.min_pixels = m.preprocess.min_pixels;
+  info.max_pixels = m.preprocess.max_pixels;
+  info.patch_size = m.preprocess.patch_size;
+  info.merge_size = m.preprocess.merge_size;
   info.codec = m.codec;
   info.compression = m.compression;
   info.stored_codecs = m.stored_codecs;

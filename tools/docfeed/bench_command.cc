@@ -118,6 +118,16 @@ Result<BenchConfig> ToConfig(const ParsedArgs& p) {
 Status SizeFromDataset(BenchConfig* c) {
   LoaderOptions& o = c->loader;
   DOCFEED_ASSIGN_OR_RETURN(const DatasetInfo info, ReadDatasetInfo(o.path));
+  if (info.preset == "qwen2-vl" || info.preset == "qwen2.5-vl") {
+    o.preset.name = info.preset;
+    o.preset.qwen_vl.min_pixels = info.min_pixels;
+    o.preset.qwen_vl.max_pixels = info.max_pixels;
+    o.preset.qwen_vl.patch_size = info.patch_size;
+    o.preset.qwen_vl.merge_size = info.merge_size;
+    o.preset.qwen_vl.hf_version = info.hf_version;
+    DOCFEED_ASSIGN_OR_RETURN(o.preset.qwen_vl.backend, ParseDonutBackend(info.backend));
+    return Status::Ok();
+  }
   if (!info.preset.empty()) {
     o.preset.donut.height = info.height;
     o.preset.donut.width = info.width;
@@ -245,12 +255,22 @@ void PrintTable(const BenchConfig& c, const RunResult& r, double baseline_s) {
   const double mb_s = r.seconds > 0 ? static_cast<double>(s.stored_bytes) / 1e6 /
                                           (r.seconds + r.first_batch_seconds)
                                     : 0;
-  std::printf("%s: %s, %d threads, batch %u, %dx%d %s, transformers %d.x %s\n",
-              c.loader.path.c_str(), r.preprocessed ? "preprocessed" : "original images", r.threads,
-              c.loader.batch_size, c.loader.preset.donut.height, c.loader.preset.donut.width,
-              c.loader.dtype == DType::kUint8 ? "uint8 HWC" : "normalized CHW",
-              c.loader.preset.donut.hf_version,
-              std::string(DonutBackendName(c.loader.preset.donut.backend)).c_str());
+  if (c.loader.preset.name != "donut") {
+    const QwenVLConfig& q = c.loader.preset.qwen_vl;
+    std::printf("%s: %s, %d threads, batch %u, %s max_pixels %lld, transformers %d.x %s\n",
+                c.loader.path.c_str(), r.preprocessed ? "preprocessed" : "original images",
+                r.threads, c.loader.batch_size, c.loader.preset.name.c_str(),
+                static_cast<long long>(q.max_pixels), q.hf_version,
+                std::string(DonutBackendName(q.backend)).c_str());
+  } else {
+    std::printf("%s: %s, %d threads, batch %u, %dx%d %s, transformers %d.x %s\n",
+                c.loader.path.c_str(), r.preprocessed ? "preprocessed" : "original images",
+                r.threads, c.loader.batch_size, c.loader.preset.donut.height,
+                c.loader.preset.donut.width,
+                c.loader.dtype == DType::kUint8 ? "uint8 HWC" : "normalized CHW",
+                c.loader.preset.donut.hf_version,
+                std::string(DonutBackendName(c.loader.preset.donut.backend)).c_str());
+  }
   std::printf("  time to first batch   %8.3f s\n", r.first_batch_seconds);
   std::printf("  pages/s               %8.1f  (%.1f per thread; after the first batch)\n", pages_s,
               pages_s / r.threads);
