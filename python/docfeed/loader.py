@@ -151,9 +151,8 @@ class Loader:
         pad, align_long_axis and layout do not apply, and hf_version picks the generation (4:
         Qwen2VLImageProcessor of 4.x, 5: Qwen2VLImageProcessorPil of 5.x). min_pixels,
         max_pixels, patch_size, temporal_patch_size, merge_size: the processor's, defaulting to
-        the public checkpoints' (3136, 12845056, 14, 2, 2). Each batch buffer holds the largest
-        batch max_pixels allows; lower max_pixels (fine-tuning recipes use 28*28*1280) to
-        bound memory.
+        the public checkpoints' (3136, 12845056, 14, 2, 2). Each batch buffer holds batch_size
+        times the dataset's largest page (from its index).
       image_mean, image_std: the normalization of float pixel_values, named and given as in
         DonutImageProcessor (one number or one per R, G, B channel): (v / 255 - mean) / std.
         None (default): what the dataset records (a dataset migrated by `docfeed pack` from

@@ -25,6 +25,21 @@ Result<std::unique_ptr<SampleReader>> SampleReader::Create(std::unique_ptr<Datas
     DOCFEED_RETURN_IF_ERROR(r->preset_->CheckStored(stored, r->dataset_->dir()));
   }
   DOCFEED_RETURN_IF_ERROR(r->SetUpLabels());
+  const Preset& p = *r->preset_;
+  r->slot_bytes_ = p.SampleBytes(options.dtype);
+  if (p.variable_size()) {
+    // Sized for this dataset's largest page: with Qwen2-VL's default max_pixels the settings
+    // allow 65,536 patches (308 MB in float32) where a scanned page needs a few thousand.
+    size_t largest = 0;
+    const Dataset& d = *r->dataset_;
+    for (uint64_t id = 0; id < d.size(); ++id) {
+      const IndexRecord rec = d.record(id);
+      largest = std::max(largest, p.PredictOutputBytes(static_cast<int32_t>(rec.width),
+                                                       static_cast<int32_t>(rec.height),
+                                                       r->preprocessed_, options.dtype));
+    }
+    r->slot_bytes_ = std::max<size_t>(largest, 1);
+  }
   return r;
 }
 
@@ -124,6 +139,14 @@ Status SampleReader::Load(uint64_t id, uint64_t epoch, const SlotView& slot,
   stats_->stored_bytes.fetch_add(sample.image.size(), std::memory_order_relaxed);
 
   DOCFEED_ASSIGN_OR_RETURN(const ImageView view, Prepared(id, sample, scratch));
+  // A variable-size output must fit the slot sized from the index: a page larger than its
+  // record says (a damaged or forged index) is an error, never a write past the slot.
+  if (preset_->variable_size() &&
+      preset_->OutputBytesFor(view.height, view.width, options_.dtype) > slot_bytes_) {
+    return CorruptionError(SampleName(id) + ": page is " + std::to_string(view.width) + "x" +
+                           std::to_string(view.height) +
+                           ", larger than the index's size for it allows");
+  }
   start = Clock::now();
   Result<Placement> placed = preset_->Finish(view, {options_.seed, epoch, id}, options_.dtype,
                                              options_.layout, slot.pixels);

@@ -52,7 +52,9 @@ class SampleReader {
   bool has_labels() const { return label_column_ >= 0; }
   // The longest label row a slot holds.
   uint32_t label_capacity() const { return label_capacity_; }
-  size_t sample_pixel_bytes() const { return preset_->SampleBytes(options_.dtype); }
+  // Bytes of one slot: the preset's output; for a variable-size preset the largest any sample of
+  // this dataset can give (its index says each stored image's size), at most SampleBytes.
+  size_t sample_pixel_bytes() const { return slot_bytes_; }
 
   // Writes sample `id` (of `epoch`, for the per-epoch randomness) into `slot`. Errors name the
   // dataset and the sample.
@@ -72,6 +74,7 @@ class SampleReader {
   bool preprocessed_ = false;
   int label_column_ = -1;  // index into the manifest's columns; -1: no labels
   uint32_t label_capacity_ = 0;
+  size_t slot_bytes_ = 0;
 };
 
 }  // namespace docfeed::internal

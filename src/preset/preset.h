@@ -98,6 +98,15 @@ class Preset {
   virtual size_t OutputBytesFor(int32_t /*height*/, int32_t /*width*/, DType dtype) const {
     return SampleBytes(dtype);
   }
+  // What Finish will write for a stored image of stored_width x stored_height (the index's
+  // size; `prepared`: a page this preset's Prepare stored at pack time, else an original, whose
+  // EXIF orientation may swap the sides), so that a loader can size its slots for the pages of
+  // one dataset rather than the largest the settings allow. Fixed-size presets and sizes that
+  // Prepare would refuse: SampleBytes. Never more than SampleBytes.
+  virtual size_t PredictOutputBytes(int32_t /*stored_width*/, int32_t /*stored_height*/,
+                                    bool /*prepared*/, DType dtype) const {
+    return SampleBytes(dtype);
+  }
 
   // The per-epoch part: writes one sample's output, every byte of it, at `out` (SampleBytes
   // bytes, aligned for `dtype`). `prepared` is Prepare's output (or a stored page that

@@ -1,6 +1,7 @@
 // The Qwen2-VL / Qwen2.5-VL preset (Qwen2VLImageProcessor of transformers 4.x, or
 // Qwen2VLImageProcessorPil of 5.x): docs/qwen-vl-preprocessing.md has the processor's steps;
 // imaging/qwen_vl.h implements them. This file only sequences them.
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -42,6 +43,17 @@ class QwenVLPreset final : public Preset {
   size_t OutputBytesFor(int32_t height, int32_t width, DType dtype) const override {
     return static_cast<size_t>(QwenPatchCount(height, width, config_)) *
            static_cast<size_t>(QwenPatchDim(config_)) * DTypeSize(dtype);
+  }
+  // smart_resize is symmetric in the sides, so an orientation that swaps them changes nothing.
+  size_t PredictOutputBytes(int32_t stored_width, int32_t stored_height, bool prepared,
+                            DType dtype) const override {
+    QwenGeometry g{stored_height, stored_width};
+    if (!prepared) {
+      const Result<QwenGeometry> resized = QwenSmartResize(stored_height, stored_width, config_);
+      if (!resized.ok()) return SampleBytes(dtype);
+      g = *resized;
+    }
+    return std::min(OutputBytesFor(g.height, g.width, dtype), SampleBytes(dtype));
   }
   const std::array<double, 3>& image_mean() const override { return config_.mean; }
   const std::array<double, 3>& image_std() const override { return config_.std; }

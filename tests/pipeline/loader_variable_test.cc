@@ -96,6 +96,27 @@ TEST(LoaderVariableSize, BatchesPackEachPagesOutputInOrder) {
   ExpectPagesInOrder(bf16, Drain(bf16));
 }
 
+// Slots are sized for the dataset's largest page (from the index), not for the largest page the
+// settings allow: with the checkpoints' max_pixels that is 65,536 patches (308 MB in float32).
+TEST(LoaderVariableSize, SlotsAreSizedForTheDatasetsLargestPage) {
+  TempDir tmp;
+  const std::string path = tmp.Join("pages.docfeed");
+  PackPages(tmp.path(), path, 5, 30, false, false, 17);
+  LoaderOptions o = QwenOptions(path, 2);
+  o.preset.qwen_vl.max_pixels = QwenVLConfig{}.max_pixels;
+  Result<std::unique_ptr<Loader>> loader = Loader::Create(o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  Result<docfeed::Preset> preset = docfeed::Preset::Create(o.preset);
+  ASSERT_TRUE(preset.ok());
+  // The largest page (102 x 63 pixels: 112 x 56 after smart_resize, 8 x 4 patches).
+  const size_t slot = (*loader)->batch_pixel_bytes() / o.batch_size;
+  EXPECT_EQ(slot, size_t{8 * 4} * 1176 * sizeof(float));
+  EXPECT_LT(slot, preset->SampleBytes(DType::kFloat32) / 1000);
+  const Outputs got = Drain(o);
+  ASSERT_EQ(got.ids.size(), 2u);
+  ExpectPagesInOrder(o, got);
+}
+
 TEST(LoaderVariableSize, ASkippedSampleIsReplacedAndTheBatchStaysPacked) {
   TempDir tmp;
   const std::string path = tmp.Join("pages.docfeed");
