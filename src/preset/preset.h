@@ -116,6 +116,10 @@ inline constexpr char kPresetQwen25VL[] = "qwen2.5-vl";
 bool IsQwenVLPreset(std::string_view name);
 Result<std::unique_ptr<const Preset>> MakeQwenVLPreset(const PresetParams& params);
 
+// The Nougat preset (nougat_preset.cc).
+inline constexpr char kPresetNougat[] = "nougat";
+Result<std::unique_ptr<const Preset>> MakeNougatPreset(const PresetParams& params);
+
 // Creates the preset `params.name` names.
 // Errors: InvalidArgument for an unknown name or parameters the preset refuses (naming them).
 Result<std::unique_ptr<const Preset>> MakePreset(const PresetParams& params);
