@@ -137,8 +137,8 @@ struct LoaderOptions {
   // DonutImageProcessor's image_mean / image_std: out = (float32(v * rescale_factor) - mean) / std.
   // Each unset one is the dataset's (the manifest's "normalization", which a migrated float
   // dataset records so that the loader gives its original tensors back), else the preset's
-  // (Donut's 0.5 / 0.5). Loader::image_mean()/image_std() report the values in use; a
-  // kUint8 consumer normalizing elsewhere (the GPU stage) should use those.
+  // (Donut's 0.5 / 0.5, Nougat's ImageNet values). Loader::image_mean()/image_std() report the
+  // values in use; a kUint8 consumer normalizing elsewhere (the GPU stage) should use those.
   std::optional<std::array<double, 3>> image_mean;
   std::optional<std::array<double, 3>> image_std;
   OutputLayout layout = OutputLayout::kChw;

@@ -12,7 +12,7 @@
 // Donut (DonutImageProcessor: docs/donut-preprocessing.md), in two processor generations
 // (transformers 4.x, the default, and 5.x with its PIL or torchvision backend), and Qwen2-VL /
 // Qwen2.5-VL (Qwen2VLImageProcessor: docs/qwen-vl-preprocessing.md), whose output size follows
-// the page.
+// the page, and Nougat (NougatImageProcessor: docs/nougat-preprocessing.md).
 //
 // Thread safety: a Preset is immutable; copies share it. Prepare and Finish may run on any
 // number of threads at once (each with its own output).
@@ -106,17 +106,48 @@ struct QwenVLConfig {
   DonutBackend backend = DonutBackend::kPil;
 };
 
+// NougatImageProcessor's settings, under its own names; the defaults are the processor's, which
+// the public checkpoint facebook/nougat-base's preprocessor_config.json repeats (size 896 x 672,
+// BILINEAR, IMAGENET_DEFAULT mean/std). docs/nougat-preprocessing.md has the processor's steps:
+//   crop_margin (the bounding box of the page's dark pixels, in gray normalized to its own
+//   min..max) -> [align long axis] -> shortest-edge resize (BILINEAR) -> thumbnail (BICUBIC,
+//   reducing_gap 2.0) -> centred pad to height x width with 0 -> rescale -> normalize -> CHW.
+// The output is one padded page of a fixed shape, 3 x height x width. `height`/`width` are
+// size["height"] / size["width"]. Generations (hf_version): 4 = NougatImageProcessor of 4.x
+// (checked against 4.57.6), which takes RGB only: docfeed converts as image.convert("RGB") does
+// (alpha dropped); 5 = NougatImageProcessorPil of 5.x (checked against 5.23.0) with
+// do_convert_rgb=True: transparency composited onto white. Both resize the same way. Only the
+// PIL path. The preset always pads (do_pad must stay true: the output has a fixed shape).
+struct NougatConfig {
+  int32_t height = 896;
+  int32_t width = 672;
+  bool do_crop_margin = true;
+  bool align_long_axis = false;  // do_align_long_axis
+  bool do_resize = true;
+  bool do_thumbnail = true;
+  bool do_pad = true;
+  bool do_rescale = true;
+  bool do_normalize = true;
+  double rescale_factor = 1.0 / 255.0;
+  std::array<double, 3> mean = {0.485, 0.456, 0.406};  // IMAGENET_DEFAULT_MEAN
+  std::array<double, 3> std = {0.229, 0.224, 0.225};   // IMAGENET_DEFAULT_STD
+  int32_t hf_version = 4;
+};
+
 // The processor's padding: random offsets (random_padding=True, the training default) or
 // centred.
 enum class PadMode { kRandom, kCenter };
 
 // Which preset, with its parameters: "donut" reads `donut` and `pad`; "qwen2-vl" and
-// "qwen2.5-vl" (the same processor) read `qwen_vl`. Each preset reads the struct it knows.
+// "qwen2.5-vl" (the same processor) read `qwen_vl`; "nougat" reads `nougat` and `pad` (the
+// processor pads centred; kRandom is docfeed's augmentation, as for Donut). Each preset reads
+// the struct it knows.
 struct PresetOptions {
   std::string name = "donut";
   DonutConfig donut;
   PadMode pad = PadMode::kRandom;
   QwenVLConfig qwen_vl;
+  NougatConfig nougat;
 };
 
 // How Prepare decodes. kFast trades exactness for speed where a preset allows it (Donut: a

@@ -29,6 +29,8 @@ class Loader:
     # Integers are range-checked (docfeed.InvalidArgumentError, a ValueError, naming the
     # parameter and its range); image_mean/image_std override the dataset's normalization;
     # allocator: None or Callable[[int], tensor] (pinned host buffers for the GPU stage).
+    # preset: "donut", "nougat" (height/width, align_long_axis and hf_version are its size,
+    # do_align_long_axis and generation; backend "pil" only), "qwen2-vl" or "qwen2.5-vl".
     def __init__(self, path: str, *, height: int = 2560, width: int = 1920,
                  align_long_axis: bool = False, hf_version: int = 4, backend: str = "pil",
                  batch_size: int = 8, shuffle: bool = True,

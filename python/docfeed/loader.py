@@ -118,8 +118,9 @@ class Loader:
     Args:
       path: a docfeed dataset directory (`docfeed pack` output).
       batch_size: samples per batch on this rank.
-      image_size: (height, width) of pixel_values, DonutImageProcessor's size; a dataset packed
-        with `--preprocess donut` must have been packed at this size.
+      image_size: (height, width) of pixel_values, the processor's size (default: the preset's
+        processor default, (2560, 1920) for donut, (896, 672) for nougat); a dataset packed with
+        `--preprocess donut` must have been packed at this size.
       shuffle, seed: one permutation per (seed, epoch); shuffle=False keeps storage order.
       pad: "random" (the processor's random_padding, redrawn per epoch) or "center".
       dtype: torch.float32 / float16 / bfloat16 (normalized) or torch.uint8 (padded pixels).
@@ -144,8 +145,8 @@ class Loader:
         "-" for none. label_length: pad labels to this length with -100 (0: the batch's longest
         row).
       layout: "chw" (pixel_values) or "hwc".
-      preset: "donut" (default) or "qwen2-vl" / "qwen2.5-vl" (Qwen2VLImageProcessor, the same
-        for both). With a Qwen preset a batch holds pixel_values as the processor returns them,
+      preset: "donut" (default), "nougat" (below) or "qwen2-vl" / "qwen2.5-vl"
+        (Qwen2VLImageProcessor, the same for both). With a Qwen preset a batch holds pixel_values as the processor returns them,
         the rows of every page's flattened patches one page after the other (sum of patches,
         3 * temporal_patch_size * patch_size**2), and image_grid_thw (B, 3) int64; image_size,
         pad, align_long_axis and layout do not apply, and hf_version picks the generation (4:
@@ -153,16 +154,23 @@ class Loader:
         max_pixels, patch_size, temporal_patch_size, merge_size: the processor's, defaulting to
         the public checkpoints' (3136, 12845056, 14, 2, 2). Each batch buffer holds batch_size
         times the dataset's largest page (from its index).
+        "nougat" (NougatImageProcessor): crop_margin, then Donut's geometry (align_long_axis,
+        resize, thumbnail) and padding to image_size, normalized with ImageNet's mean/std unless
+        image_mean/image_std are given; hf_version 4 (NougatImageProcessor of 4.x, alpha dropped
+        as image.convert("RGB")) or 5 (NougatImageProcessorPil with do_convert_rgb=True,
+        transparency onto white), backend "pil" only. pad="center" is the processor's padding;
+        "random" (the default) is docfeed's augmentation, as for Donut. Original images only (a
+        dataset packed with --preprocess is refused).
       image_mean, image_std: the normalization of float pixel_values, named and given as in
         DonutImageProcessor (one number or one per R, G, B channel): (v / 255 - mean) / std.
         None (default): what the dataset records (a dataset migrated by `docfeed pack` from
         normalized float pixel_values records the mean/std it found, so the original tensors come
-        back), else Donut's 0.5 / 0.5. The values in use are the loader's image_mean/image_std;
-        uint8 output is not normalized.
+        back), else the preset's (Donut's 0.5 / 0.5, Nougat's ImageNet values). The values in
+        use are the loader's image_mean/image_std; uint8 output is not normalized.
     """
 
     def __init__(self, path: Union[str, "os.PathLike[str]"], batch_size: int,
-                 image_size: Tuple[int, int] = (2560, 1920), shuffle: bool = True, seed: int = 0,
+                 image_size: Optional[Tuple[int, int]] = None, shuffle: bool = True, seed: int = 0,
                  pad: str = "random", dtype: Any = "float32", device: Any = None,
                  drop_last: bool = True, num_threads: int = 0, prefetch: int = 4,
                  rank: Optional[int] = None, world_size: Optional[int] = None,
@@ -197,6 +205,8 @@ class Loader:
         self._rank, self._world_size = _distributed_defaults(rank, world_size)
         self._dtype = _dtype_name(dtype)
         self._gpu = _gpu.GpuStage.create(device, self._dtype, layout, max_held)
+        if image_size is None:
+            image_size = (896, 672) if preset == "nougat" else (2560, 1920)
         height, width = (_int("image_size", v) for v in image_size)
         if drop_last:
             remainder = "drop"

@@ -315,6 +315,17 @@ LoaderOptions MakeOptions(
         "backend=\"torchvision\" needs hf_version=5 (transformers 4's fast processor is "
         "not reproduced)");
   }
+  // Nougat's output size, alignment and generation are the same arguments as Donut's.
+  NougatConfig& nougat = opt.preset.nougat;
+  nougat.height = opt.preset.donut.height;
+  nougat.width = opt.preset.donut.width;
+  nougat.align_long_axis = align_long_axis;
+  nougat.hf_version = opt.preset.donut.hf_version;
+  if (preset == "nougat" && opt.preset.donut.backend != DonutBackend::kPil) {
+    RaiseInvalid(
+        "backend=\"torchvision\" is Donut's; the nougat preset reproduces the PIL processors "
+        "(NougatImageProcessor of 4.x, NougatImageProcessorPil of 5.x)");
+  }
   opt.batch_size = ToInt<uint32_t>("batch_size", batch_size, 1);
   opt.shuffle = shuffle;
   opt.seed = ToInt<uint64_t>("seed", seed);

@@ -144,8 +144,9 @@ Result<std::unique_ptr<const Preset>> MakePreset(const PresetParams& params) {
         std::make_unique<DonutPreset>(params.donut, params.pad, std::move(table)));
   }
   if (IsQwenVLPreset(params.name)) return MakeQwenVLPreset(params);
+  if (params.name == kPresetNougat) return MakeNougatPreset(params);
   return InvalidArgumentError("unknown preset \"" + params.name +
-                              "\" (known: donut, qwen2-vl, qwen2.5-vl)");
+                              "\" (known: donut, qwen2-vl, qwen2.5-vl, nougat)");
 }
 
 Result<std::unique_ptr<const Preset>> PresetForStored(const PreprocessInfo& stored) {

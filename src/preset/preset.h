@@ -128,6 +128,10 @@ Result<std::unique_ptr<const Preset>> MakeQwenVLPreset(const PresetParams& param
 // only Finish uses, and the normalization are the defaults).
 Result<std::unique_ptr<const Preset>> QwenVLPresetForStored(const PreprocessInfo& stored);
 
+// The Nougat preset (nougat_preset.cc).
+inline constexpr char kPresetNougat[] = "nougat";
+Result<std::unique_ptr<const Preset>> MakeNougatPreset(const PresetParams& params);
+
 // Creates the preset `params.name` names.
 // Errors: InvalidArgument for an unknown name or parameters the preset refuses (naming them).
 Result<std::unique_ptr<const Preset>> MakePreset(const PresetParams& params);

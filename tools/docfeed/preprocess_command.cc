@@ -1,6 +1,7 @@
-// docfeed preprocess: runs one image through a model preset (Donut, Qwen2-VL) and writes a stage
-// of it as .npy or .png. Mostly a parity and benchmarking aid: tests/python/test_donut_parity.py
-// and test_qwen_vl_parity.py compare its output with the transformers processors.
+// docfeed preprocess: runs one image through a model preset (Donut, Qwen2-VL, Nougat) and writes
+// a stage of it as .npy or .png. Mostly a parity and benchmarking aid: tests/python/
+// test_donut_parity.py, test_hf_qwen_vl_parity.py and test_hf_nougat_parity.py compare its output
+// with the transformers processors.
 #include <charconv>
 #include <cstdio>
 #include <ctime>
@@ -28,10 +29,14 @@ constexpr char kUsage[] =
     "       [--stage resized|normalized] [--dtype float32|float16] [--hf-version 4|5]\n"
     "       [--backend pil|torchvision]\n"
     "       [--repeat N] -o OUT.npy|OUT.png\n"
+    "       docfeed preprocess IMAGE --preset nougat [--size HxW] [--pad center|random]\n"
+    "       [--seed N] [--stage resized|padded|normalized] [--layout chw|hwc]\n"
+    "       [--dtype float32|float16] [--align-long-axis] [--hf-version 4|5] [--repeat N]\n"
+    "       -o OUT.npy|OUT.png\n"
     "\n"
-    "  --size HxW     output height x width (default 2560x1920, the processor's default). A\n"
-    "                 legacy list size=[1200, 1553] in a processor config is width, height: "
-    "1553x1200\n"
+    "  --size HxW     output height x width (default: the processor's, 2560x1920 for donut,\n"
+    "                 896x672 for nougat). A legacy list size=[1200, 1553] in a processor\n"
+    "                 config is width, height: 1553x1200\n"
     "  --stage        resized: HWC uint8 after resize+thumbnail; padded: HWC uint8 (height, "
     "width,\n"
     "                 3); normalized (default): float pixel_values, CHW unless --layout hwc\n"
@@ -45,6 +50,9 @@ constexpr char kUsage[] =
     "                 min_pixels 3136, max_pixels 12845056, patch 14, temporal 2, merge 2):\n"
     "                 resized is the smart_resize'd page (HWC uint8), normalized the\n"
     "                 flattened patches (patches x 3*temporal*patch^2, pixel_values' rows)\n"
+    "  nougat (NougatImageProcessor; facebook/nougat-base's settings): crop_margin, then\n"
+    "                 Donut's steps with a BICUBIC thumbnail in both generations and\n"
+    "                 ImageNet mean/std; resized is the stage after the thumbnail\n"
     "\n" DOCFEED_GENERATION_HELP;
 
 enum class Stage { kResized, kPadded, kNormalized };
@@ -52,8 +60,9 @@ enum class Stage { kResized, kPadded, kNormalized };
 struct Options {
   std::string input, output;
   std::string preset = "donut";
-  DonutConfig config;
+  DonutConfig config;  // donut; its height and width are every fixed-size preset's output size
   QwenVLConfig qwen_vl;
+  NougatConfig nougat;
   PrepareMode mode = PrepareMode::kExact;
   Stage stage = Stage::kNormalized;
   bool random_pad = false;
@@ -107,11 +116,12 @@ Status ParseEnums(const ParsedArgs& p, Options& o) {
   const std::string layout = p.Get("--layout", "chw");
   const std::string dtype = p.Get("--dtype", "float32");
   o.preset = p.Get("--preset", "donut");
-  if (o.preset != "donut" && o.preset != "qwen2-vl" && o.preset != "qwen2.5-vl") {
-    return InvalidArgumentError("--preset must be donut, qwen2-vl or qwen2.5-vl");
+  if (o.preset != "donut" && o.preset != "qwen2-vl" && o.preset != "qwen2.5-vl" &&
+      o.preset != "nougat") {
+    return InvalidArgumentError("--preset must be donut, qwen2-vl, qwen2.5-vl or nougat");
   }
-  if (o.preset != "donut" && stage == "padded") {
-    return InvalidArgumentError("--stage padded is Donut's; " + o.preset +
+  if (o.preset != "donut" && o.preset != "nougat" && stage == "padded") {
+    return InvalidArgumentError("--stage padded is Donut's and Nougat's; " + o.preset +
                                 " has resized and normalized");
   }
   if (stage != "resized" && stage != "padded" && stage != "normalized") {
@@ -137,8 +147,9 @@ Result<Options> ParseOptions(const ParsedArgs& p) {
   o.input = p.positional[0];
   o.output = p.Get("-o", "");
   if (o.output.empty()) return InvalidArgumentError("-o OUT is required");
-  DOCFEED_RETURN_IF_ERROR(ParseSize(p.Get("--size", "2560x1920"), o.config));
   DOCFEED_RETURN_IF_ERROR(ParseEnums(p, o));
+  const bool nougat = o.preset == "nougat";
+  DOCFEED_RETURN_IF_ERROR(ParseSize(p.Get("--size", nougat ? "896x672" : "2560x1920"), o.config));
   DOCFEED_ASSIGN_OR_RETURN(o.seed, ParseSeed(p.Get("--seed", "0")));
   DOCFEED_ASSIGN_OR_RETURN(o.repeat, ParseInt("--repeat", p.Get("--repeat", "0"), 0, 1000000));
   o.config.align_long_axis = p.Has("--align-long-axis");
@@ -146,6 +157,14 @@ Result<Options> ParseOptions(const ParsedArgs& p) {
   o.config.hf_version = generation.hf_version;
   DOCFEED_ASSIGN_OR_RETURN(o.config.backend, ParseDonutBackend(generation.backend));
   if (p.Has("--fast")) o.mode = PrepareMode::kFast;
+  if (nougat && (p.Has("--fast") || generation.backend != "pil")) {
+    return InvalidArgumentError(
+        "--fast and --backend torchvision are Donut's; nougat reproduces the PIL processors");
+  }
+  o.nougat.height = o.config.height;
+  o.nougat.width = o.config.width;
+  o.nougat.align_long_axis = o.config.align_long_axis;
+  o.nougat.hf_version = generation.hf_version;
   QwenVLConfig& q = o.qwen_vl;
   q.hf_version = generation.hf_version;
   q.backend = o.config.backend;
@@ -311,6 +330,7 @@ Status Run(const Options& o) {
   preset_options.name = o.preset;
   preset_options.donut = o.config;
   preset_options.qwen_vl = o.qwen_vl;
+  preset_options.nougat = o.nougat;
   preset_options.pad = o.random_pad ? PadMode::kRandom : PadMode::kCenter;
   DOCFEED_ASSIGN_OR_RETURN(const Preset preset, Preset::Create(preset_options));
   Env* env = o.env != nullptr ? o.env : Env::Default();
