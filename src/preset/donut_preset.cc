@@ -26,12 +26,7 @@ class DonutPreset final : public Preset {
   OutputShape output_shape() const override { return {3, config_.height, config_.width}; }
   const std::array<double, 3>& image_mean() const override { return config_.mean; }
   const std::array<double, 3>& image_std() const override { return config_.std; }
-  std::vector<float> Float32Table() const override {
-    std::vector<float> flat;
-    flat.reserve(3 * 256);
-    for (const auto& channel : table_.f32) flat.insert(flat.end(), channel.begin(), channel.end());
-    return flat;
-  }
+  std::vector<float> Float32Table() const override { return FlatFloat32Table(table_); }
 
   // EXIF orientation (as `datasets` applies it), convert("RGB") keeping L as L, then align +
   // shortest-edge resize + thumbnail. A page that needs no rotation goes through the streamed
@@ -48,12 +43,8 @@ class DonutPreset final : public Preset {
       if (times != nullptr) times->decode_resize += NanosSince(start);
       return Status::Ok();
     }
-    DOCFEED_ASSIGN_OR_RETURN(Image decoded, DecodeImage(bytes, request.limits, request.report));
-    Image oriented = ApplyOrientation(decoded, request.orientation);
-    if (times != nullptr) times->decode += NanosSince(start);
+    DOCFEED_ASSIGN_OR_RETURN(Image input, DecodeToRgb(bytes, request, config_, times));
     start = Clock::now();
-    DOCFEED_ASSIGN_OR_RETURN(Image input, ToDonutInput(std::move(oriented), config_,
-                                                       DonutTransparencyKey(bytes, config_)));
     DOCFEED_ASSIGN_OR_RETURN(*out, DonutResize(input, config_));
     if (times != nullptr) times->resize += NanosSince(start);
     return Status::Ok();

@@ -24,25 +24,15 @@ class NougatPreset final : public Preset {
   OutputShape output_shape() const override { return {3, config_.height, config_.width}; }
   const std::array<double, 3>& image_mean() const override { return config_.mean; }
   const std::array<double, 3>& image_std() const override { return config_.std; }
-  std::vector<float> Float32Table() const override {
-    std::vector<float> flat;
-    flat.reserve(3 * 256);
-    for (const auto& channel : table_.f32) flat.insert(flat.end(), channel.begin(), channel.end());
-    return flat;
-  }
+  std::vector<float> Float32Table() const override { return FlatFloat32Table(table_); }
 
   // Decode, EXIF orientation (as `datasets` applies it), the generation's RGB conversion (gray
   // stays one channel), crop_margin, then align + shortest-edge resize + thumbnail. crop_margin
   // needs the whole page, so there is no streamed decode as for Donut.
   Status Prepare(std::span<const uint8_t> bytes, const PrepareRequest& request, Image* out,
                  PrepareTimes* times) const override {
-    Clock::time_point start = Clock::now();
-    DOCFEED_ASSIGN_OR_RETURN(Image decoded, DecodeImage(bytes, request.limits, request.report));
-    if (request.orientation > 1) decoded = ApplyOrientation(decoded, request.orientation);
-    if (times != nullptr) times->decode += NanosSince(start);
-    start = Clock::now();
-    DOCFEED_ASSIGN_OR_RETURN(Image input, ToDonutInput(std::move(decoded), conversion_,
-                                                       DonutTransparencyKey(bytes, conversion_)));
+    DOCFEED_ASSIGN_OR_RETURN(Image input, DecodeToRgb(bytes, request, conversion_, times));
+    const Clock::time_point start = Clock::now();
     DOCFEED_ASSIGN_OR_RETURN(*out, NougatResize(std::move(input), config_));
     if (times != nullptr) times->resize += NanosSince(start);
     if (out->height > config_.height || out->width > config_.width) {

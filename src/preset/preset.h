@@ -132,6 +132,16 @@ Result<std::unique_ptr<const Preset>> QwenVLPresetForStored(const PreprocessInfo
 inline constexpr char kPresetNougat[] = "nougat";
 Result<std::unique_ptr<const Preset>> MakeNougatPreset(const PresetParams& params);
 
+// What every preset's Prepare starts with: decode `bytes`, apply request.orientation, then the
+// RGB conversion of `conversion`'s processor generation (donut.h ToDonutInput: 4.x drops alpha,
+// 5.x composites it onto white; gray stays one channel). The time goes to times->decode.
+// Errors: DecodeImage's and ToDonutInput's.
+Result<Image> DecodeToRgb(std::span<const uint8_t> bytes, const PrepareRequest& request,
+                          const DonutConfig& conversion, PrepareTimes* times);
+
+// The f32 part of `table` as Preset::Float32Table returns it: channel after channel.
+std::vector<float> FlatFloat32Table(const NormalizeTable& table);
+
 // Creates the preset `params.name` names.
 // Errors: InvalidArgument for an unknown name or parameters the preset refuses (naming them).
 Result<std::unique_ptr<const Preset>> MakePreset(const PresetParams& params);

@@ -1,9 +1,31 @@
 // docfeed::Preset (docfeed/preprocess.h): the public handle over an internal::Preset.
+#include "base/clock.h"
 #include "codec/codec.h"
 #include "docfeed/preprocess.h"
 #include "preset/preset.h"
 
 namespace docfeed {
+namespace internal {
+
+Result<Image> DecodeToRgb(std::span<const uint8_t> bytes, const PrepareRequest& request,
+                          const DonutConfig& conversion, PrepareTimes* times) {
+  const Clock::time_point start = Clock::now();
+  DOCFEED_ASSIGN_OR_RETURN(Image decoded, DecodeImage(bytes, request.limits, request.report));
+  if (request.orientation > 1) decoded = ApplyOrientation(decoded, request.orientation);
+  Result<Image> rgb =
+      ToDonutInput(std::move(decoded), conversion, DonutTransparencyKey(bytes, conversion));
+  if (times != nullptr) times->decode += NanosSince(start);
+  return rgb;
+}
+
+std::vector<float> FlatFloat32Table(const NormalizeTable& table) {
+  std::vector<float> flat;
+  flat.reserve(3 * 256);
+  for (const auto& channel : table.f32) flat.insert(flat.end(), channel.begin(), channel.end());
+  return flat;
+}
+
+}  // namespace internal
 
 int32_t OrientationAppliedOnOpen(std::span<const uint8_t> bytes) {
   if (internal::SniffCodec(bytes) != internal::ImageCodec::kTiff) return 1;

@@ -57,25 +57,15 @@ class QwenVLPreset final : public Preset {
   }
   const std::array<double, 3>& image_mean() const override { return config_.mean; }
   const std::array<double, 3>& image_std() const override { return config_.std; }
-  std::vector<float> Float32Table() const override {
-    std::vector<float> flat;
-    flat.reserve(3 * 256);
-    for (const auto& channel : table_.f32) flat.insert(flat.end(), channel.begin(), channel.end());
-    return flat;
-  }
+  std::vector<float> Float32Table() const override { return FlatFloat32Table(table_); }
 
   // Decode, EXIF orientation (as `datasets` applies it), the generation's RGB conversion
   // (gray stays one channel), then smart_resize and Pillow's BICUBIC resize.
   Status Prepare(std::span<const uint8_t> bytes, const PrepareRequest& request, Image* out,
                  PrepareTimes* times) const override {
-    Clock::time_point start = Clock::now();
-    DOCFEED_ASSIGN_OR_RETURN(Image decoded, DecodeImage(bytes, request.limits, request.report));
-    if (request.orientation > 1) decoded = ApplyOrientation(decoded, request.orientation);
-    if (times != nullptr) times->decode += NanosSince(start);
-    start = Clock::now();
-    const DonutConfig conversion = ConversionOf(config_);
-    DOCFEED_ASSIGN_OR_RETURN(Image input, ToDonutInput(std::move(decoded), conversion,
-                                                       DonutTransparencyKey(bytes, conversion)));
+    DOCFEED_ASSIGN_OR_RETURN(Image input,
+                             DecodeToRgb(bytes, request, ConversionOf(config_), times));
+    const Clock::time_point start = Clock::now();
     DOCFEED_ASSIGN_OR_RETURN(const QwenGeometry g,
                              QwenSmartResize(input.height, input.width, config_));
     if (g.height == input.height && g.width == input.width) {
