@@ -8,13 +8,14 @@ turn:
   * `datasets.load_from_disk(SRC).save_to_disk(DST, num_proc=1)`: datasets' own copy (in a
     subprocess, so both sides pay their start-up);
   * `docfeed pack SRC -o OUT --codec keep --threads 1`: the same rows into a docfeed dataset,
-    which also decodes every image once to refuse corrupt ones, writes the index and verifies
-    the output.
+    which also validates every image as a decode would (`--validate full`, the default) to
+    refuse corrupt ones, writes the index and verifies the output;
+  * the same with `--validate structure` (JPEG/PNG container structure and checksums only).
 
-Prints each side's median rows/s and docfeed's ratio to datasets (median of the per-round
-ratios), so a noisy, shared machine compares like with like.
+Prints each column's median rows/s and each docfeed column's ratio to datasets (median of the
+per-round ratios), so a noisy, shared machine compares like with like.
 
-    python3 bench/pack/hf_pack_bench.py --build build --rows 400 --rounds 5
+    python3 bench/pack/hf_pack_bench.py --build build --rows 400 --rounds 5 [--validate full structure]
 """
 import argparse
 import json
@@ -62,22 +63,26 @@ def main():
     p.add_argument("--work", default="/tmp/docfeed-hf-pack-bench")
     p.add_argument("--rows", type=int, default=400)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--validate", nargs="+", choices=["full", "structure"],
+                   default=["full", "structure"],
+                   help="the docfeed columns, each timed in every round (default: both)")
     a = p.parse_args()
     src = os.path.join(a.work, f"src-{a.rows}")
     if not os.path.exists(src):
         make_source(src, a.rows)
     cli = os.path.join(a.build, "bin", "docfeed")
-    rates = {"datasets save_to_disk": [], "docfeed pack --codec keep": []}
+    base = "datasets save_to_disk"
+    modes = {f"docfeed pack --codec keep --validate {m}": m for m in a.validate}
+    rates = {base: [], **{name: [] for name in modes}}
     for r in range(a.rounds):
-        for out in ("copy", "packed"):
-            shutil.rmtree(os.path.join(a.work, out), ignore_errors=True)
+        shutil.rmtree(os.path.join(a.work, "copy"), ignore_errors=True)
         seconds = timed([sys.executable, "-c", COPY, src, os.path.join(a.work, "copy")])
-        rates["datasets save_to_disk"].append(a.rows / seconds)
-        seconds = timed([cli, "pack", src, "-o", os.path.join(a.work, "packed"), "--threads",
-                         "1", "--codec", "keep"])
-        rates["docfeed pack --codec keep"].append(a.rows / seconds)
-    ratios = [d / s for d, s in zip(rates["docfeed pack --codec keep"],
-                                    rates["datasets save_to_disk"])]
+        rates[base].append(a.rows / seconds)
+        for name, mode in modes.items():
+            shutil.rmtree(os.path.join(a.work, "packed"), ignore_errors=True)
+            seconds = timed([cli, "pack", src, "-o", os.path.join(a.work, "packed"), "--threads",
+                             "1", "--codec", "keep", "--validate", mode])
+            rates[name].append(a.rows / seconds)
     load = os.getloadavg()
     size = sum(os.path.getsize(os.path.join(src, f)) for f in os.listdir(src))
     print(f"{a.rounds} rounds, {a.rows} rows ({size / 1e6:.1f} MB), one core each; load average "
@@ -86,8 +91,10 @@ def main():
     print("|---|---:|---:|")
     for name, values in rates.items():
         print(f"| {name} | {statistics.median(values):.0f} | {min(values):.0f}-{max(values):.0f} |")
-    print(f"docfeed / datasets: {statistics.median(ratios):.2f}x (median of round ratios; "
-          f"range {min(ratios):.2f}-{max(ratios):.2f})")
+    for name in modes:
+        ratios = [d / s for d, s in zip(rates[name], rates[base])]
+        print(f"{name} / datasets: {statistics.median(ratios):.2f}x (median of round ratios; "
+              f"range {min(ratios):.2f}-{max(ratios):.2f})")
 
 
 if __name__ == "__main__":

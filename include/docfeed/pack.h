@@ -31,11 +31,25 @@
 namespace docfeed {
 
 // How the stored images are encoded: the source file's own bytes, or a re-encode (PNG, lossless
-// WebP, JPEG at PackOptions::jpeg_quality). Every image is fully decoded at pack time either way.
+// WebP, JPEG at PackOptions::jpeg_quality). Every image is validated at pack time either way: as
+// a full decode would (the default), or for kKeep with PackValidation::kStructure by its JPEG or
+// PNG container structure and checksums (below).
 enum class PackCodec { kKeep, kPng, kWebp, kJpeg };
 
 // Parses "keep", "png", "webp", "jpeg"; InvalidArgument naming the accepted values otherwise.
 Result<PackCodec> ParsePackCodec(std::string_view name);
+
+// How PackCodec::kKeep validates the stored source bytes (`pack --validate`; src/pack/README.md):
+// kFull decodes them as a trainer would (a JPEG entropy-decoded, a PNG inflated and unfiltered),
+// refusing and warning exactly as the full decode; kStructure checks only the container
+// structure and checksums of JPEG and PNG files (PNG: every chunk's length and CRC-32, the
+// chunk order; JPEG: every marker segment, each scan's extent, EOI) without decoding pixels,
+// so damage inside a JPEG scan or a PNG's deflate stream under a valid CRC goes unseen. Other
+// formats are fully validated either way; re-encoding and preprocessing always decode fully.
+enum class PackValidation { kFull, kStructure };
+
+// Parses "full" or "structure"; InvalidArgument naming the accepted values otherwise.
+Result<PackValidation> ParsePackValidation(std::string_view name);
 
 // Token order and categorical rule of the Donut target strings: the fine-tuning notebook's or
 // the Donut repository's (src/labels/README.md).
@@ -112,7 +126,8 @@ struct PackOptions {
   std::string source;  // Pack: the image folder; PackFrom: unused
   std::string output;  // the dataset directory to create
   PackCodec codec = PackCodec::kKeep;
-  int jpeg_quality = 90;  // 1..100, for kJpeg
+  PackValidation validate = PackValidation::kFull;  // for kKeep (ignored otherwise)
+  int jpeg_quality = 90;                            // 1..100, for kJpeg
   PackPreprocess preprocess;
   int threads = 0;        // encoding threads; 0: one per hardware thread
   bool skip_bad = false;  // reject bad samples into OUT/rejects.jsonl instead of stopping

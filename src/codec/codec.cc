@@ -201,4 +201,13 @@ Result<DecodedGeometry> ValidateImage(std::span<const uint8_t> bytes, const Deco
   return DecodedGeometry{.width = image.width, .height = image.height, .channels = image.channels};
 }
 
+Result<DecodedGeometry> ValidateImageStructure(std::span<const uint8_t> bytes,
+                                               const DecodeLimits& limits, DecodeReport* report) {
+  if (report != nullptr) *report = DecodeReport{};
+  DOCFEED_ASSIGN_OR_RETURN(ImageCodec codec, DecodableCodec(bytes, limits.max_input_bytes));
+  if (codec == ImageCodec::kJpeg) return ValidateJpegStructure(bytes, limits, report);
+  if (codec == ImageCodec::kPng) return ValidatePngStructure(bytes, limits);
+  return ValidateImage(bytes, limits, report);
+}
+
 }  // namespace docfeed::internal

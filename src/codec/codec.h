@@ -171,6 +171,27 @@ Result<DecodedGeometry> ValidateImage(std::span<const uint8_t> bytes,
                                       const DecodeLimits& limits = {},
                                       DecodeReport* report = nullptr);
 
+// The container structure and integrity of frame 0's file, without decoding pixels (`docfeed
+// pack --validate structure`; src/pack/README.md says what it guarantees next to ValidateImage):
+//   JPEG: DecodeImage's header read and pre-decode checks (libjpeg up to the first SOS, with its
+//         warnings), then a walk of every marker segment by its length (each within the file),
+//         SOF consistent with the header, each SOS header checked and its entropy-coded data
+//         skipped to the next marker (0xFF not followed by 0x00, 0xFF or RST0-7), only markers
+//         libjpeg accepts, EOI at the end. A missing EOI is Corruption "truncated", as in
+//         DecodeImage. Warnings: libjpeg's from the header, and "extraneous bytes before marker"
+//         after the first scan; never those of the entropy decoder (e.g. bad Huffman code).
+//   PNG:  DecodeImage's header read and pre-decode checks, then signature, every chunk's length
+//         within the file and its CRC-32 over type and data, a 13-byte IHDR first (agreeing with
+//         the probe), at least one IDAT and the IDATs consecutive, IEND present (what follows
+//         IEND is ignored). The zlib stream is not inflated.
+//   Others (WebP, GIF, TIFF, PPM): ValidateImage, i.e. a full DecodeImage.
+// Returns the header's sides and the channels DecodeImage would return (ProbeImage's).
+// Errors: as DecodeImage for everything the header checks refuse; Corruption (naming the chunk,
+// marker or offset) for a structural defect.
+Result<DecodedGeometry> ValidateImageStructure(std::span<const uint8_t> bytes,
+                                               const DecodeLimits& limits = {},
+                                               DecodeReport* report = nullptr);
+
 // Lossless PNG (docfeed/image.h; defined in png.cc): 8-bit, colour type from `image.channels`
 // (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA), zlib `compression_level` 0..9 (Pillow's default is 6).
 // Errors: InvalidArgument for an empty/inconsistent image or a level outside 0..9.

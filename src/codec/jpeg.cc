@@ -218,6 +218,14 @@ Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, const DecodeLimits& lim
   return image;
 }
 
+Result<ImageInfo> OpenJpegHeader(std::span<const uint8_t> bytes, const DecodeLimits& limits,
+                                 DecodeReport* report) {
+  JpegDecompressor decoder;
+  DOCFEED_ASSIGN_OR_RETURN(const ImageInfo info, OpenForDecode(decoder, bytes, limits));
+  CopyReport(decoder, report);
+  return info;
+}
+
 Result<DecodedGeometry> ValidateJpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits,
                                      DecodeReport* report) {
   JpegDecompressor decoder;

@@ -343,6 +343,13 @@ Result<Image> DecodePng(std::span<const uint8_t> bytes, const DecodeLimits& limi
   return image;
 }
 
+Result<ImageInfo> OpenPngHeader(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
+  DOCFEED_ASSIGN_OR_RETURN(PngHeader header, ReadHeader(bytes));
+  DOCFEED_RETURN_IF_ERROR(CheckGeometry(header.ihdr.width, header.ihdr.height, limits));
+  DOCFEED_RETURN_IF_ERROR(CheckIdatCanHoldImage(header));
+  return InfoFromHeader(header);
+}
+
 Result<DecodedGeometry> ValidatePng(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
   DOCFEED_ASSIGN_OR_RETURN(PngHeader header, ReadHeader(bytes));
   const ImageInfo info = InfoFromHeader(header);

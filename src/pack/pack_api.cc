@@ -36,6 +36,9 @@ internal::PackOptions ToInternal(const PackOptions& o) {
   p.source = o.source;
   p.output = o.output;
   p.encode.codec = ToInternal(o.codec);
+  p.encode.validation = o.validate == PackValidation::kStructure
+                            ? internal::ValidationMode::kStructure
+                            : internal::ValidationMode::kFull;
   p.encode.jpeg_quality = o.jpeg_quality;
   p.encode.preprocess.preset = o.preprocess.preset;
   p.encode.preprocess.height = o.preprocess.height;
@@ -93,6 +96,12 @@ class ListedSource final : public internal::SampleSource {
 };
 
 }  // namespace
+
+Result<PackValidation> ParsePackValidation(std::string_view name) {
+  DOCFEED_ASSIGN_OR_RETURN(internal::ValidationMode mode, internal::ParseValidationMode(name));
+  return mode == internal::ValidationMode::kStructure ? PackValidation::kStructure
+                                                      : PackValidation::kFull;
+}
 
 Result<PackCodec> ParsePackCodec(std::string_view name) {
   DOCFEED_ASSIGN_OR_RETURN(internal::CodecChoice codec, internal::ParseCodecChoice(name));

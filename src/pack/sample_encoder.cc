@@ -104,14 +104,18 @@ Status CheckDefaultPresetCanResize(int32_t decoded_width, int32_t decoded_height
 }
 
 // `--codec keep` of anything but a GIF: the source bytes are stored, so no pixels are needed.
-// ValidateImage succeeds and fails exactly as DecodeImage does, with the same warnings and the
-// same decoded geometry, at a fraction of the cost for JPEG and PNG (codec.h), so what is
-// refused and what is recorded are what a full decode would give.
+// With ValidationMode::kStructure, ValidateImageStructure checks a JPEG's or PNG's container and
+// checksums instead (same header checks and geometry; src/pack/README.md lists what it cannot
+// see). Otherwise ValidateImage succeeds and fails exactly as DecodeImage does, with the same
+// warnings and the same decoded geometry, at a fraction of the cost for JPEG and PNG (codec.h), so
+// what is refused and what is recorded are what a full decode would give.
 Result<EncodedImage> KeepSource(std::vector<uint8_t> source, const ImageInfo& info,
                                 const EncodeOptions& options) {
   DecodeReport report;
   DOCFEED_ASSIGN_OR_RETURN(const DecodedGeometry decoded,
-                           ValidateImage(source, options.limits, &report));
+                           options.validation == ValidationMode::kStructure
+                               ? ValidateImageStructure(source, options.limits, &report)
+                               : ValidateImage(source, options.limits, &report));
   DOCFEED_RETURN_IF_ERROR(
       CheckDefaultPresetCanResize(decoded.width, decoded.height, info.exif_orientation));
   DOCFEED_ASSIGN_OR_RETURN(const StoredCodec source_codec, ToStoredCodec(info.codec));
@@ -135,6 +139,13 @@ Result<CodecChoice> ParseCodecChoice(std::string_view name) {
   if (name == "jpeg" || name == "jpg") return CodecChoice::kJpeg;
   return InvalidArgumentError("unknown codec \"" + std::string(name) +
                               "\" (expected keep, png, webp or jpeg)");
+}
+
+Result<ValidationMode> ParseValidationMode(std::string_view name) {
+  if (name == "full") return ValidationMode::kFull;
+  if (name == "structure") return ValidationMode::kStructure;
+  return InvalidArgumentError("unknown validation \"" + std::string(name) +
+                              "\" (expected full or structure)");
 }
 
 std::string_view CodecChoiceName(CodecChoice choice) {

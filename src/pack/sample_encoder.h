@@ -28,8 +28,18 @@ enum class CodecChoice { kKeep, kPng, kWebp, kJpeg };
 Result<CodecChoice> ParseCodecChoice(std::string_view name);
 std::string_view CodecChoiceName(CodecChoice choice);
 
+// How a source stored as it is (kKeep) is validated: kFull runs codec.h ValidateImage (refuses and
+// warns exactly as DecodeImage); kStructure runs ValidateImageStructure (JPEG and PNG container
+// structure and checksums without entropy decoding or inflating; other formats as kFull).
+// Re-encoding and preprocessing always decode fully.
+enum class ValidationMode { kFull, kStructure };
+
+// Parses "full" or "structure".
+Result<ValidationMode> ParseValidationMode(std::string_view name);
+
 struct EncodeOptions {
   CodecChoice codec = CodecChoice::kKeep;
+  ValidationMode validation = ValidationMode::kFull;
   int jpeg_quality = 90;
   int png_level = 6;
   DecodeLimits limits;

@@ -44,6 +44,13 @@ constexpr char kPackHelp[] =
     "options:\n"
     "  -o, --output OUT       output directory (written atomically)\n"
     "  --codec C              keep (default: store the file's bytes), png, webp (lossless), jpeg\n"
+    "  --validate V           how --codec keep checks the stored bytes: full (default) decodes\n"
+    "                         them as a trainer will (a JPEG entropy-decoded, a PNG inflated),\n"
+    "                         refusing and warning exactly as that decode; structure checks\n"
+    "                         only the container of a JPEG or PNG (PNG: chunk lengths, CRC-32s,\n"
+    "                         chunk order; JPEG: marker segments, scan extents, EOI) without\n"
+    "                         decoding pixels, so damage inside a JPEG scan or a PNG's deflate\n"
+    "                         stream under a valid CRC is not seen; other formats: full\n"
     "  --quality Q            JPEG quality for --codec jpeg (1-100, default 90)\n"
     "  --threads N            encoding threads (default: all cores)\n"
     "  --skip-bad             write bad samples (unreadable images, bad metadata.jsonl rows)\n"
@@ -169,6 +176,9 @@ Result<PackOptions> ToOptions(const ParsedArgs& parsed) {
   o.output = parsed.Get("-o", parsed.Get("--output", ""));
   if (o.output.empty()) return InvalidArgumentError("pack needs -o OUT");
   DOCFEED_ASSIGN_OR_RETURN(o.codec, ParsePackCodec(parsed.Get("--codec", "keep")));
+  Result<PackValidation> validate = ParsePackValidation(parsed.Get("--validate", "full"));
+  if (!validate.ok()) return validate.status().WithContext("--validate");
+  o.validate = *validate;
   DOCFEED_ASSIGN_OR_RETURN(o.jpeg_quality,
                            ParseInt("--quality", parsed.Get("--quality", "90"), 1, 100));
   DOCFEED_ASSIGN_OR_RETURN(o.threads, ParseInt("--threads", parsed.Get("--threads", "0"), 0, 1024));
@@ -176,6 +186,12 @@ Result<PackOptions> ToOptions(const ParsedArgs& parsed) {
       int max_mb, ParseInt("--max-file-mb", parsed.Get("--max-file-mb", "500"), 1, 1 << 20));
   o.max_file_bytes = static_cast<uint64_t>(max_mb) * 1'000'000;
   DOCFEED_RETURN_IF_ERROR(ParsePreprocess(parsed, &o.preprocess));
+  if (o.validate == PackValidation::kStructure &&
+      (o.codec != PackCodec::kKeep || !o.preprocess.preset.empty())) {
+    return InvalidArgumentError(
+        "--validate structure applies to --codec keep only (re-encoding and --preprocess "
+        "decode every image)");
+  }
   o.compression = parsed.Get(
       "--compression", o.preprocess.preset.empty() ? "none" : kPreprocessedDefaultCompression);
   if (o.compression != "none" && o.compression != "zstd" && o.compression != "lz4_frame") {
@@ -282,35 +298,17 @@ int RunPack(const Args& args) {
   if (IsSavedDatasetSource(args) && !IsSavedImageDatasetSource(args)) {
     return RunPackSavedDataset(args);
   }
-  auto start = StartCommand("pack", args,
-                            {"--skip-bad", "--overwrite", "--follow-symlinks", "--strict",
-                             "--no-pad-labels", "--align-long-axis", "--keep-original"},
-                            {"-o",
-                             "--output",
-                             "--codec",
-                             "--quality",
-                             "--threads",
-                             "--compression",
-                             "--max-file-mb",
-                             "--tokenizer",
-                             "--target-field",
-                             "--task-token",
-                             "--prompt-end-token",
-                             "--recipe",
-                             "--max-length",
-                             "--preprocess",
-                             "--min-pixels",
-                             "--max-pixels",
-                             "--patch-size",
-                             "--merge-size",
-                             "--size",
-                             "--hf-version",
-                             "--backend",
-                             "--split",
-                             "--image-root",
-                             "--dpi",
-                             "--pages"},
-                            kPackHelp, &ToOptions);
+  auto start = StartCommand(
+      "pack", args,
+      {"--skip-bad", "--overwrite", "--follow-symlinks", "--strict", "--no-pad-labels",
+       "--align-long-axis", "--keep-original"},
+      {"-o",           "--output",           "--codec",       "--validate",   "--quality",
+       "--threads",    "--compression",      "--max-file-mb", "--tokenizer",  "--target-field",
+       "--task-token", "--prompt-end-token", "--recipe",      "--max-length", "--preprocess",
+       "--min-pixels", "--max-pixels",       "--patch-size",  "--merge-size", "--size",
+       "--hf-version", "--backend",          "--split",       "--image-root", "--dpi",
+       "--pages"},
+      kPackHelp, &ToOptions);
   if (const int* exit_code = std::get_if<int>(&start)) return *exit_code;
   PackOptions* options = &std::get<PackOptions>(start);
   ProgressBar bar("packing");

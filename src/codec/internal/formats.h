@@ -19,10 +19,26 @@ Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, const DecodeLimits& lim
 Result<DecodedGeometry> ValidateJpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits,
                                      DecodeReport* report);
 
+// DecodeJpeg's header read and every check it makes before decoding (decodable colour space,
+// CheckGeometry, the data-can-hold-the-image floor), with the warnings libjpeg gave reading the
+// markers up to the first SOS into `report` (may be null). structure.cc walks the rest.
+Result<ImageInfo> OpenJpegHeader(std::span<const uint8_t> bytes, const DecodeLimits& limits,
+                                 DecodeReport* report);
+// codec.h ValidateImageStructure of a JPEG (structure.cc).
+Result<DecodedGeometry> ValidateJpegStructure(std::span<const uint8_t> bytes,
+                                              const DecodeLimits& limits, DecodeReport* report);
+
 Result<ImageInfo> ProbePng(std::span<const uint8_t> bytes);
 Result<Image> DecodePng(std::span<const uint8_t> bytes, const DecodeLimits& limits);
 // DecodePng's outcome without its pixels (codec.h ValidateImage).
 Result<DecodedGeometry> ValidatePng(std::span<const uint8_t> bytes, const DecodeLimits& limits);
+
+// DecodePng's header read (libspng's IHDR, the IHDR CRC) and the checks it makes before
+// decoding (CheckGeometry, the IDAT-can-hold-the-image floor).
+Result<ImageInfo> OpenPngHeader(std::span<const uint8_t> bytes, const DecodeLimits& limits);
+// codec.h ValidateImageStructure of a PNG (structure.cc).
+Result<DecodedGeometry> ValidatePngStructure(std::span<const uint8_t> bytes,
+                                             const DecodeLimits& limits);
 
 Result<ImageInfo> ProbeWebp(std::span<const uint8_t> bytes);
 Result<Image> DecodeWebp(std::span<const uint8_t> bytes, const DecodeLimits& limits);
