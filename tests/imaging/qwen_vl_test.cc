@@ -74,7 +74,9 @@ TEST(QwenPatchify, LaysOutPatchesInMergeOrderWithRepeatedFrames) {
   std::vector<uint8_t> pixels(static_cast<size_t>(height) * width * 3);
   for (int32_t y = 0; y < height; ++y) {
     for (int32_t x = 0; x < width; ++x) {
-      for (int32_t c = 0; c < 3; ++c) pixels[(y * width + x) * 3 + c] = y * 16 + x * 4 + c;
+      for (int32_t c = 0; c < 3; ++c) {
+        pixels[(y * width + x) * 3 + c] = static_cast<uint8_t>(y * 16 + x * 4 + c);
+      }
     }
   }
   Result<NormalizeTable> table = MakeQwenVLTable(config);
