@@ -87,7 +87,10 @@ def pack_rows(output: str, rows: str, fetch: Callable[[], List[Any]], *, codec: 
               compression: Optional[str] = None, preprocess: str = "",
               size: Optional[Tuple[int, int]] = None, align_long_axis: bool = False,
               hf_version: Optional[int] = None, backend: str = "pil",
-              keep_original: bool = False, max_file_mb: int = 500) -> Dict[str, Any]: ...
+              keep_original: bool = False, max_file_mb: int = 500, validate: str = "full",
+              min_pixels: Optional[int] = None, max_pixels: Optional[int] = None,
+              patch_size: Optional[int] = None,
+              merge_size: Optional[int] = None) -> Dict[str, Any]: ...
 
 def pack_path(source: str, output: str, *, codec: str = "keep", jpeg_quality: int = 90,
               threads: int = 0, overwrite: bool = False, skip_bad: bool = False,
@@ -95,7 +98,10 @@ def pack_path(source: str, output: str, *, codec: str = "keep", jpeg_quality: in
               size: Optional[Tuple[int, int]] = None, align_long_axis: bool = False,
               hf_version: Optional[int] = None, backend: str = "pil",
               keep_original: bool = False, max_file_mb: int = 500, split: str = "",
-              image_root: str = "", dpi: int = 200, pages: str = "auto") -> Dict[str, Any]: ...
+              image_root: str = "", dpi: int = 200, pages: str = "auto",
+              validate: str = "full", min_pixels: Optional[int] = None,
+              max_pixels: Optional[int] = None, patch_size: Optional[int] = None,
+              merge_size: Optional[int] = None) -> Dict[str, Any]: ...
 
 def normalize_table(height: int = 2560, width: int = 1920, rescale_factor: float = ...,
                     mean: Sequence[float] = ..., std: Sequence[float] = ...,

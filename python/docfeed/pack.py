@@ -208,7 +208,9 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
          max_file_mb: int = 500, hf_version: Optional[int] = None,
          backend: Optional[str] = None, split: Optional[str] = None,
          image_root: "Optional[str | os.PathLike[str]]" = None, dpi: int = _DEFAULT_DPI,
-         pages: Union[str, int] = "auto") -> str:
+         pages: Union[str, int] = "auto", validate: str = "full",
+         min_pixels: Optional[int] = None, max_pixels: Optional[int] = None,
+         patch_size: Optional[int] = None, merge_size: Optional[int] = None) -> str:
     """Packs `dataset` (a datasets.Dataset, or any sequence of dict rows) into `output`.
 
     `dataset` may also be a path (str or os.PathLike): an image folder, a Hugging Face dataset
@@ -230,9 +232,14 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       `text_column`, padded/truncated to `max_length` with -100 in place of padding.
     columns: the other columns to keep (default: every column with str/int/float/bool values).
     codec: keep (default: the stored bytes), png, webp (lossless) or jpeg (at jpeg_quality).
+    validate: how codec="keep" checks each image (`docfeed pack --validate`): "full" (default)
+      decodes it; "structure" checks the JPEG/PNG container and checksums without decoding
+      (faster; src/pack/README.md says what it does not catch).
     preprocess="donut", size=(height, width), align_long_axis: store the Donut preset's
       deterministic stages (`docfeed pack --preprocess donut --size HxW`); keep_original also
-      stores the source file. hf_version (4 or 5, default 4) and backend ("pil", default, or
+      stores the source file. preprocess="qwen2-vl" or "qwen2.5-vl" with min_pixels,
+      max_pixels, patch_size, merge_size (default: the processor's 3136, 12845056, 14, 2) stores
+      Qwen2VLImageProcessor's smart_resize'd pages instead. hf_version (4 or 5, default 4) and backend ("pil", default, or
       "torchvision" with 5): the DonutImageProcessor generation to reproduce (`--hf-version`,
       `--backend`), recorded in the manifest. compression: none, zstd or lz4_frame (default: none, lz4_frame
       with preprocess). threads: encoding threads (0: all cores); max_file_mb: data file size.
@@ -255,7 +262,9 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
         "preprocess": preprocess or "", "size": None if size is None else tuple(size),
         "align_long_axis": bool(align_long_axis), "keep_original": bool(keep_original),
         "max_file_mb": max_file_mb, "hf_version": hf_version,
-        "backend": "pil" if backend is None else backend,
+        "backend": "pil" if backend is None else backend, "validate": validate,
+        "min_pixels": min_pixels, "max_pixels": max_pixels, "patch_size": patch_size,
+        "merge_size": merge_size,
     }
     extra = list(extra_args)
     if extra:
@@ -283,7 +292,11 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
                                    "(in-memory rows hold one image each)")
     if _arrow_image_dataset(dataset, image_column):
         images: Any = _ArrowImages(dataset, image_column)
-        metadata: Iterable[Dict[str, Any]] = dataset.remove_columns([image_column]).with_format(None)
+        metadata: Iterable[Dict[str, Any]]
+        if len(dataset.column_names) > 1:
+            metadata = dataset.remove_columns([image_column]).with_format(None)
+        else:  # a dataset without columns has no rows in `datasets`: one empty record per image
+            metadata = ({} for _ in range(len(dataset)))
     else:
         rows = dataset if isinstance(dataset, _Sequence) or hasattr(dataset, "__getitem__") \
             else list(dataset)

@@ -648,7 +648,9 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
                             const std::string& preprocess,
                             const std::optional<std::array<int64_t, 2>>& size, bool align_long_axis,
                             nb::handle hf_version, const std::string& backend, bool keep_original,
-                            nb::handle max_file_mb) {
+                            nb::handle max_file_mb, const std::string& validate,
+                            nb::handle min_pixels, nb::handle max_pixels, nb::handle patch_size,
+                            nb::handle merge_size) {
   PackOptions o;
   o.output = output;
   Result<PackCodec> parsed_codec = ParsePackCodec(codec);
@@ -660,23 +662,59 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
   o.skip_bad = skip_bad;
   o.strict = strict;
   o.max_file_bytes = uint64_t{ToInt<uint32_t>("max_file_mb", max_file_mb, 1, 1 << 20)} * 1'000'000;
+  Result<PackValidation> parsed_validate = ParsePackValidation(validate);
+  if (!parsed_validate.ok()) Raise(parsed_validate.status().WithContext("validate"));
+  o.validate = parsed_validate.value();
+  const bool has_qwen_sizes = !min_pixels.is_none() || !max_pixels.is_none() ||
+                              !patch_size.is_none() || !merge_size.is_none();
+  const bool qwen = preprocess == kPackPresetQwen2VL || preprocess == kPackPresetQwen25VL;
   if (preprocess.empty()) {
-    if (size || align_long_axis || keep_original || !hf_version.is_none() || backend != "pil") {
+    if (size || align_long_axis || keep_original || !hf_version.is_none() || backend != "pil" ||
+        has_qwen_sizes) {
       RaiseInvalid(
-          "size, align_long_axis, hf_version, backend and keep_original need "
-          "preprocess=\"donut\"");
+          "size, align_long_axis, hf_version, backend, keep_original, min_pixels, max_pixels, "
+          "patch_size and merge_size need preprocess= (\"donut\", \"qwen2-vl\" or \"qwen2.5-vl\")");
     }
   } else {
-    if (preprocess != "donut")
-      RaiseInvalid("preprocess must be \"donut\", not \"" + preprocess + "\"");
-    if (!size) RaiseInvalid("preprocess=\"donut\" needs size=(height, width)");
+    if (preprocess != kPackPresetDonut && !qwen) {
+      RaiseInvalid("preprocess must be \"donut\", \"qwen2-vl\" or \"qwen2.5-vl\", not \"" +
+                   preprocess + "\"");
+    }
     if (o.codec != PackCodec::kKeep) {
       RaiseInvalid("codec does not apply with preprocess (pages are stored as PGM/PPM)");
     }
     o.preprocess.preset = preprocess;
-    o.preprocess.height = ToInt<int32_t>("size[0] (height)", nb::int_((*size)[0]), 1, 65535);
-    o.preprocess.width = ToInt<int32_t>("size[1] (width)", nb::int_((*size)[1]), 1, 65535);
-    o.preprocess.align_long_axis = align_long_axis;
+    if (qwen) {
+      if (size || align_long_axis) {
+        RaiseInvalid("size and align_long_axis are Donut's, not " + preprocess +
+                     "'s (it takes min_pixels and max_pixels)");
+      }
+      // The bounds and defaults of `docfeed pack --min-pixels ...` (tools/docfeed/pack_command.cc).
+      constexpr int64_t kMaxArea = int64_t{1} << 40;
+      // Unset ones keep PackPreprocess's defaults (the processor's).
+      if (!min_pixels.is_none()) {
+        o.preprocess.min_pixels = ToInt<int64_t>("min_pixels", min_pixels, 1, kMaxArea);
+      }
+      if (!max_pixels.is_none()) {
+        o.preprocess.max_pixels = ToInt<int64_t>("max_pixels", max_pixels, 1, kMaxArea);
+      }
+      if (!patch_size.is_none()) {
+        o.preprocess.patch_size = ToInt<int32_t>("patch_size", patch_size, 1, 1024);
+      }
+      if (!merge_size.is_none()) {
+        o.preprocess.merge_size = ToInt<int32_t>("merge_size", merge_size, 1, 1024);
+      }
+    } else {
+      if (has_qwen_sizes) {
+        RaiseInvalid(
+            "min_pixels, max_pixels, patch_size and merge_size are the Qwen2-VL presets', not "
+            "donut's");
+      }
+      if (!size) RaiseInvalid("preprocess=\"donut\" needs size=(height, width)");
+      o.preprocess.height = ToInt<int32_t>("size[0] (height)", nb::int_((*size)[0]), 1, 65535);
+      o.preprocess.width = ToInt<int32_t>("size[1] (width)", nb::int_((*size)[1]), 1, 65535);
+      o.preprocess.align_long_axis = align_long_axis;
+    }
     o.preprocess.hf_version =
         hf_version.is_none() ? 4 : ToInt<int32_t>("hf_version", hf_version, 4, 5);
     if (backend != "pil" && backend != "torchvision") {
@@ -687,6 +725,12 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
     }
     o.preprocess.backend = backend;
     o.preprocess.keep_original = keep_original;
+  }
+  if (o.validate == PackValidation::kStructure &&
+      (o.codec != PackCodec::kKeep || !o.preprocess.preset.empty())) {
+    RaiseInvalid(
+        "validate=\"structure\" applies to codec=\"keep\" only (re-encoding and preprocess "
+        "decode every image)");
   }
   o.compression =
       compression.value_or(o.preprocess.preset.empty() ? "none" : kPreprocessedDefaultCompression);
@@ -735,10 +779,13 @@ nb::dict PackRows(const std::string& output, const std::string& rows, nb::object
                   bool skip_bad, bool strict, std::optional<std::string> compression,
                   const std::string& preprocess, std::optional<std::array<int64_t, 2>> size,
                   bool align_long_axis, nb::object hf_version, const std::string& backend,
-                  bool keep_original, nb::int_ max_file_mb) {
+                  bool keep_original, nb::int_ max_file_mb, const std::string& validate,
+                  nb::object min_pixels, nb::object max_pixels, nb::object patch_size,
+                  nb::object merge_size) {
   const PackOptions options = MakePackOptions(
       output, codec, jpeg_quality, threads, overwrite, skip_bad, strict, compression, preprocess,
-      size, align_long_axis, hf_version, backend, keep_original, max_file_mb);
+      size, align_long_axis, hf_version, backend, keep_original, max_file_mb, validate, min_pixels,
+      max_pixels, patch_size, merge_size);
   PyRowSource source(CountRows(rows), std::move(fetch));
   Result<PackSummary> packed = [&] {
     nb::gil_scoped_release nogil;
@@ -756,10 +803,13 @@ nb::dict PackPath(const std::string& source, const std::string& output, const st
                   const std::string& preprocess, std::optional<std::array<int64_t, 2>> size,
                   bool align_long_axis, nb::object hf_version, const std::string& backend,
                   bool keep_original, nb::int_ max_file_mb, const std::string& split,
-                  const std::string& image_root, nb::int_ dpi, const std::string& pages) {
+                  const std::string& image_root, nb::int_ dpi, const std::string& pages,
+                  const std::string& validate, nb::object min_pixels, nb::object max_pixels,
+                  nb::object patch_size, nb::object merge_size) {
   PackOptions options = MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad,
                                         strict, compression, preprocess, size, align_long_axis,
-                                        hf_version, backend, keep_original, max_file_mb);
+                                        hf_version, backend, keep_original, max_file_mb, validate,
+                                        min_pixels, max_pixels, patch_size, merge_size);
   options.source = source;
   options.split = split;
   options.image_root = image_root;
@@ -939,6 +989,8 @@ NB_MODULE(_docfeed, m) {
         "strict"_a = false, "compression"_a = nb::none(), "preprocess"_a = "",
         "size"_a = nb::none(), "align_long_axis"_a = false, "hf_version"_a = nb::none(),
         "backend"_a = "pil", "keep_original"_a = false, "max_file_mb"_a = 500,
+        "validate"_a = "full", "min_pixels"_a = nb::none(), "max_pixels"_a = nb::none(),
+        "patch_size"_a = nb::none(), "merge_size"_a = nb::none(),
         "Packs rows into `output` (docfeed.pack's engine): `rows` is one JSON object per line "
         "(file_name and the other columns, as metadata.jsonl), `fetch()` returns the next "
         "rows' images. The GIL is released while encoding and writing. Returns the summary.");
@@ -947,7 +999,9 @@ NB_MODULE(_docfeed, m) {
         "strict"_a = false, "compression"_a = nb::none(), "preprocess"_a = "",
         "size"_a = nb::none(), "align_long_axis"_a = false, "hf_version"_a = nb::none(),
         "backend"_a = "pil", "keep_original"_a = false, "max_file_mb"_a = 500, "split"_a = "",
-        "image_root"_a = "", "dpi"_a = 200, "pages"_a = "auto",
+        "image_root"_a = "", "dpi"_a = 200, "pages"_a = "auto", "validate"_a = "full",
+        "min_pixels"_a = nb::none(), "max_pixels"_a = nb::none(), "patch_size"_a = nb::none(),
+        "merge_size"_a = nb::none(),
         "Packs the image folder or Hugging Face dataset on disk (save_to_disk output, or a "
         "load_dataset cache directory) at `source` into `output`, as `docfeed pack` does "
         "(dpi, pages: its --dpi and --pages). The GIL is released while packing. Returns the "

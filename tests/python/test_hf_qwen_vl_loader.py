@@ -137,3 +137,33 @@ def test_pages_prepared_with_other_settings_are_refused(packed_prepared):
         make_loader(packed_prepared, max_pixels=MAX_PIXELS * 2)
     with pytest.raises(docfeed.FailedPreconditionError, match="qwen2-vl"):
         docfeed.Loader(packed_prepared, batch_size=2)  # the Donut preset
+
+
+def test_docfeed_pack_preprocess_equals_the_cli(packed, packed_prepared, tmp_path):
+    """docfeed.pack(preprocess="qwen2-vl", max_pixels=...) from a path and from in-memory rows
+    stores what `docfeed pack --preprocess qwen2-vl` stores: the same manifest record and
+    images, loading to the same batches."""
+    manifest = json.loads((packed_prepared / "docfeed.json").read_text())
+    from_path = docfeed.pack(SAMPLE_DOCS, tmp_path / "path", preprocess="qwen2-vl",
+                             max_pixels=MAX_PIXELS, hf_version=HF_VERSION)
+    rows = datasets.load_from_disk(str(packed)).select_columns(["image"])
+    from_rows = docfeed.pack(rows, tmp_path / "rows", preprocess="qwen2-vl",
+                             max_pixels=MAX_PIXELS, hf_version=HF_VERSION)
+    want = datasets.load_from_disk(str(packed_prepared)).cast_column(
+        "image", datasets.Image(decode=False))["image"]
+    for out in (from_path, from_rows):
+        got_manifest = json.loads((tmp_path / out / "docfeed.json").read_text())
+        assert got_manifest["preprocess"] == manifest["preprocess"]
+        got = datasets.load_from_disk(out).cast_column("image", datasets.Image(decode=False))
+        assert [g["bytes"] for g in got["image"]] == [w["bytes"] for w in want]
+    for a, b in zip(batches(make_loader(from_rows)), batches(make_loader(packed)), strict=True):
+        assert torch.equal(a["sample_ids"], b["sample_ids"])
+        assert torch.equal(a["pixel_values"], b["pixel_values"])
+        assert torch.equal(a["image_grid_thw"], b["image_grid_thw"])
+    with pytest.raises(docfeed.InvalidArgumentError, match="min_pixels"):
+        docfeed.pack(SAMPLE_DOCS, tmp_path / "a", min_pixels=5000)
+    with pytest.raises(docfeed.InvalidArgumentError, match="Donut's"):
+        docfeed.pack(SAMPLE_DOCS, tmp_path / "b", preprocess="qwen2-vl", size=(64, 48))
+    with pytest.raises(docfeed.InvalidArgumentError, match="Qwen2-VL"):
+        docfeed.pack(SAMPLE_DOCS, tmp_path / "c", preprocess="donut", size=(64, 48),
+                     max_pixels=MAX_PIXELS)

@@ -258,3 +258,45 @@ def test_pack_reports_a_jpeg_with_warnings_and_strict_refuses_it(tmp_path):
                .splitlines()]
     assert [r["file_name"] for r in rejects] == ["images/00000003.jpg"]
     assert "Corrupt JPEG data" in rejects[0]["error"], rejects[0]
+
+
+def test_validate_structure_equals_full_and_the_cli(tmp_path):
+    """validate="structure" (`docfeed pack --validate structure`) stores what the full check
+    stores for good images, refuses a PNG cut before its IEND naming the row, and applies to
+    codec="keep" only."""
+    ds = hf_dataset()
+    full = docfeed.pack(ds, tmp_path / "full")
+    structure = docfeed.pack(ds, tmp_path / "structure", validate="structure")
+    assert read_back(structure) == read_back(full)
+    cli = cli_pack(reference_folder(tmp_path), tmp_path / "cli", "--validate", "structure")
+    assert_same_dataset(structure, cli)
+    from_path = docfeed.pack(SAMPLE_DOCS, tmp_path / "from-path", validate="structure")
+    assert read_back(from_path) == read_back(cli_pack(SAMPLE_DOCS, tmp_path / "cli-path"))
+
+    page = io.BytesIO()
+    Image.new("RGB", (40, 30), (10, 20, 30)).save(page, format="PNG")
+    cut = page.getvalue()[:-6]  # into the IEND chunk's CRC
+    rows = [{"image": {"bytes": page.getvalue(), "path": "good.png"}},
+            {"image": {"bytes": cut, "path": "cut.png"}}]
+    with pytest.raises(docfeed.DataError) as e:
+        docfeed.pack(rows, tmp_path / "cut", validate="structure")
+    assert "row 1 (images/00000001.png)" in str(e.value), e.value
+    assert "truncated" in str(e.value), e.value
+    assert not (tmp_path / "cut").exists()
+    with pytest.raises(docfeed.InvalidArgumentError, match="validate"):
+        docfeed.pack(rows, tmp_path / "v", validate="quick")
+    with pytest.raises(docfeed.InvalidArgumentError, match="codec"):
+        docfeed.pack(rows, tmp_path / "w", validate="structure", codec="png")
+    with pytest.raises(docfeed.InvalidArgumentError, match="structure"):
+        docfeed.pack(rows, tmp_path / "p", validate="structure", preprocess="donut", size=SIZE)
+
+
+def test_a_dataset_with_only_an_image_column_packs_every_row(tmp_path):
+    """`datasets` gives a dataset without columns no rows, so the image column cannot be removed
+    to list the other columns' values: every image must still become a sample."""
+    ds = hf_dataset().select_columns(["image"])
+    got = docfeed.pack(ds, tmp_path / "only-images")
+    features, rows = read_back(got)
+    assert list(features) == ["image"] and len(rows) == N
+    assert [r["image"]["bytes"] for r in rows] == \
+        [(SAMPLE_DOCS / r["file_name"]).read_bytes() for r in sample_rows()]
