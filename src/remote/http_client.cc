@@ -255,6 +255,7 @@ void Configure(CURL* h, const HttpRequest& r, const HttpOptions& o, Transfer* t,
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, t);
   if (r.head) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+  if (!r.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, r.ca_file.c_str());
   std::string range;
   if (r.ranged) {
     range = std::to_string(r.offset) + "-" + std::to_string(r.offset + r.length - 1);
@@ -318,6 +319,12 @@ HttpClient::Attempt HttpClient::PerformOnce(const HttpRequest& r, std::span<uint
     std::string message = "curl error " + std::to_string(static_cast<int>(rc)) + " (" +
                           curl_easy_strerror(rc) + (errbuf[0] ? std::string(": ") + errbuf : "") +
                           ")";
+    if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE) {
+      message += r.ca_file.empty()
+                     ? "; trusted: the system's certificate authorities (AWS_CA_BUNDLE for s3://, "
+                       "CURL_CA_BUNDLE or SSL_CERT_FILE name a PEM file of others)"
+                     : "; trusted: the certificate authorities in " + r.ca_file;
+    }
     if (IsRetryableCurlCode(rc)) {
       a.failure = std::move(message);
     } else {

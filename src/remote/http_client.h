@@ -33,6 +33,9 @@ struct HttpRequest {
   std::string url;    // what is fetched
   std::string name;   // how errors name it (the s3:// URL the user wrote); `url` when empty
   const HttpSigning* signing = nullptr;  // null: unsigned
+  // https: a PEM file of the certificate authorities to trust instead of the system's store
+  // (RemoteTarget::ca_file); empty: the system's.
+  std::string ca_file;
   // A ranged GET of [offset, offset + length) into the caller's buffer (HttpClient::Perform's
   // `into`, exactly `length` bytes); otherwise the whole body, of at most max_body_bytes.
   bool ranged = false;

@@ -117,6 +117,7 @@ Result<RemoteTarget> RemoteEnv::Resolve(const std::string& url) {
   DOCFEED_ASSIGN_OR_RETURN(RemoteUrl u, ParseRemoteUrl(url));
   RemoteTarget t;
   t.name = url;
+  t.ca_file = FirstSet(options_.lookup, {"CURL_CA_BUNDLE", "SSL_CERT_FILE"});
   if (u.scheme != RemoteUrl::Scheme::kS3) {
     t.http_url = url;
     return t;
@@ -127,6 +128,7 @@ Result<RemoteTarget> RemoteEnv::Resolve(const std::string& url) {
   if (!config.ok()) {
     return InvalidArgumentError(url + ": S3 settings: " + std::string(config.status().message()));
   }
+  if (!config->ca_bundle.empty()) t.ca_file = config->ca_bundle;
   S3Urls(*config, u, &t);
   if (config->has_credentials()) {
     t.signing = std::make_shared<HttpSigning>(HttpSigning{
@@ -153,6 +155,7 @@ Result<HttpResponse> RemoteEnv::Head(const RemoteTarget& t, const std::string& u
   request.url = url;
   request.name = url == t.http_url ? t.name : url;
   request.signing = t.signing.get();
+  request.ca_file = t.ca_file;
   return client_.Perform(request);
 }
 
@@ -162,6 +165,7 @@ Status RemoteEnv::ReadRange(const RemoteTarget& t, uint64_t offset, std::span<ui
   request.url = t.http_url;
   request.name = t.name;
   request.signing = t.signing.get();
+  request.ca_file = t.ca_file;
   request.ranged = true;
   request.offset = offset;
   request.length = out.size();
@@ -180,6 +184,7 @@ Result<std::vector<uint8_t>> RemoteEnv::ReadFile(const std::string& path, uint64
   request.url = t.http_url;
   request.name = t.name;
   request.signing = t.signing.get();
+  request.ca_file = t.ca_file;
   request.max_body_bytes = max_bytes;
   DOCFEED_ASSIGN_OR_RETURN(HttpResponse r, client_.Perform(request));
   if (r.status < 200 || r.status >= 300) return ResponseError(request, r, t);
@@ -233,6 +238,7 @@ Result<S3ListPage> RemoteEnv::ListPage(const RemoteTarget& t, const std::string&
   request.url = t.list_url + "/?" + query;
   request.name = t.name + " (ListObjectsV2 prefix \"" + prefix + "\")";
   request.signing = t.signing.get();
+  request.ca_file = t.ca_file;
   request.max_body_bytes = 64 << 20;
   DOCFEED_ASSIGN_OR_RETURN(HttpResponse r, client_.Perform(request));
   if (r.status < 200 || r.status >= 300) return ResponseError(request, r, t);

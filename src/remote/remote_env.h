@@ -51,6 +51,10 @@ struct RemoteTarget {
   std::string credentials_source;              // S3Config's, for access-denied messages
   std::string list_url;                        // s3: the bucket's URL, for ListObjectsV2
   std::string key;                             // s3: the object key
+  // https: the PEM file of certificate authorities to trust; empty: the system's store. For
+  // s3:// AWS_CA_BUNDLE or the profile's ca_bundle (S3Config), else, for both schemes,
+  // CURL_CA_BUNDLE, then SSL_CERT_FILE.
+  std::string ca_file;
 };
 
 class RemoteEnv : public Env {

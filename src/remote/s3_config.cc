@@ -22,15 +22,6 @@ std::string Get(const EnvLookup& lookup, const char* name) {
   return value != nullptr ? std::string(value) : std::string();
 }
 
-// The first variable of `names` that is set and not empty.
-std::string FirstSet(const EnvLookup& lookup, std::initializer_list<const char*> names) {
-  for (const char* name : names) {
-    std::string value = Get(lookup, name);
-    if (!value.empty()) return value;
-  }
-  return "";
-}
-
 // ~/.aws/NAME, or the file a variable names; "" when neither can be found (no HOME).
 std::string SharedFilePath(const EnvLookup& lookup, const char* variable, const char* name) {
   std::string path = Get(lookup, variable);
@@ -125,6 +116,14 @@ Status ResolveEndpoint(const EnvLookup& lookup, const Files& f, S3Config* c) {
 
 }  // namespace
 
+std::string FirstSet(const EnvLookup& lookup, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    std::string value = Get(lookup, name);
+    if (!value.empty()) return value;
+  }
+  return "";
+}
+
 EnvLookup ProcessEnvironment() {
   return [](const char* name) { return std::getenv(name); };
 }
@@ -184,6 +183,8 @@ Result<S3Config> ResolveS3Config(const EnvLookup& lookup, Env* env) {
   if (c.region.empty()) c.region = Setting(ConfigSection(f, c.profile), "region");
   if (c.region.empty()) c.region = "us-east-1";
   DOCFEED_RETURN_IF_ERROR(ResolveEndpoint(lookup, f, &c));
+  c.ca_bundle = FirstSet(lookup, {"AWS_CA_BUNDLE"});
+  if (c.ca_bundle.empty()) c.ca_bundle = Setting(ConfigSection(f, c.profile), "ca_bundle");
   return c;
 }
 

@@ -17,6 +17,7 @@
 #define DOCFEED_REMOTE_S3_CONFIG_H_
 
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -37,6 +38,9 @@ struct S3Config {
   std::string region;
   std::string endpoint_url;  // without a trailing '/'; empty: AWS
   bool path_style = false;
+  // The PEM file of certificate authorities for an https endpoint: AWS_CA_BUNDLE, else the
+  // profile's ca_bundle; empty: not set.
+  std::string ca_bundle;
 
   bool has_credentials() const { return !access_key_id.empty(); }
 };
@@ -46,6 +50,9 @@ using EnvLookup = std::function<const char*(const char*)>;
 
 // The process environment (std::getenv).
 EnvLookup ProcessEnvironment();
+
+// The value of the first variable of `names` that is set and not empty; "" when none is.
+std::string FirstSet(const EnvLookup& lookup, std::initializer_list<const char*> names);
 
 // Resolves the settings above. Files are read through `env` (Env::Default() when null); a file
 // that does not exist is skipped, as the CLI does.

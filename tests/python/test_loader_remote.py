@@ -63,6 +63,25 @@ def test_http_batches_equal_local(remote_servers):
     assert_same_batches(got, want)
 
 
+def test_https_batches_equal_local_with_the_test_ca(remote_servers, monkeypatch):
+    """nginx over TLS with a certificate signed by a CA made for the run: trusted through
+    SSL_CERT_FILE (or CURL_CA_BUNDLE), the batches are the local ones; with the system's store
+    only, the certificate is refused with an error naming the URL, not retried into a hang."""
+    url = remote_servers["DOCFEED_TEST_HTTPS_URL"] + "/ds"
+    for name in ("SSL_CERT_FILE", "CURL_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(docfeed.errors.StorageError) as e:
+        docfeed.Loader(url, **OPTIONS)
+    assert f"{url}/docfeed.json" in str(e.value) and "certificate" in str(e.value), e.value
+    assert "SSL_CERT_FILE" in str(e.value), e.value
+    want = epoch(remote_servers["DOCFEED_TEST_DATASET"], seed=5)
+    monkeypatch.setenv("SSL_CERT_FILE", remote_servers["DOCFEED_TEST_CA_FILE"])
+    assert_same_batches(epoch(url, seed=5), want)
+    monkeypatch.delenv("SSL_CERT_FILE")
+    monkeypatch.setenv("CURL_CA_BUNDLE", remote_servers["DOCFEED_TEST_CA_FILE"])
+    assert_same_batches(epoch(url, seed=5), want)
+
+
 def test_wrong_secret_names_the_url(s3_settings, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
     url = f"s3://{s3_settings['DOCFEED_TEST_S3_BUCKET']}/ds"

@@ -132,6 +132,19 @@ TEST_F(S3ConfigTest, AwsProfileSelectsTheProfile) {
   EXPECT_TRUE(c->path_style);
 }
 
+TEST_F(S3ConfigTest, CaBundleFromTheVariableOrTheProfile) {
+  Write("config", "[default]\nca_bundle = /etc/corp/ca.pem\n[profile p]\nregion = r\n");
+  Result<S3Config> c = Resolve({});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->ca_bundle, "/etc/corp/ca.pem");
+  c = Resolve({{"AWS_CA_BUNDLE", "/tmp/other.pem"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->ca_bundle, "/tmp/other.pem");
+  c = Resolve({{"AWS_PROFILE", "p"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->ca_bundle, "");
+}
+
 TEST_F(S3ConfigTest, CredentialsInTheConfigFileCount) {
   Write("config", "[profile cfg]\naws_access_key_id=C\naws_secret_access_key=CS\n");
   Result<S3Config> c = Resolve({{"AWS_PROFILE", "cfg"}});
@@ -258,6 +271,30 @@ TEST(RemoteEnvTest, WritesAreRefusedNamingTheUrl) {
     EXPECT_EQ(s.code(), StatusCode::kUnsupported) << s.ToString();
     EXPECT_NE(s.message().find(url), std::string::npos) << s.ToString();
   }
+}
+
+// Which certificate authorities a URL's requests trust: AWS_CA_BUNDLE (or the profile's
+// ca_bundle) for s3://, else CURL_CA_BUNDLE, then SSL_CERT_FILE, else the system's (empty).
+TEST(RemoteEnvTest, CaFileOfEachScheme) {
+  testing::TempDir home;
+  auto resolve = [&](std::map<std::string, std::string> vars, const std::string& url) {
+    vars.emplace("HOME", home.path());
+    RemoteEnvOptions o;
+    o.lookup = Vars(std::move(vars));
+    RemoteEnv env(o);
+    Result<RemoteTarget> t = env.Resolve(url);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return t.ok() ? t->ca_file : std::string("?");
+  };
+  EXPECT_EQ(resolve({}, "https://h/ds"), "");
+  EXPECT_EQ(resolve({}, "s3://bucket/ds"), "");
+  EXPECT_EQ(resolve({{"SSL_CERT_FILE", "/s.pem"}}, "https://h/ds"), "/s.pem");
+  EXPECT_EQ(resolve({{"SSL_CERT_FILE", "/s.pem"}, {"CURL_CA_BUNDLE", "/c.pem"}}, "https://h/ds"),
+            "/c.pem");
+  EXPECT_EQ(resolve({{"AWS_CA_BUNDLE", "/a.pem"}}, "https://h/ds"), "");
+  EXPECT_EQ(resolve({{"AWS_CA_BUNDLE", "/a.pem"}, {"CURL_CA_BUNDLE", "/c.pem"}}, "s3://bucket/ds"),
+            "/a.pem");
+  EXPECT_EQ(resolve({{"CURL_CA_BUNDLE", "/c.pem"}}, "s3://bucket/ds"), "/c.pem");
 }
 
 TEST(RemoteEnvTest, HttpCannotBeListed) {

@@ -5,7 +5,9 @@
   file so that SigV4 is checked (a wrong secret is refused), a bucket, and a packed dataset
   uploaded with boto3 (the independent reference client);
 * nginx (Debian) serving a directory over HTTP with Range requests, configured in a temporary
-  directory (pid, logs, temp paths), in the foreground;
+  directory (pid, logs, temp paths), in the foreground; and the same directory over HTTPS, with a
+  certificate for 127.0.0.1 signed by a certificate authority made for the run (`openssl`; its
+  PEM file is DOCFEED_TEST_CA_FILE, trusted by nothing else);
 * a small flaky HTTP server (Python's http.server) whose answers fail on purpose a set number of
   times (503 SlowDown, a body cut short), for the client's retries.
 
@@ -149,15 +151,47 @@ def upload_dir(endpoint: str, local: pathlib.Path, prefix: str) -> None:
             client.upload_file(str(path), BUCKET, key)
 
 
+def make_tls_files(workdir: pathlib.Path) -> dict:
+    """A certificate authority and a server certificate for IP 127.0.0.1 signed by it, valid
+    for two days, made by the openssl command; returns the PEM files' paths (ca, cert, key)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    files = {k: workdir / f"{k}.pem" for k in ("ca", "ca_key", "cert", "key")}
+    csr = workdir / "server.csr"
+    ext = workdir / "server.ext"
+    ext.write_text("subjectAltName = IP:127.0.0.1\nbasicConstraints = CA:FALSE\n"
+                   "keyUsage = digitalSignature, keyEncipherment\nextendedKeyUsage = serverAuth\n")
+    commands = [
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+         "/CN=docfeed test CA", "-keyout", files["ca_key"], "-out", files["ca"]],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout",
+         files["key"], "-out", csr],
+        ["x509", "-req", "-in", csr, "-CA", files["ca"], "-CAkey", files["ca_key"],
+         "-CAcreateserial", "-days", "2", "-extfile", ext, "-out", files["cert"]],
+    ]
+    for args in commands:
+        proc = subprocess.run(["openssl", *map(str, args)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"openssl {' '.join(map(str, args))} failed:\n{proc.stderr}")
+    return files
+
+
 @contextlib.contextmanager
-def nginx(root: pathlib.Path, workdir: pathlib.Path):
+def nginx(root: pathlib.Path, workdir: pathlib.Path, tls: "dict | None" = None):
     """nginx serving `root` (Range requests are nginx's default for static files); yields the
-    base URL."""
+    base URL, or with `tls` (make_tls_files) the HTTP and the HTTPS base URLs."""
     nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
     if not os.path.exists(nginx_bin):
         raise RuntimeError("nginx is not installed; run scripts/install-deps.sh")
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
+    tls_port = free_port() if tls else None
+    tls_server = "" if not tls else f"""
+  server {{
+    listen 127.0.0.1:{tls_port} ssl;
+    ssl_certificate {tls['cert']};
+    ssl_certificate_key {tls['key']};
+    root {root};
+  }}"""
     temp = {k: workdir / k for k in ("body", "proxy", "fastcgi", "uwsgi", "scgi")}
     for d in temp.values():
         d.mkdir(exist_ok=True)
@@ -180,7 +214,7 @@ http {{
   server {{
     listen 127.0.0.1:{port};
     root {root};
-  }}
+  }}{tls_server}
 }}
 """)
     log_path = workdir / "stderr.log"
@@ -190,8 +224,13 @@ http {{
                                 stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_for_port(proc, port, lambda: _tail(log_path) + _tail(workdir / "error.log"))
-        yield url
+        log = lambda: _tail(log_path) + _tail(workdir / "error.log")  # noqa: E731
+        _wait_for_port(proc, port, log)
+        if tls:
+            _wait_for_port(proc, tls_port, log)
+            yield url, f"https://127.0.0.1:{tls_port}"
+        else:
+            yield url
     finally:
         _stop(proc)
 
@@ -308,14 +347,16 @@ def main() -> int:
         tmp = pathlib.Path(tmp)
         served = tmp / "served"
         dataset = pack(args.docfeed, served / "ds")
-        with seaweedfs(tmp / "weed") as s3, nginx(served, tmp / "nginx") as web, \
+        tls = make_tls_files(tmp / "tls")
+        with seaweedfs(tmp / "weed") as s3, nginx(served, tmp / "nginx", tls) as (web, web_tls), \
                 flaky(served / "ds") as flaky_url:
             upload_dir(s3, dataset, "ds")
             variables = dict(
                 DOCFEED_TEST_DATASET=str(dataset),
                 DOCFEED_TEST_S3_ENDPOINT=s3, DOCFEED_TEST_S3_BUCKET=BUCKET,
                 DOCFEED_TEST_S3_ACCESS_KEY=ACCESS_KEY, DOCFEED_TEST_S3_SECRET_KEY=SECRET_KEY,
-                DOCFEED_TEST_HTTP_URL=web, DOCFEED_TEST_FLAKY_URL=flaky_url)
+                DOCFEED_TEST_HTTP_URL=web, DOCFEED_TEST_HTTPS_URL=web_tls,
+                DOCFEED_TEST_CA_FILE=str(tls["ca"]), DOCFEED_TEST_FLAKY_URL=flaky_url)
             if args.serve:  # pytest's fixture (tests/python/conftest.py) holds stdin open
                 print(json.dumps(variables), flush=True)
                 sys.stdin.read()
