@@ -44,10 +44,24 @@ const char* PagesName(PackPages pages) {
   return "auto";
 }
 
-// The options that decide the stored rows and are not already in the manifest (which records the
-// codec, JPEG quality, compression, preprocess record, columns and PDF rendering itself).
+Json PreprocessSettings(const PreprocessInfo& p) {
+  if (!p.preprocessed()) return nullptr;
+  return {{"preset", p.preset},         {"height", p.height},
+          {"width", p.width},           {"align_long_axis", p.align_long_axis},
+          {"hf_version", p.hf_version}, {"backend", p.backend},
+          {"min_pixels", p.min_pixels}, {"max_pixels", p.max_pixels},
+          {"patch_size", p.patch_size}, {"merge_size", p.merge_size}};
+}
+
+// The options that decide the stored rows (the manifest records some of them too; merge compares
+// those as well).
 Json Settings(const PackOptions& o) {
   Json s;
+  s["codec"] = std::string(CodecChoiceName(o.encode.codec));
+  s["jpeg_quality"] = o.encode.codec == CodecChoice::kJpeg ? o.encode.jpeg_quality : 0;
+  s["preprocess"] = PreprocessSettings(o.encode.preprocess);
+  s["keep_original"] = o.encode.keep_original;
+  s["compression"] = o.compression;
   s["validate"] = o.encode.validation == ValidationMode::kStructure ? "structure" : "full";
   s["strict"] = o.strict;
   s["skip_bad"] = o.skip_bad;
