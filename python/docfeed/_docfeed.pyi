@@ -87,7 +87,8 @@ def pack_rows(output: str, rows: str, fetch: Callable[[], List[Any]], *, codec: 
               compression: Optional[str] = None, preprocess: str = "",
               size: Optional[Tuple[int, int]] = None, align_long_axis: bool = False,
               hf_version: Optional[int] = None, backend: str = "pil",
-              keep_original: bool = False, max_file_mb: int = 500) -> Dict[str, Any]: ...
+              keep_original: bool = False, max_file_mb: int = 500,
+              part: Optional[Tuple[int, int]] = None) -> Dict[str, Any]: ...
 
 def pack_path(source: str, output: str, *, codec: str = "keep", jpeg_quality: int = 90,
               threads: int = 0, overwrite: bool = False, skip_bad: bool = False,
@@ -95,7 +96,11 @@ def pack_path(source: str, output: str, *, codec: str = "keep", jpeg_quality: in
               size: Optional[Tuple[int, int]] = None, align_long_axis: bool = False,
               hf_version: Optional[int] = None, backend: str = "pil",
               keep_original: bool = False, max_file_mb: int = 500, split: str = "",
-              image_root: str = "", dpi: int = 200, pages: str = "auto") -> Dict[str, Any]: ...
+              image_root: str = "", dpi: int = 200, pages: str = "auto",
+              part: Optional[Tuple[int, int]] = None) -> Dict[str, Any]: ...
+
+# docfeed/merge.h Merge: the parts of a split pack joined into `output`; releases the GIL.
+def merge(parts: Sequence[str], output: str, *, overwrite: bool = False) -> Dict[str, Any]: ...
 
 def normalize_table(height: int = 2560, width: int = 1920, rescale_factor: float = ...,
                     mean: Sequence[float] = ..., std: Sequence[float] = ...,

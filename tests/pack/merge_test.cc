@@ -9,6 +9,7 @@
 #include "docfeed/merge.h"
 
 #include <gtest/gtest.h>
+#include <sentencepiece_trainer.h>
 
 #include <string>
 #include <vector>
@@ -32,7 +33,7 @@ std::string Data(const std::string& name) {
   return std::string(DOCFEED_TEST_DATA_DIR) + "/" + name;
 }
 
-// An image folder with documents: a small image set, a 3-page PDF, a 2-page TIFF and a file that
+// An image folder with documents: a small image set, a 3-page PDF, a 3-page TIFF and a file that
 // is not an image (a bad sample, rejected with skip_bad), in a metadata.jsonl order that puts
 // documents between images.
 void MakeDocumentFolder(const std::string& root) {
@@ -163,11 +164,42 @@ TEST_F(MergeTest, SampleDocsPartsMergeToTheWholePack) {
 TEST_F(MergeTest, DocumentPagesAndRejectsSplitAcrossParts) {
   const std::string src = dir_.Join("src");
   MakeDocumentFolder(src);
-  // Listed: 4 images, the PDF's pages, the TIFF's 2 pages and the bad file; N = 7 cuts through
+  // Listed: 4 images, the PDF's pages, the TIFF's pages and the bad file; N = 7 cuts through
   // the documents.
   ExpectPartsMergeToWhole(Options(src, ""), {2, 3, 7});
   auto merged = Dataset::Open(dir_.Join("merged-7")).value();
   EXPECT_EQ(merged->manifest().rejected, 1u);
+}
+
+// Donut labels: every part collects the new tokens over the whole listing, so the labels and
+// the saved tokenizer of the merge are those of the whole pack.
+TEST_F(MergeTest, LabelsAndTokenizerMatchTheWholePack) {
+  const std::string tok = dir_.Join("tok");
+  ASSERT_TRUE(CreateDirectory(tok).ok());
+  auto trained = sentencepiece::SentencePieceTrainer::Train(
+      "--input=" + Data("sample-docs/metadata.jsonl") + " --model_prefix=" + tok +
+      "/m --vocab_size=300 --model_type=bpe --minloglevel=2");
+  ASSERT_TRUE(trained.ok()) << trained.ToString();
+  ASSERT_TRUE(Rename(tok + "/m.model", JoinPath(tok, kSentencePieceModelName)).ok());
+  PackOptions base = Options(Data("sample-docs"), "");
+  base.labels.tokenizer_dir = tok;
+  base.labels.max_length = 64;
+  ExpectPartsMergeToWhole(base, {3});
+  for (const char* name : {"tokenizer/added_tokens.json", "tokenizer/sentencepiece.bpe.model"}) {
+    EXPECT_EQ(*ReadFile(dir_.Join(std::string("whole/") + name)),
+              *ReadFile(dir_.Join(std::string("merged-3/") + name)))
+        << name;
+  }
+  // A part whose labels were made with another max_length does not belong.
+  PackOptions other = base;
+  other.labels.max_length = 32;
+  other.part = {2, 3};
+  other.output = dir_.Join("other-2");
+  ASSERT_TRUE(Pack(other).ok());
+  Result<MergeSummary> s =
+      MergeInto({dir_.Join("parts-3/0"), dir_.Join("parts-3/1"), other.output}, dir_.Join("out"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(Mentions(s.status(), "settings.labels")) << s.status().ToString();
 }
 
 TEST_F(MergeTest, PartsOfOtherSettingsOrSourcesAreRefusedNamingPartAndField) {
