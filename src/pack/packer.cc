@@ -159,11 +159,11 @@ Status WriteOne(const SampleSource& source, size_t i, Slot& slot, const PackOpti
 
 // The error of a pack whose every sample was rejected. The rejects move out of the work
 // directory (which the failed run removes) to OUT.rejects-PID.jsonl, where the message points.
-Status AllRejected(Env* env, const SampleSource& source, const std::string& dir,
+Status AllRejected(Env* env, const std::string& what, const std::string& dir,
                    const std::string& output) {
   const std::string kept = TempSibling(output, "rejects") + ".jsonl";
   Status moved = env->RenameNoReplace(JoinPath(dir, kRejectsFileName), kept);
-  return InvalidArgumentError("every sample of " + source.Name() + " was rejected; " +
+  return InvalidArgumentError("every sample of " + what + " was rejected; " +
                               (moved.ok()
                                    ? "see " + kept + " for why"
                                    : "the list of why could not be kept: " + moved.ToString()));
@@ -223,7 +223,18 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
         return Status::Ok();
       }));
   if (state.rejects.file) DOCFEED_RETURN_IF_ERROR(state.rejects.file->Close());
-  if (state.summary.samples == 0) return AllRejected(env, source, dir, options.output);
+  if (state.summary.samples == 0) {
+    // A dataset holds at least one sample, so such a part cannot be written: fewer, larger parts
+    // put a packable sample in every slice.
+    const std::string what = options.part.is_part()
+                                 ? "part " + std::to_string(options.part.index) + "/" +
+                                       std::to_string(options.part.count) + " (entries " +
+                                       std::to_string(slice.first) + " to " +
+                                       std::to_string(slice.end - 1) + ") of " + source.Name() +
+                                       " (use fewer parts)"
+                                 : source.Name();
+    return AllRejected(env, what, dir, options.output);
+  }
   if (labeler) {
     DOCFEED_RETURN_IF_ERROR(labeler->SaveTokenizer(dir).status());
     state.summary.labels_truncated = labeler->truncated();

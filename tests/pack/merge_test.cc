@@ -270,6 +270,31 @@ TEST_F(MergeTest, MissingDuplicatedAndNonPartsAreRefused) {
   EXPECT_FALSE(Pack(too_many).ok());
 }
 
+// A dataset holds at least one sample: a part whose slice holds only rejects cannot be written,
+// and the error says to use fewer parts (the whole pack, with other samples, succeeds).
+TEST_F(MergeTest, APartOfOnlyRejectsSaysToUseFewerParts) {
+  const std::string src = dir_.Join("src");
+  MakeDocumentFolder(src);
+  ASSERT_TRUE(WriteTextFile(JoinPath(src, "bad2.png"), "not an image either").ok());
+  ASSERT_TRUE(WriteTextFile(JoinPath(src, "metadata.jsonl"), R"({"file_name": "a.png", "n": 1})"
+                                                             "\n"
+                                                             R"({"file_name": "bad.png", "n": 2})"
+                                                             "\n"
+                                                             R"({"file_name": "bad2.png", "n": 3})"
+                                                             "\n"
+                                                             R"({"file_name": "c.jpg", "n": 4})"
+                                                             "\n")
+                  .ok());
+  PackOptions o = Options(src, dir_.Join("whole"));
+  ASSERT_TRUE(Pack(o).ok());
+  o.output = dir_.Join("part");
+  o.part = {1, 3};  // entries 1 and 2: both bad
+  Result<PackSummary> s = Pack(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(Mentions(s.status(), "part 1/3") && Mentions(s.status(), "use fewer parts"))
+      << s.status().ToString();
+}
+
 TEST_F(MergeTest, ADamagedPartIsRefusedNamingIt) {
   const std::string src = dir_.Join("src");
   testing::MakeSmallFolder(src);
