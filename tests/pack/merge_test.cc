@@ -202,6 +202,28 @@ TEST_F(MergeTest, LabelsAndTokenizerMatchTheWholePack) {
   EXPECT_TRUE(Mentions(s.status(), "settings.labels")) << s.status().ToString();
 }
 
+// Preprocessed pages in LZ4 bodies of one row per batch (--preprocess donut --keep-original):
+// the parts merge to the whole pack, and a part of another size does not belong.
+TEST_F(MergeTest, PreprocessedPartsMergeAndAnotherSizeIsRefused) {
+  const std::string src = dir_.Join("src");
+  MakeDocumentFolder(src);
+  PackOptions base = Options(src, "");
+  base.compression = kPreprocessedDefaultCompression;
+  base.encode.preprocess = {kPreprocessDonut, 40, 32, false};
+  base.encode.keep_original = true;
+  ExpectPartsMergeToWhole(base, {3});
+  PackOptions other = base;
+  other.encode.preprocess.height = 48;
+  other.part = {1, 3};
+  other.output = dir_.Join("other-1");
+  ASSERT_TRUE(Pack(other).ok());
+  Result<MergeSummary> s =
+      MergeInto({dir_.Join("parts-3/0"), other.output, dir_.Join("parts-3/2")}, dir_.Join("out"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(Mentions(s.status(), other.output) && Mentions(s.status(), "settings.preprocess"))
+      << s.status().ToString();
+}
+
 TEST_F(MergeTest, PartsOfOtherSettingsOrSourcesAreRefusedNamingPartAndField) {
   const std::string src = dir_.Join("src");
   testing::MakeSmallFolder(src);
