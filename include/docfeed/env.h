@@ -198,6 +198,12 @@ class Env {
   // system cannot do it (POSIX: renameat2 RENAME_EXCHANGE, Linux >= 3.15 on most local file
   // systems); callers then fall back to two renames.
   virtual Status ExchangePaths(const std::string& a, const std::string& b) = 0;
+  // Makes `to` a second name of the regular file `from` (a hard link: no bytes are copied; the
+  // file is shared until either name is removed). `to` must not exist (AlreadyExists). Unsupported
+  // where no such link can be made: the two paths on different file systems (EXDEV), a file system
+  // without hard links, a link count at its limit, or an Env without links (the default
+  // implementation); callers then copy the bytes.
+  virtual Status LinkFile(const std::string& from, const std::string& to);
   // Creates one directory; OK if it already exists. The parent must exist.
   virtual Status CreateDirectory(const std::string& path) = 0;
   // Removes one file (not a directory). NotFound if it does not exist.

@@ -71,6 +71,10 @@ enum class PackPages {
 // Parses "auto", "all" or "1"; InvalidArgument naming the accepted values otherwise.
 Result<PackPages> ParsePackPages(std::string_view name);
 
+// Parses `pack --part` "I/N" (0 <= I < N <= 1,000,000) into *index and *count; InvalidArgument
+// naming the text otherwise.
+Status ParsePackPart(std::string_view text, uint32_t* index, uint32_t* count);
+
 // The preset names PackPreprocess::preset accepts.
 inline constexpr char kPackPresetDonut[] = "donut";
 inline constexpr char kPackPresetQwen2VL[] = "qwen2-vl";
@@ -156,6 +160,15 @@ struct PackOptions {
   // kFirst keeps only a document's first page. Other sources ignore both.
   int32_t pdf_dpi = 200;
   PackPages pages = PackPages::kAuto;
+  // Pack only part `part_index` of `part_count` (`pack --part I/N`; part_count 0: the whole
+  // source): the contiguous slice [floor(I * L / N), floor((I + 1) * L / N)) of the L samples the
+  // source lists (packed or rejected, in the order a whole pack takes them), as a complete,
+  // verified dataset whose manifest records the part, for docfeed/merge.h's Merge. The slice
+  // depends only on the source and N. Requires 1 <= N <= L and I < N; a DatasetDict is refused.
+  // When the output already is this part (same source, settings, I and N) and verifies, nothing
+  // is written and PackSummary::already_complete is set.
+  uint32_t part_index = 0;
+  uint32_t part_count = 0;
   // Every file the pack reads or writes goes through this Env (Env::Default() when null); not
   // owned, must outlive the call.
   Env* env = nullptr;
@@ -197,6 +210,9 @@ struct PackSummary {
   uint64_t tiff_documents = 0;          // TIFF files split into pages (PackPages kAll, kFirst)
   uint64_t tiff_pages = 0;              // page samples listed from them (packed or rejected)
   double seconds = 0;
+  // With PackOptions::part_count: the output already held this part, verified; it was kept and
+  // the counts above are its manifest's (the listing fields and warnings are not filled).
+  bool already_complete = false;
   // With PackLabels::tokenizer_dir:
   uint64_t labels_truncated = 0;  // targets cut at max_length
   uint64_t new_tokens = 0;        // tokens added to the tokenizer

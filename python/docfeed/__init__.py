@@ -15,9 +15,9 @@ from docfeed.errors import (AlreadyExistsError, CancelledError, DataError, Error
 from docfeed._docfeed import normalize_table as _normalize_table  # noqa: F401,E402
 from docfeed._docfeed import remote_stats  # noqa: E402  (s3:// and http(s):// reads so far)
 from docfeed.loader import Batch, Loader  # noqa: E402
-from docfeed.pack import DecodeWarning, pack  # noqa: E402
+from docfeed.pack import DecodeWarning, merge, pack  # noqa: E402
 
-__all__ = ["Batch", "Loader", "pack", "DecodeWarning", "cli_path", "Error", "InvalidArgumentError",
+__all__ = ["Batch", "Loader", "pack", "merge", "DecodeWarning", "cli_path", "Error", "InvalidArgumentError",
            "NotFoundError", "DataError", "StorageError", "ResourceExhaustedError",
            "CancelledError", "InternalError", "AlreadyExistsError", "FailedPreconditionError",
            "LoaderClosedError", "remote_stats"]

@@ -89,8 +89,8 @@ def pack_rows(output: str, rows: str, fetch: Callable[[], List[Any]], *, codec: 
               hf_version: Optional[int] = None, backend: str = "pil",
               keep_original: bool = False, max_file_mb: int = 500, validate: str = "full",
               min_pixels: Optional[int] = None, max_pixels: Optional[int] = None,
-              patch_size: Optional[int] = None,
-              merge_size: Optional[int] = None) -> Dict[str, Any]: ...
+              patch_size: Optional[int] = None, merge_size: Optional[int] = None,
+              part: Optional[Tuple[int, int]] = None) -> Dict[str, Any]: ...
 
 def pack_path(source: str, output: str, *, codec: str = "keep", jpeg_quality: int = 90,
               threads: int = 0, overwrite: bool = False, skip_bad: bool = False,
@@ -101,7 +101,11 @@ def pack_path(source: str, output: str, *, codec: str = "keep", jpeg_quality: in
               image_root: str = "", dpi: int = 200, pages: str = "auto",
               validate: str = "full", min_pixels: Optional[int] = None,
               max_pixels: Optional[int] = None, patch_size: Optional[int] = None,
-              merge_size: Optional[int] = None) -> Dict[str, Any]: ...
+              merge_size: Optional[int] = None,
+              part: Optional[Tuple[int, int]] = None) -> Dict[str, Any]: ...
+
+# docfeed/merge.h Merge: the parts of a split pack joined into `output`; releases the GIL.
+def merge(parts: Sequence[str], output: str, *, overwrite: bool = False) -> Dict[str, Any]: ...
 
 def normalize_table(height: int = 2560, width: int = 1920, rescale_factor: float = ...,
                     mean: Sequence[float] = ..., std: Sequence[float] = ...,

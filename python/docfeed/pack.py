@@ -210,7 +210,8 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
          image_root: "Optional[str | os.PathLike[str]]" = None, dpi: int = _DEFAULT_DPI,
          pages: Union[str, int] = "auto", validate: str = "full",
          min_pixels: Optional[int] = None, max_pixels: Optional[int] = None,
-         patch_size: Optional[int] = None, merge_size: Optional[int] = None) -> str:
+         patch_size: Optional[int] = None, merge_size: Optional[int] = None,
+         part: Optional[Tuple[int, int]] = None) -> str:
     """Packs `dataset` (a datasets.Dataset, or any sequence of dict rows) into `output`.
 
     `dataset` may also be a path (str or os.PathLike): an image folder, a Hugging Face dataset
@@ -247,6 +248,10 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       decodes only with warnings (a corrupt JPEG that libjpeg-turbo, and so Pillow, decodes
       anyway, e.g. a bad Huffman code) is a bad row; without it, it is packed and a
       DecodeWarning (a UserWarning) names each such row.
+    part=(I, N): pack only part I (0..N-1) of N (`docfeed pack --part I/N`): the I-th of N
+      contiguous slices of the samples (document pages counted one by one), the same slice for
+      the same source and N on any machine; docfeed.merge joins the N parts into the dataset
+      one pack writes. When `output` already is this part, verified, it is kept.
     extra_args: deprecated; `docfeed pack` flags (--preprocess, --size, --compression, ...)
       mapped onto the keyword arguments above.
     Returns the output path. Errors are docfeed.Error subclasses naming the row, e.g.
@@ -264,7 +269,7 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
         "max_file_mb": max_file_mb, "hf_version": hf_version,
         "backend": "pil" if backend is None else backend, "validate": validate,
         "min_pixels": min_pixels, "max_pixels": max_pixels, "patch_size": patch_size,
-        "merge_size": merge_size,
+        "merge_size": merge_size, "part": None if part is None else tuple(part),
     }
     extra = list(extra_args)
     if extra:
@@ -335,3 +340,23 @@ def _warn_about_decode_warnings(summary: Dict[str, Any]) -> None:
 
 class DecodeWarning(UserWarning):
     """An image docfeed.pack stored although it decodes only with warnings (see strict)."""
+
+
+def merge(parts: "Iterable[str | os.PathLike[str]]", output: "str | os.PathLike[str]", *,
+          overwrite: bool = False) -> Dict[str, Any]:
+    """Joins the parts of a split pack (`pack(..., part=(I, N))` or `docfeed pack --part I/N`)
+    into `output`, as `docfeed merge PARTS... -o OUTPUT` does: the dataset one pack of the whole
+    source writes (same sample ids, order, rows and image bytes). `parts` may come in any order;
+    every part must be there once, from the same source with the same settings. The data files
+    are hard links to the parts' (copies across file systems); the output appears atomically and
+    verified. A rerun finding `output` already merged from these parts keeps it.
+
+    Returns the summary (parts, samples, rejected, data_files, linked_files, copied_files,
+    output_bytes, already_complete, seconds). Errors are docfeed.Error subclasses naming the
+    part and the field (InvalidArgumentError for parts that do not belong together or a missing
+    part, DataError for a damaged one, AlreadyExistsError for an existing output).
+    """
+    from docfeed import _docfeed
+
+    return _docfeed.merge([os.fspath(p) for p in parts], os.fspath(output),
+                          overwrite=bool(overwrite))

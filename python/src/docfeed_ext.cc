@@ -44,6 +44,7 @@
 #include "docfeed/dataset.h"
 #include "docfeed/image.h"
 #include "docfeed/loader.h"
+#include "docfeed/merge.h"
 #include "docfeed/pack.h"
 #include "docfeed/preprocess.h"
 #include "docfeed/remote.h"
@@ -740,8 +741,22 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
   return o;
 }
 
+// `part`: None (the whole source) or (index, count), checked as `pack --part I/N`.
+void SetPart(nb::handle part, PackOptions* o) {
+  if (part.is_none()) return;
+  nb::tuple pair;
+  if (!nb::try_cast(part, pair) || pair.size() != 2) {
+    RaiseInvalid("part must be None or a pair (index, count), e.g. (0, 4)");
+  }
+  const auto count = ToInt<uint32_t>("part[1] (count)", pair[1], 1, 1'000'000);
+  const auto index = ToInt<uint32_t>("part[0] (index)", pair[0], 0, count - 1);
+  o->part_index = index;
+  o->part_count = count;
+}
+
 nb::dict PackSummaryDict(const PackSummary& s) {
   nb::dict d;
+  d["already_complete"] = s.already_complete;
   d["samples"] = s.samples;
   d["rejected"] = s.rejected;
   d["source_bytes"] = s.source_bytes;
@@ -781,11 +796,12 @@ nb::dict PackRows(const std::string& output, const std::string& rows, nb::object
                   bool align_long_axis, nb::object hf_version, const std::string& backend,
                   bool keep_original, nb::int_ max_file_mb, const std::string& validate,
                   nb::object min_pixels, nb::object max_pixels, nb::object patch_size,
-                  nb::object merge_size) {
-  const PackOptions options = MakePackOptions(
-      output, codec, jpeg_quality, threads, overwrite, skip_bad, strict, compression, preprocess,
-      size, align_long_axis, hf_version, backend, keep_original, max_file_mb, validate, min_pixels,
-      max_pixels, patch_size, merge_size);
+                  nb::object merge_size, nb::object part) {
+  PackOptions options = MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad,
+                                        strict, compression, preprocess, size, align_long_axis,
+                                        hf_version, backend, keep_original, max_file_mb, validate,
+                                        min_pixels, max_pixels, patch_size, merge_size);
+  SetPart(part, &options);
   PyRowSource source(CountRows(rows), std::move(fetch));
   Result<PackSummary> packed = [&] {
     nb::gil_scoped_release nogil;
@@ -805,11 +821,12 @@ nb::dict PackPath(const std::string& source, const std::string& output, const st
                   bool keep_original, nb::int_ max_file_mb, const std::string& split,
                   const std::string& image_root, nb::int_ dpi, const std::string& pages,
                   const std::string& validate, nb::object min_pixels, nb::object max_pixels,
-                  nb::object patch_size, nb::object merge_size) {
+                  nb::object patch_size, nb::object merge_size, nb::object part) {
   PackOptions options = MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad,
                                         strict, compression, preprocess, size, align_long_axis,
                                         hf_version, backend, keep_original, max_file_mb, validate,
                                         min_pixels, max_pixels, patch_size, merge_size);
+  SetPart(part, &options);
   options.source = source;
   options.split = split;
   options.image_root = image_root;
@@ -826,6 +843,32 @@ nb::dict PackPath(const std::string& source, const std::string& output, const st
   nb::dict summary = PackSummaryDict(packed.value());
   summary["splits"] = nb::cast(packed->splits);
   return summary;
+}
+
+// docfeed/merge.h's Merge: the parts of a split pack joined into `output`.
+nb::dict MergeParts(const std::vector<std::string>& parts, const std::string& output,
+                    bool overwrite) {
+  MergeOptions options;
+  options.parts = parts;
+  options.output = output;
+  options.overwrite = overwrite;
+  Result<MergeSummary> merged = [&] {
+    nb::gil_scoped_release nogil;
+    return Merge(options);
+  }();
+  if (!merged.ok()) Raise(merged.status());
+  const MergeSummary& s = merged.value();
+  nb::dict d;
+  d["parts"] = s.parts;
+  d["samples"] = s.samples;
+  d["rejected"] = s.rejected;
+  d["data_files"] = s.data_files;
+  d["linked_files"] = s.linked_files;
+  d["copied_files"] = s.copied_files;
+  d["output_bytes"] = s.output_bytes;
+  d["already_complete"] = s.already_complete;
+  d["seconds"] = s.seconds;
+  return d;
 }
 
 }  // namespace
@@ -990,7 +1033,7 @@ NB_MODULE(_docfeed, m) {
         "size"_a = nb::none(), "align_long_axis"_a = false, "hf_version"_a = nb::none(),
         "backend"_a = "pil", "keep_original"_a = false, "max_file_mb"_a = 500,
         "validate"_a = "full", "min_pixels"_a = nb::none(), "max_pixels"_a = nb::none(),
-        "patch_size"_a = nb::none(), "merge_size"_a = nb::none(),
+        "patch_size"_a = nb::none(), "merge_size"_a = nb::none(), "part"_a = nb::none(),
         "Packs rows into `output` (docfeed.pack's engine): `rows` is one JSON object per line "
         "(file_name and the other columns, as metadata.jsonl), `fetch()` returns the next "
         "rows' images. The GIL is released while encoding and writing. Returns the summary.");
@@ -1001,11 +1044,14 @@ NB_MODULE(_docfeed, m) {
         "backend"_a = "pil", "keep_original"_a = false, "max_file_mb"_a = 500, "split"_a = "",
         "image_root"_a = "", "dpi"_a = 200, "pages"_a = "auto", "validate"_a = "full",
         "min_pixels"_a = nb::none(), "max_pixels"_a = nb::none(), "patch_size"_a = nb::none(),
-        "merge_size"_a = nb::none(),
+        "merge_size"_a = nb::none(), "part"_a = nb::none(),
         "Packs the image folder or Hugging Face dataset on disk (save_to_disk output, or a "
         "load_dataset cache directory) at `source` into `output`, as `docfeed pack` does "
         "(dpi, pages: its --dpi and --pages). The GIL is released while packing. Returns the "
         "summary.");
+  m.def("merge", &MergeParts, "parts"_a, "output"_a, nb::kw_only(), "overwrite"_a = false,
+        "Joins the parts of a split pack (pack_path/pack_rows with part=(I, N)) into `output`, "
+        "as `docfeed merge` does. The GIL is released while merging. Returns the summary.");
   m.def(
       "normalize_table",
       [](int32_t height, int32_t width, double rescale_factor, std::array<double, 3> mean,

@@ -295,6 +295,12 @@ Status FaultInjectionEnv::RenameNoReplace(const std::string& from, const std::st
   return Status::Ok();
 }
 
+Status FaultInjectionEnv::LinkFile(const std::string& from, const std::string& to) {
+  // A link names a file that is already durable or tracked under `from`: nothing to follow.
+  DOCFEED_RETURN_IF_ERROR(BeforeWrite("link " + from + " to", to));
+  return base_->LinkFile(from, to);
+}
+
 Status FaultInjectionEnv::ExchangePaths(const std::string& a, const std::string& b) {
   DOCFEED_RETURN_IF_ERROR(BeforeWrite("exchange " + a + " and", b));
   DOCFEED_RETURN_IF_ERROR(base_->ExchangePaths(a, b));

@@ -5,7 +5,7 @@
 // - reads: ReadFile, ReadAt, MapFile, NewRandomAccessFile and each RandomAccessFile::ReadAt,
 //   ListDirectory, ListFilesRecursive, FileSize;
 // - writes (every mutating operation): NewWritableFile, WritableFile::Append / Sync / Close,
-//   Rename, CreateDirectory, RemoveFile, RemoveAll.
+//   Rename, LinkFile, CreateDirectory, RemoveFile, RemoveAll.
 // PathExists, IsDirectory and RealPath pass through uncounted. Run a job once with no fault to
 // learn reads() and writes(), then re-run it with a fault at each index.
 //
@@ -72,6 +72,7 @@ class FaultInjectionEnv : public Env {
   Status Rename(const std::string& from, const std::string& to) override;
   Status RenameNoReplace(const std::string& from, const std::string& to) override;
   Status ExchangePaths(const std::string& a, const std::string& b) override;
+  Status LinkFile(const std::string& from, const std::string& to) override;
   Status CreateDirectory(const std::string& path) override;
   Status RemoveFile(const std::string& path) override;
   Status RemoveAll(const std::string& path) override;

@@ -68,6 +68,10 @@ Result<std::unique_ptr<RandomAccessFile>> Env::NewRandomAccessFile(const std::st
   return std::unique_ptr<RandomAccessFile>(std::make_unique<EnvRandomAccessFile>(this, path, size));
 }
 
+Status Env::LinkFile(const std::string& from, const std::string& to) {
+  return UnsupportedError("cannot link " + from + " to " + to + ": this Env has no links");
+}
+
 const char* FileTypeName(FileType type) {
   switch (type) {
     case FileType::kMissing:

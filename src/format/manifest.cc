@@ -164,6 +164,37 @@ Result<PdfRenderInfo> PdfFromJson(const Json& j) {
   return p;
 }
 
+Json PartToJson(const PartInfo& p) {
+  Json j;
+  j["index"] = p.index;
+  j["count"] = p.count;
+  j["source_samples"] = p.source_samples;
+  j["first"] = p.first;
+  j["end"] = p.end;
+  j["source_xxh3"] = Hex64(p.source_xxh3);
+  j["settings"] = Json::parse(p.settings);
+  return j;
+}
+
+Result<PartInfo> PartFromJson(const Json& j) {
+  PartInfo p;
+  p.index = j.at("index").get<uint32_t>();
+  p.count = j.at("count").get<uint32_t>();
+  p.source_samples = j.at("source_samples").get<uint64_t>();
+  p.first = j.at("first").get<uint64_t>();
+  p.end = j.at("end").get<uint64_t>();
+  DOCFEED_ASSIGN_OR_RETURN(p.source_xxh3, ParseHex64(j.at("source_xxh3"), "part.source_xxh3"));
+  if (!j.at("settings").is_object()) return CorruptionError("field part.settings: not an object");
+  p.settings = j.at("settings").dump();
+  if (p.count == 0 || p.index >= p.count || p.first > p.end || p.end > p.source_samples) {
+    return CorruptionError("field part: part " + std::to_string(p.index) + " of " +
+                           std::to_string(p.count) + " holding [" + std::to_string(p.first) + ", " +
+                           std::to_string(p.end) + ") of " + std::to_string(p.source_samples) +
+                           " samples");
+  }
+  return p;
+}
+
 Result<PreprocessInfo> PreprocessFromJson(const Json& j) {
   PreprocessInfo p;
   p.preset = j.at("preset").get<std::string>();
@@ -291,6 +322,14 @@ Result<Manifest> ManifestFromJson(const Json& j) {
   if (j.contains("pdf")) {
     DOCFEED_ASSIGN_OR_RETURN(m.pdf, PdfFromJson(j.at("pdf")));
   }
+  if (j.contains("part")) {
+    DOCFEED_ASSIGN_OR_RETURN(m.part, PartFromJson(j.at("part")));
+  }
+  if (j.contains("merged")) {
+    m.merged.parts = j.at("merged").at("parts").get<uint32_t>();
+    DOCFEED_ASSIGN_OR_RETURN(m.merged.parts_xxh3,
+                             ParseHex64(j.at("merged").at("parts_xxh3"), "merged.parts_xxh3"));
+  }
   for (const Json& f : j.at("data_files")) {
     DOCFEED_ASSIGN_OR_RETURN(FileEntry e, FileFromJson(f, "data_files"));
     m.data_files.push_back(std::move(e));
@@ -341,6 +380,10 @@ std::string EncodeManifest(const Manifest& m) {
   if (m.normalization) j["normalization"] = NormalizationToJson(*m.normalization);
   if (!m.original_column.empty()) j["original_column"] = m.original_column;
   if (m.pdf.rendered()) j["pdf"] = PdfToJson(m.pdf);
+  if (m.part.is_part()) j["part"] = PartToJson(m.part);
+  if (m.merged.merged()) {
+    j["merged"] = {{"parts", m.merged.parts}, {"parts_xxh3", Hex64(m.merged.parts_xxh3)}};
+  }
   Json data = Json::array();
   for (const FileEntry& f : m.data_files) data.push_back(FileToJson(f));
   j["data_files"] = std::move(data);

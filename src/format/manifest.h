@@ -99,6 +99,35 @@ struct PdfRenderInfo {
   bool operator==(const PdfRenderInfo&) const = default;
 };
 
+// A part of a pack split over several runs (`pack --part I/N`; docs/format.md section 16): the
+// dataset holds the samples of the contiguous slice [first, end) of the source's listing
+// (source_samples entries, packed or rejected, in the order a whole pack takes them). `merge`
+// joins the N parts into the dataset one pack would have written. count 0: not a part.
+struct PartInfo {
+  uint32_t index = 0;           // 0-based, < count
+  uint32_t count = 0;           // N
+  uint64_t source_samples = 0;  // entries the source lists (the whole source, not the slice)
+  uint64_t first = 0;           // the slice of them this part holds
+  uint64_t end = 0;
+  uint64_t source_xxh3 = 0;  // of the listing (names, pages, rows, column values): same source
+  // The pack settings that decide the stored rows, as a JSON object text (codec, validate,
+  // preprocess, labels, pages, dpi, strict, skip_bad...): parts must agree on every key.
+  std::string settings;
+
+  bool is_part() const { return count > 0; }
+  bool operator==(const PartInfo&) const = default;
+};
+
+// How a merged dataset was made (`merge`; docs/format.md section 16): from `parts` parts whose
+// manifest checksums, in part order, hash to parts_xxh3. A rerun of the same merge finds it.
+struct MergeInfo {
+  uint32_t parts = 0;  // 0: not a merge
+  uint64_t parts_xxh3 = 0;
+
+  bool merged() const { return parts > 0; }
+  bool operator==(const MergeInfo&) const = default;
+};
+
 struct Manifest {
   int format_version = kFormatVersion;
   std::string created_by;
@@ -118,6 +147,8 @@ struct Manifest {
   // Name of the extra column holding the untouched source bytes (pack --keep-original), or "".
   std::string original_column;
   PdfRenderInfo pdf;                   // "pdf" in docfeed.json; absent there = no PDF pages
+  PartInfo part;                       // "part" in docfeed.json; absent there = a whole pack
+  MergeInfo merged;                    // "merged" in docfeed.json; absent there = not a merge
   std::vector<FileEntry> data_files;   // data-NNNNN-of-NNNNN.arrow, in order
   std::vector<FileEntry> other_files;  // docfeed.index, dataset_info.json, state.json, ...
 };

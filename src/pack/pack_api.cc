@@ -72,6 +72,8 @@ internal::PackOptions ToInternal(const PackOptions& o) {
   p.labels.strict = o.labels.strict;
   p.documents.dpi = o.pdf_dpi;
   p.documents.pages = o.pages;
+  p.part.index = o.part_index;
+  p.part.count = o.part_count;
   p.on_progress = o.on_progress;
   p.env = o.env;
   return p;
@@ -129,6 +131,13 @@ Result<PackPages> ParsePackPages(std::string_view name) {
   if (name == "1") return PackPages::kFirst;
   return InvalidArgumentError("unknown pages choice \"" + std::string(name) +
                               "\" (expected auto, all or 1)");
+}
+
+Status ParsePackPart(std::string_view text, uint32_t* index, uint32_t* count) {
+  DOCFEED_ASSIGN_OR_RETURN(internal::PackPart part, internal::ParsePackPart(std::string(text)));
+  *index = part.index;
+  *count = part.count;
+  return Status::Ok();
 }
 
 Result<PackSummary> Pack(const PackOptions& options) { return internal::Pack(ToInternal(options)); }

@@ -159,11 +159,11 @@ Status WriteOne(const SampleSource& source, size_t i, Slot& slot, const PackOpti
 
 // The error of a pack whose every sample was rejected. The rejects move out of the work
 // directory (which the failed run removes) to OUT.rejects-PID.jsonl, where the message points.
-Status AllRejected(Env* env, const SampleSource& source, const std::string& dir,
+Status AllRejected(Env* env, const std::string& what, const std::string& dir,
                    const std::string& output) {
   const std::string kept = TempSibling(output, "rejects") + ".jsonl";
   Status moved = env->RenameNoReplace(JoinPath(dir, kRejectsFileName), kept);
-  return InvalidArgumentError("every sample of " + source.Name() + " was rejected; " +
+  return InvalidArgumentError("every sample of " + what + " was rejected; " +
                               (moved.ok()
                                    ? "see " + kept + " for why"
                                    : "the list of why could not be kept: " + moved.ToString()));
@@ -205,20 +205,36 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
   int threads = options.threads > 0
                     ? options.threads
                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const size_t total = folder.samples.size();
+  // A part writes its slice of the listing; the labeler and the columns above saw all of it, so
+  // every part gets the tokens, labels and schema of the whole pack.
+  const PartSlice slice = options.part.is_part() ? SliceOf(folder.samples.size(), options.part)
+                                                 : PartSlice{0, folder.samples.size()};
+  const size_t first = slice.first;
+  const size_t total = slice.end - slice.first;
   DOCFEED_RETURN_IF_ERROR(OrderedParallelFor<Slot>(
       total, threads, kWindowPerThread * static_cast<size_t>(threads),
-      [&](size_t i) { return EncodeOne(source, i, options.encode, labeler.get()); },
-      [&](size_t i, Slot& slot) {
-        DOCFEED_RETURN_IF_ERROR(WriteOne(source, i, slot, options, dir, *writer, state));
+      [&](size_t k) { return EncodeOne(source, first + k, options.encode, labeler.get()); },
+      [&](size_t k, Slot& slot) {
+        DOCFEED_RETURN_IF_ERROR(WriteOne(source, first + k, slot, options, dir, *writer, state));
         if (options.on_progress) {
           std::chrono::duration<double> elapsed = Clock::now() - state.start;
-          options.on_progress({i + 1, total, state.summary.source_bytes, elapsed.count()});
+          options.on_progress({k + 1, total, state.summary.source_bytes, elapsed.count()});
         }
         return Status::Ok();
       }));
   if (state.rejects.file) DOCFEED_RETURN_IF_ERROR(state.rejects.file->Close());
-  if (state.summary.samples == 0) return AllRejected(env, source, dir, options.output);
+  if (state.summary.samples == 0) {
+    // A dataset holds at least one sample, so such a part cannot be written: fewer, larger parts
+    // put a packable sample in every slice.
+    const std::string what = options.part.is_part()
+                                 ? "part " + std::to_string(options.part.index) + "/" +
+                                       std::to_string(options.part.count) + " (entries " +
+                                       std::to_string(slice.first) + " to " +
+                                       std::to_string(slice.end - 1) + ") of " + source.Name() +
+                                       " (use fewer parts)"
+                                 : source.Name();
+    return AllRejected(env, what, dir, options.output);
+  }
   if (labeler) {
     DOCFEED_RETURN_IF_ERROR(labeler->SaveTokenizer(dir).status());
     state.summary.labels_truncated = labeler->truncated();
@@ -237,6 +253,7 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
   if (folder.pdf.documents > 0) {
     manifest.pdf = {folder.pdf.dpi, folder.pdf.first_page_only, PdfRendererName()};
   }
+  if (options.part.is_part()) manifest.part = MakePartInfo(options, folder);
   DOCFEED_ASSIGN_OR_RETURN(Manifest written, writer->Finish(std::move(manifest)));
   for (const FileEntry& f : written.data_files) {
     state.summary.data_files.push_back(f.name);
@@ -267,12 +284,19 @@ Result<std::string> CheckOutput(const PackOptions& options) {
   std::string output = options.output;
   while (output.size() > 1 && output.back() == '/') output.pop_back();
   if (output.empty()) return InvalidArgumentError("no output directory given (-o OUT)");
+  if (options.part.is_part() &&
+      (options.part.index >= options.part.count || options.part.count > kMaxParts)) {
+    return InvalidArgumentError(
+        "part " + std::to_string(options.part.index) + " of " + std::to_string(options.part.count) +
+        ": the index must be below the count, the count at most " + std::to_string(kMaxParts));
+  }
   if (options.encode.keep_original && !options.encode.preprocess.preprocessed()) {
     return InvalidArgumentError(
         "--keep-original needs --preprocess (without it the original is "
         "what is stored)");
   }
-  if (env->PathExists(output) && !options.overwrite) {
+  // An existing part is checked once the source is listed (KeepCompletePart).
+  if (env->PathExists(output) && !options.overwrite && !options.part.is_part()) {
     return AlreadyExistsError(output + " already exists; pass --overwrite to replace it");
   }
   return output;
@@ -311,6 +335,18 @@ Status CheckSource(const SampleSource& source, const PackOptions& options) {
   return Status::Ok();
 }
 
+// A part needs at least one listed sample per part, so that no slice is empty.
+Status CheckPartCount(const SampleSource& source, const PackOptions& options) {
+  const size_t listed = source.listing().samples.size();
+  if (options.part.is_part() && options.part.count > listed) {
+    return InvalidArgumentError(
+        "--part " + std::to_string(options.part.index) + "/" + std::to_string(options.part.count) +
+        ": " + source.Name() + " lists " + std::to_string(listed) +
+        " sample(s), fewer than the parts; use at most " + std::to_string(listed) + " parts");
+  }
+  return Status::Ok();
+}
+
 // `options` with the output and the preset made once for every sample.
 Result<PackOptions> Placed(const PackOptions& options, const std::string& output) {
   std::shared_ptr<const Preset> preset = options.encode.preset;
@@ -344,8 +380,22 @@ Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options
     DOCFEED_RETURN_IF_ERROR(CheckReplaceableOutput(output, /*allow_dict=*/false, env));
   }
   DOCFEED_RETURN_IF_ERROR(CheckSource(source, options));
+  DOCFEED_RETURN_IF_ERROR(CheckPartCount(source, options));
   DOCFEED_ASSIGN_OR_RETURN(PackOptions placed, Placed(options, output));
+  if (options.part.is_part()) {  // -o PARTS/I: PARTS is made on first use (one level only)
+    const std::string parent = ParentPath(output);
+    if (!parent.empty() && !env->PathExists(parent)) {
+      DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(parent));
+    }
+  }
   DOCFEED_ASSIGN_OR_RETURN(OutputLock lock, OutputLock::Acquire(env, output));
+  if (options.part.is_part() && !options.overwrite && env->PathExists(output)) {
+    // A rerun of a part: keep the output when it is this part, complete and verified.
+    Result<PackSummary> kept =
+        KeepCompletePart(env, output, MakePartInfo(options, source.listing()));
+    lock.Release().IgnoreError();
+    return kept;
+  }
   Status status = WriteAndPlace(source, placed, state);
   // A lock file that cannot be removed is only taken again by the next run.
   lock.Release().IgnoreError();
@@ -395,6 +445,11 @@ void AddSplit(const std::string& name, const PackSummary& s, PackSummary* total)
 Result<PackSummary> PackSavedDict(const migrate::SavedDataset& saved, const PackOptions& options,
                                   const std::string& output) {
   Env* env = EnvOrDefault(options.env);
+  if (options.part.is_part()) {
+    return UnsupportedError(saved.root +
+                            " is a DatasetDict; --part packs one Dataset (save one split with "
+                            "save_to_disk and pack that in parts)");
+  }
   if (!options.labels.tokenizer_dir.empty()) {
     return UnsupportedError(
         "--tokenizer with a DatasetDict: pack one split at a time (--split) "

@@ -21,6 +21,7 @@
 #include "pack/document_pages.h"
 #include "pack/image_folder.h"
 #include "pack/labeler.h"
+#include "pack/part.h"
 #include "pack/sample_encoder.h"
 
 namespace docfeed::internal {
@@ -33,9 +34,9 @@ using docfeed::PackSummary;
 struct PackOptions {
   std::string source;  // Pack: the image folder; PackFrom: unused
   std::string output;
-  EncodeOptions encode;          // encode.preprocess / encode.keep_original: pack --preprocess
-  int threads = 0;               // 0: one per hardware thread
-  bool skip_bad = false;         // reject bad samples into rejects.jsonl instead of stopping
+  EncodeOptions encode;   // encode.preprocess / encode.keep_original: pack --preprocess
+  int threads = 0;        // 0: one per hardware thread
+  bool skip_bad = false;  // reject bad samples into rejects.jsonl instead of stopping
   // Treat an image that decodes only with warnings (EncodedImage::decode_report) as a bad
   // sample; otherwise it is packed and listed in PackSummary::decode_warnings.
   bool strict = false;
@@ -49,6 +50,10 @@ struct PackOptions {
   // Pack of an image folder: how its documents (PDF; TIFF with --pages all or 1) become page
   // samples.
   DocumentOptions documents;
+  // Write only part `part.index` of `part.count` (pack/part.h): the samples of that slice of the
+  // listing, with the part record in the manifest. An output that already holds this very part,
+  // verified, is kept (PackSummary::already_complete) instead of refused.
+  PackPart part;
   std::function<void(const PackProgress&)> on_progress;  // called from the writing thread
   // Every file the pack reads or writes goes through this Env (Env::Default() when null); it
   // must outlive the call.
@@ -85,8 +90,8 @@ Result<std::unique_ptr<SampleSource>> OpenImageFolderSource(const std::string& r
 
 // Packs options.source: an image folder, or a save_to_disk Dataset / DatasetDict with an Image
 // column `image` (pack/saved_dataset_source.h; a DatasetDict gives OUT/<split>/ per split and
-// OUT/dataset_dict.json, placed as one directory). Errors name the file (and metadata.jsonl line) of the
-// first bad sample unless skip_bad. AlreadyExists if the output exists and !overwrite (also
+// OUT/dataset_dict.json, placed as one directory). Errors name the file (and metadata.jsonl line)
+// of the first bad sample unless skip_bad. AlreadyExists if the output exists and !overwrite (also
 // when it appears during the run: nothing there is touched); FailedPrecondition when another
 // run holds OUT.lock or when overwrite would replace something that is not a docfeed dataset
 // or an empty directory.

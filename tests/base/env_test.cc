@@ -86,6 +86,43 @@ TEST(PosixEnvTest, WritableFileSyncAndCloseMakeBytesVisible) {
   EXPECT_FALSE(env->PathExists(path));
 }
 
+TEST(PosixEnvTest, LinkFileSharesTheFileAndRefusesAnExistingTarget) {
+  testing::TempDir dir;
+  Env* env = Env::Default();
+  const std::string a = dir.Join("a");
+  const std::string b = dir.Join("b");
+  ASSERT_TRUE(env->WriteTextFile(a, "shared bytes").ok());
+  ASSERT_TRUE(env->LinkFile(a, b).ok());
+  EXPECT_EQ(*env->ReadTextFile(b), "shared bytes");
+  ASSERT_TRUE(env->RemoveFile(a).ok());  // the second name keeps the file
+  EXPECT_EQ(*env->ReadTextFile(b), "shared bytes");
+  ASSERT_TRUE(env->WriteTextFile(a, "other").ok());
+  Status s = env->LinkFile(a, b);
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists) << s.ToString();
+  EXPECT_EQ(*env->ReadTextFile(b), "shared bytes");
+  s = env->LinkFile(dir.Join("missing"), dir.Join("c"));
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+  EXPECT_TRUE(Mentions(s, dir.Join("missing"))) << s.ToString();
+}
+
+TEST(PosixEnvTest, LinkFileAcrossFileSystemsIsUnsupportedSoCallersCopy) {
+  // /dev/shm is a tmpfs on Linux, another file system than the temporary directory's disk; where
+  // it is the same one (or absent) there is nothing to check.
+  Env* env = Env::Default();
+  testing::TempDir dir;
+  const std::string a = dir.Join("a");
+  ASSERT_TRUE(env->WriteTextFile(a, "x").ok());
+  const std::string other = "/dev/shm/docfeed-link-test-" + std::to_string(::getpid());
+  if (!env->IsDirectory("/dev/shm")) GTEST_SKIP() << "no /dev/shm";
+  Status s = env->LinkFile(a, other);
+  if (s.ok()) {
+    ASSERT_TRUE(env->RemoveFile(other).ok());
+    GTEST_SKIP() << "/dev/shm is on the same file system here";
+  }
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported) << s.ToString();
+  EXPECT_FALSE(env->PathExists(other));
+}
+
 TEST(PosixEnvTest, MappingSurvivesMovesAndDropPages) {
   testing::TempDir dir;
   const std::string path = dir.Join("m");
@@ -186,6 +223,19 @@ TEST_F(FaultEnvTest, CountsReadsAndWrites) {
   EXPECT_EQ(env_.writes(), 5u);
   env_.Reset();
   EXPECT_EQ(env_.reads() + env_.writes(), 0u);
+}
+
+TEST_F(FaultEnvTest, LinkFileIsACountedWriteAndMemEnvHasNoLinks) {
+  ASSERT_TRUE(env_.WriteTextFile("/d/a", "abc").ok());
+  env_.Reset();
+  // MemEnv keeps the default: no links, so a caller copies.
+  EXPECT_EQ(env_.LinkFile("/d/a", "/d/b").code(), StatusCode::kUnsupported);
+  EXPECT_EQ(env_.writes(), 1u);
+  env_.Reset();
+  env_.FailWrite(0, FaultInjectionEnv::WriteFault::kIOError);
+  Status s = env_.LinkFile("/d/a", "/d/b");
+  EXPECT_EQ(s.code(), StatusCode::kIOError);
+  EXPECT_TRUE(Mentions(s, "/d/b")) << s.ToString();
 }
 
 TEST_F(FaultEnvTest, FailsTheNthWriteWithIOErrorOrNoSpace) {

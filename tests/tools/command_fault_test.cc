@@ -5,7 +5,9 @@
 //   was (an older file there) or the whole new file, never half of one; every read fault, and
 //   every write fault, is exit 1 with an error naming the file;
 // - bench (reads only): an I/O error or a short read at every read index is exit 1 naming the
-//   file, or a complete run when the fault lands where the run does not need it; never a crash.
+//   file, or a complete run when the fault lands where the run does not need it; never a crash;
+// - merge: an I/O error or ENOSPC at every write and every read fault is exit 1 naming the file
+//   with no OUT; a crash at every write leaves no OUT or the complete merge, and the rerun works.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -16,6 +18,7 @@
 #include "base/file.h"
 #include "codec/codec.h"
 #include "commands.h"
+#include "format/verify.h"
 #include "pack/packer.h"
 #include "pack/test_folder.h"
 #include "testing/fault_sweep.h"
@@ -179,6 +182,113 @@ TEST_F(BenchFaultTest, EveryReadFaultIsAnErrorNamingTheFileNeverACrash) {
     EXPECT_TRUE(Names(o, BaseName(env_.fault_path()))) << where << ": " << o.err;
   });
   EXPECT_GT(failed, static_cast<int>(io.reads) / 2) << "most faults must fail the run";
+}
+
+// docfeed merge through RunMerge(args, env): three parts of a small folder.
+class MergeFaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::MakeSmallFolder(dir_.Join("src"));
+    args_.clear();
+    for (uint32_t i = 0; i < 3; ++i) {
+      PackOptions o;
+      o.source = dir_.Join("src");
+      o.output = dir_.Join("part" + std::to_string(i));
+      o.threads = 1;
+      o.part = {i, 3};
+      ASSERT_TRUE(Pack(o).ok());
+      args_.push_back(o.output);
+    }
+    args_.insert(args_.end(), {"-o", out_});
+  }
+
+  Outcome Run() { return RunCommand(tools::RunMerge, args_, &env_); }
+
+  // What is next to the parts besides them: OUT only if complete and verified.
+  void ExpectNoOutputOrTheCompleteOne(const std::string& where) {
+    for (const std::string& name : Entries(dir_.path())) {
+      if (name == "src" || name.rfind("part", 0) == 0) continue;
+      if (name == "out") {
+        EXPECT_TRUE(VerifyDataset(out_).ok()) << where;
+        continue;
+      }
+      // A crashed run's work directory is never one datasets.load_from_disk opens.
+      ASSERT_NE(name.find("out.partial-"), std::string::npos) << where << ": " << name;
+      if (!testing::HasManifest(dir_.Join(name))) {
+        EXPECT_FALSE(PathExists(dir_.Join(name + "/state.json"))) << where << ": " << name;
+      }
+    }
+  }
+
+  testing::TempDir dir_;
+  const std::string out_ = dir_.Join("out");
+  std::vector<std::string> args_;
+  FaultInjectionEnv env_{Env::Default()};
+};
+
+TEST_F(MergeFaultTest, EveryWriteErrorFailsNamingTheFileAndLeavesNoOutput) {
+  const testing::IoCounts io = testing::CountIo(env_, [&] {
+    Outcome o = Run();
+    return o.rc == 0 ? Status::Ok() : InternalError(o.err);
+  });
+  ASSERT_GE(io.writes, 8u);
+  ASSERT_TRUE(RemoveAll(out_).ok());
+  testing::SweepWriteFaults(env_, io.writes, [&](WF fault, uint64_t, const std::string& where) {
+    Outcome o = Run();
+    EXPECT_EQ(o.rc, 1) << where << ": " << o.err;
+    EXPECT_TRUE(Names(o, "injected at write")) << where << ": " << o.err;
+    EXPECT_TRUE(Names(o, BaseName(env_.fault_path()))) << where << ": " << o.err;
+    EXPECT_EQ(fault == WF::kNoSpace, Names(o, "No space left")) << where << ": " << o.err;
+    EXPECT_FALSE(PathExists(out_)) << where;
+    ExpectNoOutputOrTheCompleteOne(where);
+  });
+}
+
+TEST_F(MergeFaultTest, ACrashAtEveryWriteLeavesNoOutputOrTheCompleteOneAndTheRerunWorks) {
+  const testing::IoCounts io = testing::CountIo(env_, [&] {
+    Outcome o = Run();
+    return o.rc == 0 ? Status::Ok() : InternalError(o.err);
+  });
+  ASSERT_TRUE(RemoveAll(out_).ok());
+  for (uint64_t i = 0; i <= io.writes; ++i) {
+    const std::string where = "crash at write " + std::to_string(i);
+    env_.Reset();
+    env_.CrashAfterWrites(i);
+    Outcome o = Run();
+    EXPECT_EQ(o.rc, i < io.writes ? 1 : 0) << where << ": " << o.err;
+    ExpectNoOutputOrTheCompleteOne(where);
+    env_.Reset();
+    Outcome again = Run();  // clears the leftovers, merges (or keeps the complete merge)
+    ASSERT_EQ(again.rc, 0) << where << ": " << again.err;
+    EXPECT_TRUE(VerifyDataset(out_).ok()) << where;
+    EXPECT_EQ(Entries(dir_.path()),
+              (std::vector<std::string>{"out", "part0", "part1", "part2", "src"}))
+        << where;
+    ASSERT_TRUE(RemoveAll(out_).ok());
+  }
+}
+
+TEST_F(MergeFaultTest, EveryReadFaultFailsNamingTheFileAndLeavesNoOutput) {
+  const testing::IoCounts io = testing::CountIo(env_, [&] {
+    Outcome o = Run();
+    return o.rc == 0 ? Status::Ok() : InternalError(o.err);
+  });
+  ASSERT_GE(io.reads, 6u);
+  ASSERT_TRUE(RemoveAll(out_).ok());
+  int failed = 0;
+  testing::SweepReadFaults(env_, io.reads, [&](RF, uint64_t, const std::string& where) {
+    Outcome o = Run();
+    ExpectNoOutputOrTheCompleteOne(where);
+    if (o.rc == 0) {  // the fault hit a read the run does without (the leftovers' listing)
+      ASSERT_TRUE(RemoveAll(out_).ok());
+      return;
+    }
+    ++failed;
+    EXPECT_EQ(o.rc, 1) << where << ": " << o.err;
+    EXPECT_TRUE(Names(o, BaseName(env_.fault_path()))) << where << ": " << o.err;
+    EXPECT_FALSE(PathExists(out_)) << where;
+  });
+  EXPECT_GT(failed, static_cast<int>(io.reads)) << "most faults must fail the run";
 }
 
 }  // namespace

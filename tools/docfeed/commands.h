@@ -15,6 +15,8 @@ namespace docfeed::tools {
 using Args = std::vector<std::string_view>;
 
 int RunPack(const Args& args);
+// docfeed merge; every file through `env` (null: Env::Default()), for the fault tests.
+int RunMerge(const Args& args, Env* env = nullptr);
 int RunInspect(const Args& args);
 int RunVerify(const Args& args);
 // `env` (Env::Default() when null) is where preprocess reads IMAGE and writes OUT, and bench

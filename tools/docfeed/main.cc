@@ -1,5 +1,5 @@
 // docfeed: the command-line tool. Thin over the library: argument parsing, progress display and
-// printing. Subcommands: pack, inspect, verify.
+// printing. Subcommands: pack, merge, inspect, verify, preprocess, synth, bench, doctor.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -17,6 +17,8 @@ constexpr char kUsage[] =
     "  pack SRC -o OUT [--codec keep|png|webp|jpeg] [--quality Q] [--threads N]\n"
     "       [--skip-bad] [--overwrite] [--compression none|zstd|lz4_frame]\n"
     "                      pack an image folder (imagefolder layout) into a docfeed dataset\n"
+    "       [--part I/N]   pack only part I of N (a contiguous slice), for docfeed merge\n"
+    "  merge PART... -o OUT  join the parts of a split pack into the dataset one pack writes\n"
     "  inspect OUT [--json]  describe a packed dataset\n"
     "  verify OUT            re-check every checksum and the index; exit 1 if anything is wrong\n"
     "  preprocess IMAGE --preset donut -o OUT  Donut pixel_values as .npy/.png (see --help)\n"
@@ -45,6 +47,7 @@ int main(int argc, char** argv) {
   std::string_view command = args[0];
   args.erase(args.begin());
   if (command == "pack") return docfeed::tools::RunPack(args);
+  if (command == "merge") return docfeed::tools::RunMerge(args);
   if (command == "inspect") return docfeed::tools::RunInspect(args);
   if (command == "verify") return docfeed::tools::RunVerify(args);
   if (command == "preprocess") return docfeed::tools::RunPreprocess(args);

@@ -68,6 +68,11 @@ constexpr char kPackHelp[] =
     "  --pages auto|all|1     which pages become samples: auto (default) every page of a\n"
     "                         PDF, a TIFF as one image; all: every page of a PDF and of a\n"
     "                         TIFF; 1: the first page of each (image folders only)\n"
+    "  --part I/N             pack only part I (0..N-1) of N: the I-th of N contiguous slices\n"
+    "                         of the samples (PDF/TIFF pages counted one by one), the same\n"
+    "                         slice on any machine; `docfeed merge` joins the N parts into\n"
+    "                         the dataset one pack writes. A rerun finding OUT already this\n"
+    "                         part, verified, keeps it\n"
     "\n"
     "Hugging Face datasets on disk:\n"
     "  --split NAME           pack only this split of a DatasetDict (default: every split)\n"
@@ -216,6 +221,9 @@ Result<PackOptions> ToOptions(const ParsedArgs& parsed) {
   o.pages = *pages;
   o.split = parsed.Get("--split", "");
   o.image_root = parsed.Get("--image-root", "");
+  if (parsed.options.count("--part") > 0) {
+    DOCFEED_RETURN_IF_ERROR(ParsePackPart(parsed.Get("--part", ""), &o.part_index, &o.part_count));
+  }
   return o;
 }
 
@@ -298,17 +306,18 @@ int RunPack(const Args& args) {
   if (IsSavedDatasetSource(args) && !IsSavedImageDatasetSource(args)) {
     return RunPackSavedDataset(args);
   }
-  auto start = StartCommand(
-      "pack", args,
-      {"--skip-bad", "--overwrite", "--follow-symlinks", "--strict", "--no-pad-labels",
-       "--align-long-axis", "--keep-original"},
-      {"-o",           "--output",           "--codec",       "--validate",   "--quality",
-       "--threads",    "--compression",      "--max-file-mb", "--tokenizer",  "--target-field",
-       "--task-token", "--prompt-end-token", "--recipe",      "--max-length", "--preprocess",
-       "--min-pixels", "--max-pixels",       "--patch-size",  "--merge-size", "--size",
-       "--hf-version", "--backend",          "--split",       "--image-root", "--dpi",
-       "--pages"},
-      kPackHelp, &ToOptions);
+  auto start =
+      StartCommand("pack", args,
+                   {"--skip-bad", "--overwrite", "--follow-symlinks", "--strict", "--no-pad-labels",
+                    "--align-long-axis", "--keep-original"},
+                   {"-o",           "--output",       "--codec",       "--validate",
+                    "--quality",    "--threads",      "--compression", "--max-file-mb",
+                    "--tokenizer",  "--target-field", "--task-token",  "--prompt-end-token",
+                    "--recipe",     "--max-length",   "--preprocess",  "--min-pixels",
+                    "--max-pixels", "--patch-size",   "--merge-size",  "--size",
+                    "--hf-version", "--backend",      "--split",       "--image-root",
+                    "--dpi",        "--pages",        "--part"},
+                   kPackHelp, &ToOptions);
   if (const int* exit_code = std::get_if<int>(&start)) return *exit_code;
   PackOptions* options = &std::get<PackOptions>(start);
   ProgressBar bar("packing");
@@ -320,6 +329,11 @@ int RunPack(const Args& args) {
   if (!summary.ok()) {
     std::fprintf(stderr, "docfeed pack: %s\n", summary.status().ToString().c_str());
     return 1;
+  }
+  if (summary->already_complete) {
+    std::printf("%s already holds part %u/%u of %s (verified; kept)\n", options->output.c_str(),
+                options->part_index, options->part_count, options->source.c_str());
+    return 0;
   }
   PrintSummary(*options, *summary);
   return 0;

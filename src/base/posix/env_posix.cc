@@ -393,6 +393,21 @@ class PosixEnv : public Env {
     return Status::Ok();
   }
 
+  Status LinkFile(const std::string& from, const std::string& to) override {
+    if (::link(from.c_str(), to.c_str()) == 0) return Status::Ok();
+    const int err = errno;
+    // EPERM: a file system without hard links (and Linux's protected_hardlinks refusing a file
+    // the caller does not own); a copy still works there.
+    if (err == EXDEV || err == EPERM || err == EMLINK || err == ENOTSUP || err == ENOSYS) {
+      return UnsupportedError("cannot link " + from + " to " + to + ": " + std::strerror(err));
+    }
+    if (err == EEXIST) {
+      return AlreadyExistsError("cannot link " + from + " to " + to + ": " + to +
+                                " already exists");
+    }
+    return ErrnoError("cannot link " + from + " to", to, err);
+  }
+
   Status CreateDirectory(const std::string& path) override {
     if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
       return ErrnoError("cannot create directory", path, errno);
