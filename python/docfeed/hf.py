@@ -26,11 +26,13 @@ What it does (DocfeedTrainerMixin, usable with any Trainer subclass):
     the per-device batch becomes the checkpoint's world_size x batch_size over this run's world
     size (an InvalidArgumentError when it does not divide), so the Trainer's steps, epochs and
     schedule mean what they meant. Otherwise (elastic=None or "rank_batch") the per-device batch
-    stays the checkpoint's (Trainer itself restores it on resume, whatever
-    per_device_train_batch_size says): a step is then a different number of samples, so the
+    is the Trainer's (transformers 4.x restores the checkpoint's on resume, whatever
+    per_device_train_batch_size says; 5.x keeps per_device_train_batch_size), and keeping the
+    per-rank batch under another world size makes a step a different number of samples, so the
     Trainer's count of epochs, derived from global_step, no longer matches the data; docfeed
-    follows its own (the saved epoch, then the next ones) and logs the shift.
-    A saved state whose epoch has no batch left for the new shape (it was over, or only a tail
+    follows its own (the saved epoch, then the next ones) and logs the shift. elastic=None
+    accepts whichever mode holds; a per-device batch that keeps neither raises
+    docfeed.InvalidArgumentError (a ValueError) naming world_size and batch_size. A saved state whose epoch has no batch left for the new shape (it was over, or only a tail
     smaller than the new step remains, dropped as any epoch's) continues with the next epoch.
   * get_eval_dataloader() uses docfeed for a DocfeedDataset eval set: storage order, centred
     padding, every sample (a short last batch; under several processes the last step wraps).
@@ -248,10 +250,11 @@ def _check_loss_scaling(trainer: Any) -> None:
 
 def _resume_batch_size(elastic: Optional[str], pending: Optional[Dict[str, Any]], world_size: int,
                        batch_size: int) -> int:
-    """The per-device batch of a run resuming `pending` (None: not resuming). Trainer restores
-    the checkpoint's own per-device batch on resume (TrainerState.train_batch_size, whatever
-    per_device_train_batch_size says), so keeping the global batch under another world size
-    means rescaling it here: the checkpoint's world_size x batch_size over this run's ranks."""
+    """The per-device batch of a run resuming `pending` (None: not resuming). transformers 4.x
+    restores the checkpoint's own per-device batch on resume (TrainerState.train_batch_size,
+    whatever per_device_train_batch_size says), so keeping the global batch under another world
+    size means rescaling it here: the checkpoint's world_size x batch_size over this run's
+    ranks."""
     if elastic != "global_batch" or pending is None or not pending.get("world_size"):
         return batch_size
     saved_world, saved_batch = int(pending["world_size"]), int(pending["batch_size"])
