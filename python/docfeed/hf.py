@@ -122,6 +122,9 @@ class DocfeedDataset:
         self.backend = backend
         # What a resume from a checkpoint of another world size must keep (the `elastic` of
         # docfeed.Loader.load_state_dict): None, "same", "global_batch" or "rank_batch".
+        if elastic not in (None, "same", "global_batch", "rank_batch"):
+            raise docfeed.InvalidArgumentError(
+                f"elastic must be None, 'same', 'global_batch' or 'rank_batch', not {elastic!r}")
         self.elastic = elastic
         self.loader_options = loader_options
         self._num_samples: Optional[int] = None
