@@ -192,8 +192,14 @@ def check_equal_steps(ranks, steps):
         assert len(r["batches"]) == r["losses"] == steps[1] - steps[0], r
 
 
-def test_resume_a_two_node_checkpoint_on_one_process_and_back(tmp_path):
-    ds, _ = pack_documents(tmp_path / "ds")
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory):
+    ds, _ = pack_documents(tmp_path_factory.mktemp("elastic") / "ds")
+    return ds
+
+
+def test_resume_a_two_node_checkpoint_on_one_process_and_back(tmp_path, packed):
+    ds = packed
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     every_sample = collections.Counter(range(12))
@@ -242,3 +248,52 @@ def test_resume_a_two_node_checkpoint_on_one_process_and_back(tmp_path):
     assert sorted(seen) == [0, 1]
     for epoch in (0, 1):
         assert seen[epoch] == every_sample, (epoch, seen[epoch])
+
+
+def test_resume_batch_size_and_saved_epochs_with_nothing_left(packed):
+    """The pieces of docfeed.hf the launch above does not reach: the global batch that does not
+    divide over the new world size, and a saved epoch with no batch left for the new shape
+    (over, or a tail shorter than a step), which continues with the next epoch (an empty epoch
+    would stop the Trainer)."""
+    import docfeed
+    from docfeed.hf import DocfeedDataset, _resume_batch_size, _TrainLoader
+
+    saved = {"world_size": 2, "batch_size": 3}
+    assert _resume_batch_size("global_batch", saved, 3, 3) == 2
+    assert _resume_batch_size("global_batch", saved, 1, 3) == 6
+    assert _resume_batch_size("global_batch", None, 3, 5) == 5  # not resuming
+    assert _resume_batch_size("rank_batch", saved, 1, 3) == 3
+    assert _resume_batch_size(None, saved, 4, 3) == 3
+    with pytest.raises(ValueError, match=r"world_size 2 and batch_size 3 \(global batch 6\), "
+                                         r"which does not divide over this run's world_size 4"):
+        _resume_batch_size("global_batch", saved, 4, 3)
+    with pytest.raises(ValueError, match="elastic must be None, 'same', 'global_batch' or "
+                                         "'rank_batch', not 'global'"):
+        DocfeedDataset(packed, image_size=(64, 48), elastic="global")
+
+    def resumed(state, batch, trainer_epoch):
+        loader = docfeed.Loader(packed, batch_size=batch, image_size=(64, 48), seed=0,
+                                num_threads=1, rank=0, world_size=1)
+        train = _TrainLoader(loader, state)
+        train.set_epoch(trainer_epoch)
+        return train
+
+    # Epoch 2 was over (a 2 x 2 run's last step): the Trainer's epoch 3 is docfeed's 3.
+    over = {"seed": 0, "epoch": 2, "position": 12, "world_size": 2, "batch_size": 2}
+    train = resumed(over, 4, 3)
+    assert (train.loader.epoch, len(train), train.epoch_offset) == (3, 3, 0)
+    # 2 left of epoch 2 (a 1 x 2 run's state), resumed by the same shape: one batch; the Trainer
+    # (whose epochs are counted in other steps) is in its epoch 1.
+    tail = {"seed": 0, "epoch": 2, "position": 10, "world_size": 1, "batch_size": 2}
+    train = resumed(tail, 2, 1)
+    assert (train.loader.epoch, len(train), train.epoch_offset) == (2, 1, 1)
+    train.loader.close()
+    loader = docfeed.Loader(packed, batch_size=4, image_size=(64, 48), seed=0, num_threads=1,
+                            rank=0, world_size=1)
+    # Position 10 of a 2 x 2 run (itself resumed at 6 from a 1 x 2 one), resumed by 1 x 4 (the
+    # global batch): 2 left, less than a step: dropped, epoch 3 follows.
+    train = _TrainLoader(loader, dict(tail, world_size=2))
+    train.set_epoch(1)
+    assert (train.loader.epoch, len(train), train.epoch_offset) == (3, 3, 2)
+    train.set_epoch(2)  # the Trainer's next epoch
+    assert train.loader.epoch == 4
