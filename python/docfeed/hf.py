@@ -32,8 +32,9 @@ What it does (DocfeedTrainerMixin, usable with any Trainer subclass):
     Trainer's count of epochs, derived from global_step, no longer matches the data; docfeed
     follows its own (the saved epoch, then the next ones) and logs the shift. elastic=None
     accepts whichever mode holds; a per-device batch that keeps neither raises
-    docfeed.InvalidArgumentError (a ValueError) naming world_size and batch_size. A saved state whose epoch has no batch left for the new shape (it was over, or only a tail
-    smaller than the new step remains, dropped as any epoch's) continues with the next epoch.
+    docfeed.InvalidArgumentError (a ValueError) naming world_size and batch_size. A saved
+    state whose epoch has no batch left for the new shape (it was over, or only a tail smaller
+    than the new step remains, dropped as any epoch's) continues with the next epoch.
   * get_eval_dataloader() uses docfeed for a DocfeedDataset eval set: storage order, centred
     padding, every sample (a short last batch; under several processes the last step wraps).
   * The pixels are those of the DonutImageProcessor the run would use (processor_generation):
