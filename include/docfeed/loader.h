@@ -79,13 +79,45 @@ struct BufferAllocator {
   std::function<void(void* data, size_t bytes)> release;
 };
 
+// How a state saved by a run of W ranks with per-rank batch b is resumed by a loader of W' ranks
+// with per-rank batch b' (an elastic resume; src/pipeline/README.md, "Elastic resume"). Positions
+// are global, so every mode continues the same global order exactly where the saving run
+// stopped; the mode says what the resuming run keeps.
+enum class ElasticMode {
+  kSame,         // W' = W and b' = b: nothing changed
+  kGlobalBatch,  // W' x b' = W x b: the per-rank batch is rescaled, a step is as large as before
+  kRankBatch,    // b' = b, W' != W: a step is now W' x b positions instead of W x b
+};
+
+// Parses "same", "global_batch", "rank_batch" (InvalidArgument naming them otherwise), and back.
+Result<ElasticMode> ParseElasticMode(std::string_view name);
+std::string_view ElasticModeName(ElasticMode mode);
+
 // Everything needed to continue exactly where a run stopped. `position` counts positions of the
-// epoch's global order already consumed by all ranks together.
+// epoch's global order already consumed by all ranks together; `position == num_samples` is an
+// epoch that is over (also under kDrop: the dropped tail is gone for good).
 struct LoaderState {
   uint64_t seed = 0;
   uint64_t epoch = 0;
   uint64_t position = 0;
+  // The shape of the loader that reported the state: its world size and per-rank batch size.
+  // 0 (a state written by hand, with only the three fields above) means unknown: Restore()
+  // then takes it as this loader's own shape.
+  uint32_t world_size = 0;
+  uint32_t batch_size = 0;
+  // How that loader resumed from the state it was last Restore()d from (kSame if never): the
+  // record of the last elastic resume, kept for the loader's life. Not read by Restore().
+  ElasticMode elastic = ElasticMode::kSame;
 };
+
+// The mode in which a loader of `world_size` ranks with per-rank `batch_size` resumes `saved`:
+// `required` when it holds, or (nullopt) whichever of kSame / kGlobalBatch / kRankBatch holds.
+// InvalidArgument naming world_size and batch_size (saved and new, and the batch_size that
+// would work) when the required mode does not hold, or none does (W' x b' != W x b and
+// b' != b), or a mode other than kSame is required of a state of unknown shape.
+Result<ElasticMode> ResolveElasticMode(const LoaderState& saved, uint32_t world_size,
+                                       uint32_t batch_size,
+                                       std::optional<ElasticMode> required = std::nullopt);
 
 struct StageTime {
   uint64_t count = 0;
@@ -246,8 +278,12 @@ class Loader {
   // Drops prefetched work and starts `epoch` at global position `position`. Errors: Cancelled
   // after Close(), FailedPrecondition in a forked child.
   Status StartEpoch(uint64_t epoch, uint64_t position = 0);
-  // StartEpoch(state.epoch, state.position) after checking state.seed.
-  Status Restore(const LoaderState& state);
+  // StartEpoch(state.epoch, state.position) after checking state.seed, the position and the
+  // shape (ResolveElasticMode(state, world_size, batch_size, elastic)); the mode found is
+  // reported in state().elastic and every batch's resume_state() from then on. Errors:
+  // InvalidArgument naming the field (seed, position, world_size / batch_size), plus those of
+  // StartEpoch.
+  Status Restore(const LoaderState& state, std::optional<ElasticMode> elastic = std::nullopt);
   // The state after the last batch Next() returned (or the start of the current epoch).
   LoaderState state() const;
 

@@ -19,6 +19,22 @@ What it does (DocfeedTrainerMixin, usable with any Trainer subclass):
     batches an uninterrupted run would have seen. It does not replay the skipped batches the way
     Trainer's own resume does (args.ignore_data_skip is set for the call, then restored); the
     epoch's remaining batches are what len() reports for that epoch.
+  * Elastic resume: the checkpoint may come from a run of another world size (torchrun with
+    other --nnodes / --nproc_per_node). The rest of the saved epoch is re-divided among the new
+    ranks, each sample of it served once (docfeed.Loader.load_state_dict), every rank getting the
+    same number of batches. DocfeedDataset(..., elastic="global_batch") keeps the global batch:
+    the per-device batch becomes the checkpoint's world_size x batch_size over this run's world
+    size (an InvalidArgumentError when it does not divide), so the Trainer's steps, epochs and
+    schedule mean what they meant. Otherwise (elastic=None or "rank_batch") the per-device batch
+    is the Trainer's (transformers 4.x restores the checkpoint's on resume, whatever
+    per_device_train_batch_size says; 5.x keeps per_device_train_batch_size), and keeping the
+    per-rank batch under another world size makes a step a different number of samples, so the
+    Trainer's count of epochs, derived from global_step, no longer matches the data; docfeed
+    follows its own (the saved epoch, then the next ones) and logs the shift. elastic=None
+    accepts whichever mode holds; a per-device batch that keeps neither raises
+    docfeed.InvalidArgumentError (a ValueError) naming world_size and batch_size. A saved
+    state whose epoch has no batch left for the new shape (it was over, or only a tail smaller
+    than the new step remains, dropped as any epoch's) continues with the next epoch.
   * get_eval_dataloader() uses docfeed for a DocfeedDataset eval set: storage order, centred
     padding, every sample (a short last batch; under several processes the last step wraps).
   * The pixels are those of the DonutImageProcessor the run would use (processor_generation):
@@ -100,11 +116,17 @@ class DocfeedDataset:
 
     def __init__(self, path: "str | os.PathLike[str]", image_size: Tuple[int, int], *,
                  hf_version: Optional[int] = None, backend: Optional[str] = None,
-                 **loader_options: Any) -> None:
+                 elastic: Optional[str] = None, **loader_options: Any) -> None:
         self.path = os.fspath(path)
         self.image_size = tuple(image_size)
         self.hf_version = hf_version
         self.backend = backend
+        # What a resume from a checkpoint of another world size must keep (the `elastic` of
+        # docfeed.Loader.load_state_dict): None, "same", "global_batch" or "rank_batch".
+        if elastic not in (None, "same", "global_batch", "rank_batch"):
+            raise docfeed.InvalidArgumentError(
+                f"elastic must be None, 'same', 'global_batch' or 'rank_batch', not {elastic!r}")
+        self.elastic = elastic
         self.loader_options = loader_options
         self._num_samples: Optional[int] = None
         # (hf_version, backend, reason) of the last loader() call.
@@ -156,18 +178,42 @@ class DocfeedDataset:
 
 class _TrainLoader:
     """The object Trainer iterates: a docfeed.Loader that applies a checkpoint's state when the
-    Trainer starts the checkpoint's epoch (set_epoch), and otherwise starts epochs from 0."""
+    Trainer starts its first epoch (set_epoch), and otherwise starts epochs from 0.
 
-    def __init__(self, loader: docfeed.Loader, pending: Optional[Dict[str, int]]) -> None:
+    The Trainer derives the epoch to resume from global_step and the steps of an epoch; after a
+    resume that kept the per-rank batch under another world size (or one whose saved epoch has
+    nothing left), that is not the saved epoch. docfeed's epochs follow the saved state instead:
+    the Trainer's epoch e reads docfeed epoch e + epoch_offset."""
+
+    def __init__(self, loader: docfeed.Loader, pending: Optional[Dict[str, Any]],
+                 elastic: Optional[str] = None) -> None:
         self.loader = loader
         self.pending = pending
+        self.elastic = elastic
+        self.epoch_offset = 0
 
     def set_epoch(self, epoch: int) -> None:
         pending, self.pending = self.pending, None
-        if pending is not None and int(pending["epoch"]) == int(epoch):
-            self.loader.load_state_dict(pending)
-        else:
-            self.loader.set_epoch(epoch)
+        epoch = int(epoch)
+        if pending is None:
+            self.loader.set_epoch(epoch + self.epoch_offset)
+            return
+        self.loader.load_state_dict(pending, elastic=self.elastic)
+        resumed = self.loader.epoch
+        if len(self.loader) == 0:
+            # Nothing left of the saved epoch for this shape (it was over, or the tail is smaller
+            # than one step and dropped): an empty epoch would make the Trainer stop training.
+            resumed += 1
+            self.loader.set_epoch(resumed)
+        self.epoch_offset = resumed - epoch
+        if self.epoch_offset != 0:
+            logger.warning(
+                "docfeed: the Trainer resumes at its epoch %d, the checkpoint's data at docfeed "
+                "epoch %d (position %d; saved with world_size %s, batch_size %s, now %d x %d): "
+                "docfeed epoch = Trainer epoch + (%d)", epoch,
+                resumed, self.loader.state_dict()["position"], pending.get("world_size"),
+                pending.get("batch_size"), self.loader.world_size, self.loader.batch_size,
+                self.epoch_offset)
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -204,6 +250,30 @@ def _loss_ignores_num_items(model: Any) -> bool:
 def _check_loss_scaling(trainer: Any) -> None:
     model = trainer.accelerator.unwrap_model(trainer.model)
     trainer._docfeed_rescale_loss = _loss_ignores_num_items(model)
+
+
+def _resume_batch_size(elastic: Optional[str], pending: Optional[Dict[str, Any]], world_size: int,
+                       batch_size: int) -> int:
+    """The per-device batch of a run resuming `pending` (None: not resuming). transformers 4.x
+    restores the checkpoint's own per-device batch on resume (TrainerState.train_batch_size,
+    whatever per_device_train_batch_size says), so keeping the global batch under another world
+    size means rescaling it here: the checkpoint's world_size x batch_size over this run's
+    ranks."""
+    if elastic != "global_batch" or pending is None or not pending.get("world_size"):
+        return batch_size
+    saved_world, saved_batch = int(pending["world_size"]), int(pending["batch_size"])
+    global_batch = saved_world * saved_batch
+    if global_batch % world_size != 0:
+        raise docfeed.InvalidArgumentError(
+            f"elastic='global_batch': the checkpoint was taken with world_size {saved_world} and "
+            f"batch_size {saved_batch} (global batch {global_batch}), which does not divide over "
+            f"this run's world_size {world_size}; resume on a world size dividing {global_batch}, "
+            f"or keep the per-device batch (elastic='rank_batch')")
+    if global_batch // world_size != batch_size:
+        logger.warning("docfeed: resuming a checkpoint of world_size %d x batch_size %d on %d "
+                       "ranks with the global batch kept: per-device batch %d", saved_world,
+                       saved_batch, world_size, global_batch // world_size)
+    return global_batch // world_size
 
 
 class DocfeedTrainerMixin:
@@ -248,10 +318,14 @@ class DocfeedTrainerMixin:
             return super().get_train_dataloader()
         args = self.args
         seed = args.data_seed if args.data_seed is not None else args.seed
+        self._train_batch_size = _resume_batch_size(self.train_dataset.elastic,
+                                                    self._docfeed_pending, args.world_size,
+                                                    self._train_batch_size)
         loader = self.train_dataset.loader(
             processor=self._docfeed_processor(), batch_size=self._train_batch_size, seed=seed, drop_last=args.dataloader_drop_last,
             device=self._docfeed_device(), max_held=args.gradient_accumulation_steps + 2)
-        self._docfeed_train = _TrainLoader(loader, self._docfeed_pending)
+        self._docfeed_train = _TrainLoader(loader, self._docfeed_pending,
+                                           self.train_dataset.elastic)
         self._docfeed_pending = None
         return self._docfeed_train
 

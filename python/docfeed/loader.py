@@ -109,7 +109,7 @@ class Batch(dict):
     content_sizes: Any = None
     epoch: int = 0
     index: int = 0
-    resume_state: Optional[Dict[str, int]] = None
+    resume_state: Optional[Dict[str, Any]] = None
 
 
 class Loader:
@@ -245,9 +245,11 @@ class Loader:
         self.batch_size = _int("batch_size", batch_size)
         self.seed = _int("seed", seed)
         self.max_held = _int("max_held", max_held)
-        seed_, epoch, position = self._core.state()
-        self._state = {"seed": seed_, "epoch": epoch, "position": position}
         self._num_samples = self._core.num_samples
+        self._state = self._full_state(self._core.state())
+        # The shape of the state_dict last loaded ((0, 0) when none), so that a forked or spawned
+        # copy restores with the same elastic mode.
+        self._restored_shape = (0, 0)
         self._epoch_done = False
         self._restored = False
 
@@ -278,9 +280,11 @@ class Loader:
         self._pid = os.getpid()
         self._loader_core = None  # the inherited one: dropped (the C++ side leaks it)
         self._loader_core = _docfeed.Loader(**self._core_args)
-        seed, epoch, position = (self._state[k] for k in ("seed", "epoch", "position"))
-        if (epoch, position) != (0, 0):
-            self._loader_core.restore(seed, epoch, position)
+        s = self._state
+        world_size, batch_size = self._restored_shape
+        if (s["epoch"], s["position"], world_size) != (0, 0, 0):
+            self._loader_core.restore(s["seed"], s["epoch"], s["position"], world_size=world_size,
+                                      batch_size=batch_size, elastic=s["elastic"])
 
     def __getstate__(self) -> Dict[str, Any]:
         """Pickling (a spawned DataLoader worker) carries the arguments and the state; the other
@@ -344,10 +348,22 @@ class Loader:
             return
         self._start(epoch, 0)
 
-    def state_dict(self) -> Dict[str, int]:
+    def _full_state(self, core_state: Dict[str, Any]) -> Dict[str, Any]:
+        """A C++ state (seed, epoch, position, world_size, batch_size, elastic) as state_dict()
+        gives it: with num_samples."""
+        return dict(core_state, num_samples=self._num_samples)
+
+    def state_dict(self) -> Dict[str, Any]:
         """Where the batches handed out so far end: load_state_dict() of it continues with the
-        next batch. Positions are global (all ranks), so any rank's state is valid for all.
-        With several consumer threads: the state after the last batch any of them was handed."""
+        next batch. Positions are global (all ranks), so any rank's state is valid for all, also
+        for a run of another world size (see load_state_dict).
+
+        Keys: seed, epoch, position (positions of the epoch's global order consumed by all ranks
+        together; num_samples once the epoch is over), world_size and batch_size (this loader's:
+        the shape the state was taken with), num_samples, and elastic: how this loader resumed
+        from the state_dict it was last loaded from ("same" if never, or if the shape did not
+        change; "global_batch" or "rank_batch"). With several consumer threads: the state after
+        the last batch any of them was handed."""
         import os
 
         state = self._state
@@ -355,20 +371,38 @@ class Loader:
             try:
                 # The C++ loader's, updated under its lock with each batch handed out: exact
                 # also when threads race through next() (self._state is their last write).
-                seed, epoch, position = self._loader_core.state()
-                state = {"seed": seed, "epoch": epoch, "position": position}
+                state = self._full_state(self._loader_core.state())
             except LoaderClosedError:
                 pass  # closed on another thread meanwhile: the last state seen here
-        return dict(state, batch_size=self.batch_size, world_size=self._world_size,
-                    num_samples=self._num_samples)
+        return dict(state)
 
-    def load_state_dict(self, state: Dict[str, int]) -> None:
-        """Continues from a state_dict() (of this dataset and seed; the world size may differ)."""
+    def load_state_dict(self, state: Dict[str, Any], elastic: Optional[str] = None) -> None:
+        """Continues from a state_dict() of this dataset and seed, taken by a run of any world
+        size (an elastic resume): the resumed run serves the rest of the same epoch's global
+        order, so over the epoch no sample is served twice and none is skipped (the tail that
+        does not fill a whole step of the run that ends the epoch is dropped under drop_last, or
+        completed from the epoch's first samples without it, as in any epoch).
+
+        The state records the world_size W and batch_size b it was taken with; this loader has
+        W' and b'. `elastic` says what the resume must keep: "global_batch" (W' x b' == W x b:
+        the per-rank batch is rescaled, a step is as many samples as before), "rank_batch"
+        (b' == b: a step is now W' x b), "same" (nothing may change), or None (default):
+        whichever of them holds. Any other combination raises InvalidArgumentError (a
+        ValueError) naming world_size and batch_size, the saved and this loader's, and the
+        batch_size that would work. The mode is reported by state_dict()["elastic"]. A state
+        without world_size and batch_size (written by hand) is taken as this loader's shape."""
         values = {}
         for key in ("seed", "epoch", "position"):
             if key not in state:
                 raise InvalidArgumentError(f"state_dict has no {key!r}")
             values[key] = _int(f"state_dict[{key!r}]", state[key])
+        shape = {key: _int(f"state_dict[{key!r}]", state[key]) if key in state else 0
+                 for key in ("world_size", "batch_size")}
+        if (shape["world_size"] == 0) != (shape["batch_size"] == 0):
+            raise InvalidArgumentError("state_dict has world_size or batch_size without the "
+                                       "other; it needs both (or neither)")
+        if elastic is not None:
+            elastic = _str("elastic", elastic)
         if values["seed"] != self.seed:
             raise InvalidArgumentError(
                 f"state_dict is for seed {values['seed']}, this loader has {self.seed}")
@@ -376,8 +410,11 @@ class Loader:
                                            state["num_samples"]) != self.num_samples:
             raise InvalidArgumentError(f"state_dict is for {state['num_samples']} samples, this "
                                        f"dataset has {self.num_samples}")
-        self._core.restore(values["seed"], values["epoch"], values["position"])
-        self._state = values
+        self._core.restore(values["seed"], values["epoch"], values["position"],
+                           world_size=shape["world_size"], batch_size=shape["batch_size"],
+                           elastic=elastic)
+        self._restored_shape = (shape["world_size"], shape["batch_size"])
+        self._state = self._full_state(self._core.state())
         self._epoch_done = False
         self._restored = True
 
@@ -385,7 +422,7 @@ class Loader:
         if self._gpu is not None:
             self._gpu.drain()
         self._core.start_epoch(epoch, position)
-        self._state = {"seed": self.seed, "epoch": epoch, "position": position}
+        self._state = dict(self._state, epoch=epoch, position=position)
         self._epoch_done = False
         self._restored = False
 
@@ -411,8 +448,8 @@ class Loader:
             self._epoch_done = True
             return None
         self._restored = False
-        seed, epoch, position = raw.resume_state
-        self._state = {"seed": seed, "epoch": epoch, "position": position}
+        state = self._full_state(raw.resume_state)
+        self._state = state
         out = Batch()
         if self._gpu is not None:
             out["pixel_values"], labels = self._gpu.transfer(raw)
@@ -435,7 +472,7 @@ class Loader:
         out.epoch = raw.epoch
         out.index = raw.index
         # This batch's own (self._state may already be another thread's next batch).
-        out.resume_state = {"seed": seed, "epoch": epoch, "position": position}
+        out.resume_state = dict(state)
         return out
 
     def stats(self) -> Dict[str, Any]:

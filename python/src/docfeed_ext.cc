@@ -449,6 +449,19 @@ constexpr const char* kStatsFields[] = {"read",
                                         "pool_buffers",
                                         "pool_bytes"};
 
+// A LoaderState as the dict docfeed.Loader.state_dict() builds on: seed, epoch, position,
+// world_size, batch_size (the reporting loader's shape) and elastic (its last resume's mode).
+nb::dict StateDict(const LoaderState& s) {
+  nb::dict d;
+  d["seed"] = s.seed;
+  d["epoch"] = s.epoch;
+  d["position"] = s.position;
+  d["world_size"] = s.world_size;
+  d["batch_size"] = s.batch_size;
+  d["elastic"] = std::string(ElasticModeName(s.elastic));
+  return d;
+}
+
 nb::dict StatsDict(const LoaderStats& s) {
   nb::dict d;
   auto stage = [](const StageTime& t) {
@@ -912,10 +925,7 @@ NB_MODULE(_docfeed, m) {
       .def_prop_ro("buffer_index", [](const PyBatch& b) { return b.batch->buffer_index(); })
       .def_prop_ro("label_length", [](const PyBatch& b) { return b.batch->label_length(); })
       .def_prop_ro("resume_state",
-                   [](const PyBatch& b) {
-                     const LoaderState& s = b.batch->resume_state();
-                     return std::make_tuple(s.seed, s.epoch, s.position);
-                   })
+                   [](const PyBatch& b) { return StateDict(b.batch->resume_state()); })
       .def("pixels", [](const PyBatch& b) { return Pixels(b); })
       .def("labels",
            [](const PyBatch& b) -> nb::object {
@@ -985,20 +995,30 @@ NB_MODULE(_docfeed, m) {
           "epoch"_a, "position"_a = 0)
       .def(
           "restore",
-          [](PyLoader& l, nb::int_ seed_arg, nb::int_ epoch_arg, nb::int_ position_arg) {
-            const LoaderState state{ToInt<uint64_t>("seed", seed_arg),
-                                    ToInt<uint64_t>("epoch", epoch_arg),
-                                    ToInt<uint64_t>("position", position_arg)};
+          [](PyLoader& l, nb::int_ seed_arg, nb::int_ epoch_arg, nb::int_ position_arg,
+             nb::int_ world_size_arg, nb::int_ batch_size_arg,
+             const std::optional<std::string>& elastic_arg) {
+            LoaderState state;
+            state.seed = ToInt<uint64_t>("seed", seed_arg);
+            state.epoch = ToInt<uint64_t>("epoch", epoch_arg);
+            state.position = ToInt<uint64_t>("position", position_arg);
+            state.world_size = ToInt<uint32_t>("world_size", world_size_arg);
+            state.batch_size = ToInt<uint32_t>("batch_size", batch_size_arg);
+            std::optional<ElasticMode> elastic;
+            if (elastic_arg) {
+              Result<ElasticMode> parsed = ParseElasticMode(*elastic_arg);
+              if (!parsed.ok()) Raise(parsed.status());
+              elastic = parsed.value();
+            }
             const Status status =
-                WithoutGil(l, [&](Loader& loader) { return loader.Restore(state); });
+                WithoutGil(l, [&](Loader& loader) { return loader.Restore(state, elastic); });
             if (!status.ok()) RaiseLoaderError(status);
           },
-          "seed"_a, "epoch"_a, "position"_a)
-      .def("state",
-           [](PyLoader& l) {
-             LoaderState s = l.get()->state();
-             return std::make_tuple(s.seed, s.epoch, s.position);
-           })
+          "seed"_a, "epoch"_a, "position"_a, "world_size"_a = 0, "batch_size"_a = 0,
+          "elastic"_a = nb::none(),
+          "Restore(): world_size / batch_size 0 is a state of unknown shape; elastic None "
+          "resumes in whichever mode holds.")
+      .def("state", [](PyLoader& l) { return StateDict(l.get()->state()); })
       .def("stats", [](PyLoader& l) { return StatsDict(l.get()->stats()); })
       // Every statistic as the JSON text `docfeed bench --json` embeds as "stats"
       // (LoaderStatsJson: one rendering for the CLI, this module and doctor).

@@ -28,6 +28,82 @@ std::string_view RemainderName(Remainder remainder) {
   return "unknown";
 }
 
+Result<ElasticMode> ParseElasticMode(std::string_view name) {
+  if (name == "same") return ElasticMode::kSame;
+  if (name == "global_batch") return ElasticMode::kGlobalBatch;
+  if (name == "rank_batch") return ElasticMode::kRankBatch;
+  return InvalidArgumentError("elastic must be same, global_batch or rank_batch, not \"" +
+                              std::string(name) + "\"");
+}
+
+std::string_view ElasticModeName(ElasticMode mode) {
+  switch (mode) {
+    case ElasticMode::kSame:
+      return "same";
+    case ElasticMode::kGlobalBatch:
+      return "global_batch";
+    case ElasticMode::kRankBatch:
+      return "rank_batch";
+  }
+  return "unknown";
+}
+
+Result<ElasticMode> ResolveElasticMode(const LoaderState& saved, uint32_t world_size,
+                                       uint32_t batch_size, std::optional<ElasticMode> required) {
+  const uint64_t w = saved.world_size;
+  const uint64_t b = saved.batch_size;
+  if (w == 0 || b == 0) {
+    if (required && *required != ElasticMode::kSame) {
+      return InvalidArgumentError(
+          "the saved loader state does not record its world_size and batch_size, so elastic \"" +
+          std::string(ElasticModeName(*required)) + "\" cannot be checked");
+    }
+    return ElasticMode::kSame;
+  }
+  if (w == world_size && b == batch_size) return ElasticMode::kSame;
+  const uint64_t global = w * b;
+  const bool keeps_global = global == uint64_t{world_size} * batch_size;
+  const bool keeps_rank = b == batch_size;
+  if (!required) {
+    if (keeps_global) return ElasticMode::kGlobalBatch;
+    if (keeps_rank) return ElasticMode::kRankBatch;
+  } else if ((*required == ElasticMode::kGlobalBatch && keeps_global) ||
+             (*required == ElasticMode::kRankBatch && keeps_rank)) {
+    return *required;
+  }
+  const std::string shapes = "the saved loader state was taken with world_size " +
+                             std::to_string(w) + " and batch_size " + std::to_string(b) +
+                             " (global batch " + std::to_string(global) +
+                             "); this loader has world_size " + std::to_string(world_size) +
+                             " and batch_size " + std::to_string(batch_size) + " (global batch " +
+                             std::to_string(uint64_t{world_size} * batch_size) + ")";
+  const std::string global_fix =
+      global % world_size == 0
+          ? "batch_size " + std::to_string(global / world_size) + " keeps the global batch"
+          : "no batch_size keeps the global batch " + std::to_string(global) + " over " +
+                std::to_string(world_size) + " ranks";
+  const std::string rank_fix = "batch_size " + std::to_string(b) + " keeps the per-rank batch";
+  if (!required) {
+    return InvalidArgumentError(shapes +
+                                ": an elastic resume keeps either the global batch "
+                                "(world_size x batch_size) or the per-rank batch_size; " +
+                                global_fix + ", " + rank_fix);
+  }
+  switch (*required) {
+    case ElasticMode::kSame:
+      return InvalidArgumentError(shapes +
+                                  ": elastic \"same\" requires the same world_size and batch_size");
+    case ElasticMode::kGlobalBatch:
+      return InvalidArgumentError(
+          shapes + ": elastic \"global_batch\" requires world_size x batch_size to stay " +
+          std::to_string(global) + "; " + global_fix);
+    case ElasticMode::kRankBatch:
+      break;
+  }
+  return InvalidArgumentError(shapes + ": elastic \"rank_batch\" requires batch_size " +
+                              std::to_string(b) + "; " + rank_fix);
+}
+
 }  // namespace docfeed
 
 namespace docfeed::internal {
@@ -114,6 +190,10 @@ uint64_t EpochOrder::SampleAt(uint64_t position) const {
 
 uint64_t EpochOrder::PositionAfter(uint64_t k) const {
   const EpochOrderOptions& o = options_;
+  // After the last batch the epoch is over, whatever the remainder: under kDrop the positions
+  // that did not fill a step are dropped for good, so a resume by another world size (whose
+  // steps they might fill) does not serve them.
+  if (k + 1 >= num_batches_) return o.num_samples;
   const uint64_t next = o.start + (k + 1) * o.world_size * o.batch_size;
   return next < o.num_samples ? next : o.num_samples;
 }

@@ -70,7 +70,8 @@ class EpochOrder {
   // The sample at a global position (taken modulo num_samples). REQUIRES: num_samples > 0.
   uint64_t SampleAt(uint64_t position) const;
   // The resume position once batch k has been consumed by every rank: the start of step k + 1,
-  // capped at num_samples (so the end of the epoch is num_samples).
+  // or num_samples after the last batch (the epoch is over, also under kDrop: the tail that
+  // did not fill a step is dropped for good, not served by a resume with smaller steps).
   uint64_t PositionAfter(uint64_t k) const;
 
  private:

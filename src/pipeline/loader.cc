@@ -266,8 +266,12 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
   const uint32_t label_length = options.label_length;
   const internal::Preset* stage = &core->reader->preset();
   const DType dtype = options.dtype;
+  LoaderState shape;
+  shape.seed = options.seed;
+  shape.world_size = options.world_size;
+  shape.batch_size = options.batch_size;
   core->scheduler = std::make_unique<Scheduler>(
-      options.seed, static_cast<int>(buffers), options.prefetch, make_order,
+      shape, static_cast<int>(buffers), options.prefetch, make_order,
       [pool, labels, label_length, stage, dtype](int buffer, uint32_t size) {
         if (labels) pool->CompactLabels(buffer, size, label_length);
         BufferPool::Buffer& m = pool->buffer(buffer);
@@ -321,7 +325,7 @@ Status Loader::StartEpoch(uint64_t epoch, uint64_t position) {
   return core_->scheduler->StartEpoch(epoch, position);
 }
 
-Status Loader::Restore(const LoaderState& state) {
+Status Loader::Restore(const LoaderState& state, std::optional<ElasticMode> elastic) {
   if (core_->Forked()) return core_->ForkedError();
   if (state.seed != core_->options.seed) {
     return InvalidArgumentError("the saved loader state has seed " + std::to_string(state.seed) +
@@ -333,7 +337,10 @@ Status Loader::Restore(const LoaderState& state) {
                                 std::to_string(state.position) + ", past the " +
                                 std::to_string(num_samples()) + " samples of this dataset");
   }
-  return StartEpoch(state.epoch, state.position);
+  DOCFEED_ASSIGN_OR_RETURN(
+      const ElasticMode mode,
+      ResolveElasticMode(state, core_->options.world_size, core_->options.batch_size, elastic));
+  return core_->scheduler->StartEpoch(state.epoch, state.position, mode);
 }
 
 Result<Batch> Loader::Next() {

@@ -8,9 +8,9 @@
 
 namespace docfeed::internal {
 
-Scheduler::Scheduler(uint64_t seed, int buffers, int prefetch, OrderFactory make_order,
+Scheduler::Scheduler(const LoaderState& shape, int buffers, int prefetch, OrderFactory make_order,
                      std::function<void(int buffer, uint32_t size)> on_complete)
-    : seed_(seed),
+    : shape_(shape),
       num_buffers_(buffers),
       prefetch_(prefetch),
       make_order_(std::move(make_order)),
@@ -26,8 +26,16 @@ Status Scheduler::Init() {
   MutexLock lock(&mu_);
   order_ = std::move(order);
   ahead_ = std::move(ahead);
-  last_state_ = {seed_, 0, 0};
+  last_state_ = StateAt(0, 0);
   return Status::Ok();
+}
+
+LoaderState Scheduler::StateAt(uint64_t epoch, uint64_t position) const {
+  LoaderState s = shape_;
+  s.epoch = epoch;
+  s.position = position;
+  s.elastic = elastic_;
+  return s;
 }
 
 bool Scheduler::TryClaim(Claim* claim, bool* no_buffer) {
@@ -146,7 +154,7 @@ Result<Delivery> Scheduler::TakeFront() {
   in_flight_.pop_front();
   ++next_to_deliver_;
   delivered_any_ = true;
-  last_state_ = {seed_, order_->options().epoch, order_->PositionAfter(done.k)};
+  last_state_ = StateAt(order_->options().epoch, order_->PositionAfter(done.k));
   work_cv_.SignalAll();
   ready_cv_.SignalAll();  // other consumers waiting re-check (the epoch may be over now)
   if (!done.error.ok()) {
@@ -171,6 +179,9 @@ Result<Delivery> Scheduler::Next(uint64_t* waited_nanos) {
   while (true) {
     if (closed_) return ClosedError();
     if (next_to_deliver_ >= order_->num_batches()) {
+      // The epoch is over: its state is its end (not the start of a step that a resume with
+      // smaller steps could still serve, e.g. after restoring at a kDrop tail).
+      last_state_.position = order_->options().num_samples;
       Delivery end;
       end.end = true;
       return end;
@@ -197,14 +208,19 @@ void Scheduler::Release(int buffer) {
   work_cv_.SignalAll();
 }
 
-Status Scheduler::StartEpoch(uint64_t epoch, uint64_t position) {
+Status Scheduler::StartEpoch(uint64_t epoch, uint64_t position,
+                             std::optional<ElasticMode> elastic) {
   std::shared_ptr<const EpochOrder> order;
   {
     MutexLock lock(&mu_);
     if (closed_) return ClosedError();
     // Nothing handed out yet and the same start: keep what the workers prefetched.
     const EpochOrderOptions& cur = order_->options();
-    if (!delivered_any_ && cur.epoch == epoch && cur.start == position) return Status::Ok();
+    if (!delivered_any_ && cur.epoch == epoch && cur.start == position) {
+      if (elastic) elastic_ = *elastic;
+      last_state_ = StateAt(epoch, position);
+      return Status::Ok();
+    }
     // The epoch the workers looked ahead into: keep its prefetched batches.
     const EpochOrderOptions& next = ahead_->options();
     if (next.epoch == epoch && next.start == position) order = ahead_;
@@ -241,7 +257,8 @@ Status Scheduler::StartEpoch(uint64_t epoch, uint64_t position) {
     ++generation_;
     next_to_deliver_ = 0;
     delivered_any_ = false;
-    last_state_ = {seed_, epoch, position};
+    if (elastic) elastic_ = *elastic;
+    last_state_ = StateAt(epoch, position);
   }
   // Workers claim the new epoch's slots; a Next() waiting on the old order re-checks the new.
   work_cv_.SignalAll();

@@ -31,6 +31,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/mutex.h"
@@ -68,8 +69,9 @@ class Scheduler {
 
   // `buffers` pool buffers (all free), at most `prefetch` batches in flight. `on_complete(buffer,
   // size)` runs, without the lock, when the last slot of a batch without errors finishes, and
-  // the batch is ready once it returns.
-  Scheduler(uint64_t seed, int buffers, int prefetch, OrderFactory make_order,
+  // the batch is ready once it returns. Every LoaderState reported carries `shape`'s seed,
+  // world_size and batch_size.
+  Scheduler(const LoaderState& shape, int buffers, int prefetch, OrderFactory make_order,
             std::function<void(int buffer, uint32_t size)> on_complete);
 
   // Starts epoch 0 at position 0 with epoch 1 as look-ahead.
@@ -93,12 +95,16 @@ class Scheduler {
 
   // Drops prefetched work and starts `epoch` at global position `position`, keeping batches
   // already prefetched for exactly that start (nothing delivered yet, or the look-ahead).
+  // `elastic`, when given, becomes the mode every state reports from then on (a Restore).
   // Errors: Cancelled once Close() was called.
-  Status StartEpoch(uint64_t epoch, uint64_t position) DOCFEED_EXCLUDES(mu_);
+  Status StartEpoch(uint64_t epoch, uint64_t position,
+                    std::optional<ElasticMode> elastic = std::nullopt) DOCFEED_EXCLUDES(mu_);
   // Wakes every waiting thread: WaitForClaim returns false, Next() and StartEpoch() Cancelled,
   // from now on. Idempotent; any thread.
   void Close() DOCFEED_EXCLUDES(mu_);
 
+  // The state after the last batch handed out, or the start of the epoch; once Next() has
+  // returned the end of the epoch, its end (position num_samples).
   LoaderState state() const DOCFEED_EXCLUDES(mu_);
   uint64_t num_batches() const DOCFEED_EXCLUDES(mu_);
   uint64_t ready_depth_sum() const DOCFEED_EXCLUDES(mu_);
@@ -123,7 +129,10 @@ class Scheduler {
   // The Delivery of the front batch, which is ready; its buffer is held (or freed on error).
   Result<Delivery> TakeFront() DOCFEED_REQUIRES(mu_);
 
-  const uint64_t seed_;
+  // The state at (epoch, position) with this loader's shape and elastic mode.
+  LoaderState StateAt(uint64_t epoch, uint64_t position) const DOCFEED_REQUIRES(mu_);
+
+  const LoaderState shape_;  // seed, world_size, batch_size
   const int num_buffers_;
   const int prefetch_;
   const OrderFactory make_order_;
@@ -152,6 +161,7 @@ class Scheduler {
   std::vector<int> free_buffers_ DOCFEED_GUARDED_BY(mu_);
   int held_ DOCFEED_GUARDED_BY(mu_) = 0;
   LoaderState last_state_ DOCFEED_GUARDED_BY(mu_);
+  ElasticMode elastic_ DOCFEED_GUARDED_BY(mu_) = ElasticMode::kSame;
   bool delivered_any_ DOCFEED_GUARDED_BY(mu_) = false;
   uint64_t ready_depth_sum_ DOCFEED_GUARDED_BY(mu_) = 0;
 };

@@ -163,6 +163,14 @@ TEST(EpochOrder, ResumeAtEveryPositionAcrossWorldSizes) {
       }
     }
     std::set<uint64_t> distinct(seen.begin(), seen.end());
+    if (steps == 8) {
+      // The two ranks finished the epoch (8 steps of 6, kDrop): its tail of 5 is dropped for
+      // good, the resumed run has nothing left to serve.
+      ASSERT_EQ(pos, n);
+      ASSERT_EQ(seen.size(), 48u);
+      ASSERT_EQ(distinct.size(), 48u);
+      continue;
+    }
     ASSERT_EQ(distinct.size(), n) << "after " << steps << " steps";
     // Before the wrap, nothing repeats: the tail wraps at most one step of 9 positions.
     ASSERT_LE(seen.size(), n + 8);

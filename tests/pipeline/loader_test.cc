@@ -375,6 +375,133 @@ TEST(Loader, ResumeWithAnotherWorldSizeCoversTheRest) {
   EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 21u);  // no sample twice
 }
 
+// The loader's side of an elastic resume (tests/pipeline/elastic_resume_test.cc checks the
+// order exhaustively): states carry the shape and the mode, Restore() checks them, and runs of
+// 2 -> 1 -> 4 -> 2 ranks keeping the global batch of 4 (per-rank 2, 4, 1, 2), each but the last
+// taking one step, serve each of the 23 samples once but the tail of 3 that no step fills.
+TEST(Loader, ElasticResumeKeepingTheGlobalBatch) {
+  const Datasets& d = Shared();
+  std::multiset<int64_t> seen;
+  LoaderState state;
+  const std::vector<uint32_t> worlds = {2, 1, 4, 2};
+  for (size_t seg = 0; seg < worlds.size(); ++seg) {
+    const uint32_t world = worlds[seg];
+    const bool last = seg + 1 == worlds.size();
+    LoaderState next;
+    for (uint32_t r = 0; r < world; ++r) {
+      LoaderOptions o = Options(d.preprocessed);
+      o.remainder = Remainder::kDrop;
+      o.rank = r;
+      o.world_size = world;
+      o.batch_size = 4 / world;
+      auto loader = Make(o);
+      ASSERT_NE(loader, nullptr);
+      if (seg > 0) {
+        ASSERT_TRUE(loader->Restore(state).ok());
+        EXPECT_EQ(loader->state().elastic, ElasticMode::kGlobalBatch);
+      }
+      EXPECT_EQ(loader->num_batches(), (kSamples - state.position) / 4);
+      if (last) {
+        for (const Copied& b : Epoch(*loader)) seen.insert(b.ids.begin(), b.ids.end());
+      } else {
+        Result<Batch> b = loader->Next();
+        ASSERT_TRUE(b.ok() && b->valid());
+        seen.insert(b->sample_ids(), b->sample_ids() + b->size());
+      }
+      next = loader->state();
+      EXPECT_EQ(next.world_size, world);
+      EXPECT_EQ(next.batch_size, 4 / world);
+      // After the last batch (kDrop) the state is the end of the epoch.
+      EXPECT_EQ(next.position, last ? uint64_t{kSamples} : 4 * (seg + 1));
+    }
+    state = next;
+  }
+  EXPECT_EQ(seen.size(), 20u);
+  EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 20u);
+  // A resume at the end of that epoch, with steps small enough for its tail, serves nothing.
+  LoaderOptions o = Options(d.preprocessed);
+  o.remainder = Remainder::kDrop;
+  o.batch_size = 1;
+  auto after = Make(o);
+  ASSERT_NE(after, nullptr);
+  ASSERT_TRUE(after->Restore(state, ElasticMode::kRankBatch).ok() == false);  // 1 != 2
+  ASSERT_TRUE(after->Restore(state).ok() == false);  // 1 x 1 keeps neither 2 x 2 nor batch 2
+  LoaderState unknown_shape{state.seed, state.epoch, state.position};
+  ASSERT_TRUE(after->Restore(unknown_shape).ok());
+  EXPECT_TRUE(Epoch(*after).empty());
+}
+
+// Same per-rank batch of 2: 2 ranks take 2 steps (8 positions), 1 rank takes 3 batches (to 14),
+// 4 ranks take the rest (one step of 8; the tail of 1 is dropped).
+TEST(Loader, ElasticResumeWithTheSamePerRankBatch) {
+  const Datasets& d = Shared();
+  std::multiset<int64_t> seen;
+  auto run = [&](uint32_t world, const LoaderState* from, int steps) {
+    LoaderState out;
+    for (uint32_t r = 0; r < world; ++r) {
+      LoaderOptions o = Options(d.preprocessed);
+      o.remainder = Remainder::kDrop;
+      o.rank = r;
+      o.world_size = world;
+      o.batch_size = 2;
+      auto loader = Make(o);
+      EXPECT_NE(loader, nullptr);
+      if (loader == nullptr) return out;
+      if (from != nullptr) {
+        EXPECT_TRUE(loader->Restore(*from, ElasticMode::kRankBatch).ok());
+      }
+      for (int k = 0; steps < 0 || k < steps; ++k) {
+        Result<Batch> b = loader->Next();
+        EXPECT_TRUE(b.ok());
+        if (!b.ok() || !b->valid()) break;
+        seen.insert(b->sample_ids(), b->sample_ids() + b->size());
+      }
+      out = loader->state();
+      EXPECT_EQ(out.elastic, from == nullptr ? ElasticMode::kSame : ElasticMode::kRankBatch);
+    }
+    return out;
+  };
+  const LoaderState a = run(2, nullptr, 2);
+  EXPECT_EQ(a.position, 8u);
+  const LoaderState b = run(1, &a, 3);
+  EXPECT_EQ(b.position, 14u);
+  const LoaderState c = run(4, &b, -1);
+  EXPECT_EQ(c.position, uint64_t{kSamples});
+  EXPECT_EQ(seen.size(), 22u);
+  EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 22u);
+}
+
+TEST(Loader, RestoreRefusesAnElasticModeThatDoesNotHold) {
+  const Datasets& d = Shared();
+  LoaderOptions o = Options(d.preprocessed);
+  o.world_size = 1;
+  o.batch_size = 4;
+  auto loader = Make(o);
+  ASSERT_NE(loader, nullptr);
+  LoaderState saved;
+  saved.seed = o.seed;
+  saved.position = 8;
+  saved.world_size = 2;
+  saved.batch_size = 2;
+  // 2 x 2 = 1 x 4: the global batch is kept, so rank_batch cannot hold.
+  Status s = loader->Restore(saved, ElasticMode::kRankBatch);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("elastic \"rank_batch\" requires batch_size 2"), std::string::npos)
+      << s.ToString();
+  saved.batch_size = 3;  // 6 over 1 rank with batch 4: neither kept
+  s = loader->Restore(saved);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("batch_size 6 keeps the global batch"), std::string::npos)
+      << s.ToString();
+  // The failed restores changed nothing.
+  EXPECT_EQ(loader->state().position, 0u);
+  EXPECT_EQ(loader->state().elastic, ElasticMode::kSame);
+  saved.batch_size = 4;
+  ASSERT_TRUE(loader->Restore(saved).ok());
+  EXPECT_EQ(loader->state().elastic, ElasticMode::kRankBatch);
+  EXPECT_EQ(loader->state().position, 8u);
+}
+
 TEST(Loader, LabelsArePaddedToTheBatchMaximumOrAFixedLength) {
   const Datasets& d = Shared();
   LoaderOptions o = Options(d.originals);
