@@ -234,6 +234,9 @@ class Loader:
                                    512 if max_image_size is None else max_image_size),
             "do_image_splitting": True if do_image_splitting is None else bool(do_image_splitting)}
         self._tile_size = idefics3_args["max_image_size"]
+        if self._tiled and layout != "chw":
+            raise InvalidArgumentError(f"layout={layout!r} does not apply to preset='idefics3': "
+                                       "its tiles are channels-first, as the processor's")
 
         self._rank, self._world_size = _distributed_defaults(rank, world_size)
         self._dtype = _dtype_name(dtype)

@@ -113,6 +113,8 @@ def test_idefics3_options_need_the_idefics3_preset(packed):
         docfeed.Loader(packed, batch_size=2, max_image_size=512)
     with pytest.raises(docfeed.InvalidArgumentError, match="max_image_size"):
         make_loader(packed, max_image_size=0)
+    with pytest.raises(docfeed.InvalidArgumentError, match="layout"):
+        make_loader(packed, layout="hwc")
     with pytest.raises(docfeed.InvalidArgumentError, match="torchvision"):
         make_loader(packed, hf_version=5, backend="torchvision")
 
