@@ -124,6 +124,27 @@ Image CompositeRgba(const Image& rgba) {
   return rgb;
 }
 
+// An RGBA page whose alpha is 255 everywhere, without its alpha band. Resizing it as RGB gives
+// the same colour bytes as Pillow's RGBA path: premultiplying and unpremultiplying by 255 are
+// the identity (MULDIV255(v, 255) = v; rgba2rgbA copies alpha-255 pixels), and the resampled
+// alpha stays 255 (the integer weights sum to 2^22 within a few units, so 255 * their sum
+// rounds back to 255, or is clipped to it); compositing an opaque pixel onto white keeps it.
+std::optional<Image> OpaqueRgb(const Image& rgba) {
+  const size_t pixels = static_cast<size_t>(rgba.width) * static_cast<size_t>(rgba.height);
+  for (size_t i = 0; i < pixels; ++i) {
+    if (rgba.pixels[4 * i + 3] != 255) return std::nullopt;
+  }
+  Image rgb;
+  rgb.width = rgba.width;
+  rgb.height = rgba.height;
+  rgb.channels = 3;
+  rgb.pixels.resize(rgb.stride_bytes() * static_cast<size_t>(rgb.height));
+  for (size_t i = 0; i < pixels; ++i) {
+    for (size_t c = 0; c < 3; ++c) rgb.pixels[3 * i + c] = rgba.pixels[4 * i + c];
+  }
+  return rgb;
+}
+
 // One tile at (y0, x0) of `page`, through `tables` (one per output channel).
 template <typename T>
 T* WriteTile(const ImageView& page, int32_t y0, int32_t x0, int32_t s, const T* const tables[3],
@@ -288,7 +309,8 @@ Result<Idefics3Input> ToIdefics3Input(Image decoded, std::string_view pillow_mod
       return InvalidArgumentError("idefics3: a " + std::string(pillow_mode) + " image decoded to " +
                                   std::to_string(decoded.channels) + " channels");
     }
-    in.image = std::move(decoded);
+    std::optional<Image> opaque = decoded.channels == 4 ? OpaqueRgb(decoded) : std::nullopt;
+    in.image = opaque ? std::move(*opaque) : std::move(decoded);
     return in;
   }
   if (config.hf_version == 4 && pillow_mode == "CMYK") {

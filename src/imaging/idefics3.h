@@ -73,7 +73,8 @@ Result<Idefics3Grid> Idefics3GridOf(int32_t height, int32_t width, const Idefics
 // its resizes use (the configured LANCZOS).
 //   4.x: an RGB page stays RGB and an RGBA page stays RGBA (resized with premultiplied alpha and
 //        composited onto white by Idefics3Resize at the end, as the processor's convert_to_rgb
-//        after the resizes). The processor raises ValueError on every other mode (L, P, 1, LA,
+//        after the resizes; a page whose alpha is 255 everywhere gives the same bytes as RGB
+//        and is taken as RGB). The processor raises ValueError on every other mode (L, P, 1, LA,
 //        PA, I;16: its channel inference fails on one or two bands); docfeed gives what it
 //        returns for image.convert("RGB") (ToDonutInput of 4.x: alpha dropped, gray kept one
 //        channel).

@@ -179,6 +179,13 @@ TEST(ToIdefics3Input, KeepsRgbaFor4xAndConvertsTheRest) {
   ASSERT_TRUE(in.ok());
   EXPECT_EQ(in->image.channels, 4);
   EXPECT_EQ(in->filter, ResampleFilter::kLanczos);
+  Image opaque = rgba;  // alpha 255 everywhere: the same bytes as RGB, so taken as RGB
+  for (size_t i = 3; i < opaque.pixels.size(); i += 4) opaque.pixels[i] = 255;
+  opaque.pixels[0] = 9;
+  in = ToIdefics3Input(opaque, "RGBA", config, std::nullopt);
+  ASSERT_TRUE(in.ok());
+  EXPECT_EQ(in->image.channels, 3);
+  EXPECT_EQ(in->image.pixels[0], 9);
   Image rgb = rgba;
   rgb.channels = 3;
   rgb.pixels.assign(12, 0);

@@ -58,6 +58,7 @@ GENERATED = [
     ("mode-PA", 300, 400, "PA", SMOLDOCLING),
     ("mode-RGBA", 300, 400, "RGBA", SMOLDOCLING),
     ("mode-RGBA-364", 333, 517, "RGBA", CLASS_DEFAULT),
+    ("mode-RGBA-opaque", 333, 517, "RGBA-opaque", SMOLDOCLING),  # docfeed resizes it as RGB
     ("mode-RGB-key", 300, 400, "RGB+key", SMOLDOCLING),
     ("mode-L-key", 300, 400, "L+key", SMOLDOCLING),
     ("mode-L-nosplit", 300, 400, "L", NO_SPLIT),
@@ -114,7 +115,14 @@ def image_path(source, tmp_path, name):
     if isinstance(source, tuple):
         w, h, mode = source
         path = tmp_path / f"{name}.png"
-        make_image(path, w, h, mode)
+        if mode == "RGBA-opaque":
+            make_image(path, w, h, "RGB")
+            with Image.open(path) as img:
+                img.convert("RGBA").save(path)
+            with Image.open(path) as img:
+                assert img.mode == "RGBA"
+        else:
+            make_image(path, w, h, mode)
         return path
     return source
 
