@@ -40,8 +40,9 @@ SMOLDOCLING = {"longest_edge": 2048, "max_image_size": 512}
 CLASS_DEFAULT = {"longest_edge": 1456, "max_image_size": 364}
 NO_SPLIT = {"longest_edge": 2048, "max_image_size": 512, "do_image_splitting": False}
 
-# (name, width, height, mode, settings). Heights 1, 3 and 4 are avoided: the 4.x processor then
-# takes the first axis for channels (its infer_channel_dimension_format) and fails.
+# (name, width, height, mode, settings). Heights 1, 3 and 4 are avoided here: the 4.x processor
+# then takes the first axis for channels (its infer_channel_dimension_format) and fails; 5.x
+# cases below.
 GENERATED = [
     ("tiny-2x2", 2, 2, "RGB", SMOLDOCLING),                # enlarged to 2048 x 2048: 4 x 4 tiles
     ("tiny-7x5-gray", 7, 5, "L", SMOLDOCLING),
@@ -79,6 +80,8 @@ def cases():
     out += [(f"tiff/{name}", TIFF_CASES / name, SMOLDOCLING) for name in TIFF_PAGES]
     if HF_VERSION >= 5:
         out += [("tiff/cmyk_lzw.tif", CMYK_PAGE, SMOLDOCLING)]
+        # 5.x moves the channel axis itself: pages 1, 3 or 4 pixels tall are fine there.
+        out += [(f"short-{w}x{h}", (w, h, "RGB"), SMOLDOCLING) for w, h in ((9, 3), (700, 1))]
     out += [(name, (w, h, mode), settings) for name, w, h, mode, settings in GENERATED]
     return out
 
