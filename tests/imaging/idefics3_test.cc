@@ -133,6 +133,20 @@ TEST(Idefics3Tile, WritesGridTilesRowMajorThenTheGlobalImage) {
     }
   }
   EXPECT_EQ(i, out.size());
+  // kHwc: the same tiles, each S x S x 3.
+  ASSERT_TRUE(Idefics3Tile({pixels.data(), width, height, 3, width * 3}, config, *table,
+                           DType::kUint8, OutputLayout::kHwc, out.data())
+                  .ok());
+  i = 0;
+  for (int t = 0; t < tiles; ++t) {
+    for (int32_t y = 0; y < s; ++y) {
+      for (int32_t x = 0; x < s; ++x) {
+        for (int32_t c = 0; c < 3; ++c, ++i) {
+          EXPECT_EQ(out[i], t * 40 + y * 8 + x * 2 + c % 2) << "element " << i;
+        }
+      }
+    }
+  }
   // float32: the normalization table of each value, a gray page replicated to all channels.
   std::vector<uint8_t> gray(static_cast<size_t>(s) * s, 255);
   std::vector<float> values(static_cast<size_t>(Idefics3TileValues(config)));
