@@ -12,7 +12,9 @@
 // Donut (DonutImageProcessor: docs/donut-preprocessing.md), in two processor generations
 // (transformers 4.x, the default, and 5.x with its PIL or torchvision backend), and Qwen2-VL /
 // Qwen2.5-VL (Qwen2VLImageProcessor: docs/qwen-vl-preprocessing.md), whose output size follows
-// the page, and Nougat (NougatImageProcessor: docs/nougat-preprocessing.md).
+// the page, Nougat (NougatImageProcessor: docs/nougat-preprocessing.md), and Idefics3 / SmolVLM /
+// SmolDocling (Idefics3ImageProcessor: docs/idefics3-preprocessing.md), whose tile count follows
+// the page.
 //
 // Thread safety: a Preset is immutable; copies share it. Prepare and Finish may run on any
 // number of threads at once (each with its own output).
@@ -134,20 +136,52 @@ struct NougatConfig {
   int32_t hf_version = 4;
 };
 
+// Idefics3ImageProcessor's settings (Idefics3, SmolVLM and SmolDocling share it), under its own
+// names. The defaults are ds4sd/SmolDocling-256M-preview's (size longest_edge 2048, max_image_size
+// longest_edge 512, as its preprocessor_config.json is documented to set them; the processor
+// class's own defaults are 1456 and 364, Idefics3-8B's). docs/idefics3-preprocessing.md has the
+// processor's steps:
+//   resize so the longest edge is longest_edge (LANCZOS) -> resize each side up to a multiple of
+//   max_image_size (LANCZOS) -> rows x cols tiles of max_image_size^2 plus the whole page resized
+//   to max_image_size^2 (LANCZOS) -> RGB -> rescale -> normalize, CHW.
+// One page gives rows * cols + 1 tiles, or one tile when the page fits in one (rows = cols = 0):
+// a variable-size output (Preset::variable_size()). `longest_edge` is size["longest_edge"] and
+// `max_image_size` is max_image_size["longest_edge"]. Generations (hf_version): 4 =
+// Idefics3ImageProcessor of 4.x (checked against 4.57.6), which resizes before converting to RGB:
+// an RGBA page is resized with premultiplied alpha and composited onto white afterwards; it
+// raises on gray, palette and two-band pages, for which docfeed gives what it returns for
+// image.convert("RGB"), and reads CMYK as RGBA, which docfeed refuses. 5 =
+// Idefics3ImageProcessorPil of 5.x (checked against 5.23.0): RGB first (transparency composited
+// onto white), then the same resizes. Only the PIL path (5.x's default torchvision
+// Idefics3ImageProcessor is not reproduced). do_resize must stay true (it bounds the tile count).
+struct Idefics3Config {
+  int32_t longest_edge = 2048;
+  int32_t max_image_size = 512;
+  bool do_image_splitting = true;
+  bool do_resize = true;
+  bool do_rescale = true;
+  bool do_normalize = true;
+  double rescale_factor = 1.0 / 255.0;
+  std::array<double, 3> mean = {0.5, 0.5, 0.5};  // IMAGENET_STANDARD_MEAN
+  std::array<double, 3> std = {0.5, 0.5, 0.5};   // IMAGENET_STANDARD_STD
+  int32_t hf_version = 4;
+};
+
 // The processor's padding: random offsets (random_padding=True, the training default) or
 // centred.
 enum class PadMode { kRandom, kCenter };
 
 // Which preset, with its parameters: "donut" reads `donut` and `pad`; "qwen2-vl" and
 // "qwen2.5-vl" (the same processor) read `qwen_vl`; "nougat" reads `nougat` and `pad` (the
-// processor pads centred; kRandom is docfeed's augmentation, as for Donut). Each preset reads
-// the struct it knows.
+// processor pads centred; kRandom is docfeed's augmentation, as for Donut); "idefics3" reads
+// `idefics3`. Each preset reads the struct it knows.
 struct PresetOptions {
   std::string name = "donut";
   DonutConfig donut;
   PadMode pad = PadMode::kRandom;
   QwenVLConfig qwen_vl;
   NougatConfig nougat;
+  Idefics3Config idefics3;
 };
 
 // How Prepare decodes. kFast trades exactness for speed where a preset allows it (Donut: a

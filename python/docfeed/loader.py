@@ -99,7 +99,10 @@ class Batch(dict):
 
     sample_ids (B,) int64, pad_offsets (B, 2) int32 (top, left), content_sizes (B, 2) int32
     (height, width), epoch, index (this rank's batch number in the epoch), resume_state (the
-    loader state_dict() that continues after this batch).
+    loader state_dict() that continues after this batch). With preset="idefics3" also rows and
+    cols, (B, 1) int64: what Idefics3ImageProcessor returns with return_row_col_info=True
+    (`batch.rows.tolist()` is its nested list), which its processor's text side needs to insert
+    the image tokens.
 
     A plain dict for everything else (Trainer's input preparation keeps only the items).
     """
@@ -110,6 +113,8 @@ class Batch(dict):
     epoch: int = 0
     index: int = 0
     resume_state: Optional[Dict[str, Any]] = None
+    rows: Any = None
+    cols: Any = None
 
 
 class Loader:
@@ -154,6 +159,18 @@ class Loader:
         max_pixels, patch_size, temporal_patch_size, merge_size: the processor's, defaulting to
         the public checkpoints' (3136, 12845056, 14, 2, 2). Each batch buffer holds batch_size
         times the dataset's largest page (from its index).
+        "idefics3" (Idefics3ImageProcessor: Idefics3, SmolVLM, SmolDocling): a batch holds
+        pixel_values (B, max_tiles, 3, S, S) as the processor pads them (a page's rows x cols
+        tiles, then its global image; missing tiles are 0), pixel_attention_mask (B, max_tiles,
+        S, S) int64 (1 on a page's tiles, 0 on the padding; a broadcast view, .contiguous() for
+        a writable copy), and the attributes rows / cols. longest_edge, max_image_size
+        (size["longest_edge"], max_image_size["longest_edge"]) default to
+        SmolDocling-256M-preview's 2048 and 512; do_image_splitting=False gives one S x S tile a
+        page. hf_version 4 (Idefics3ImageProcessor of 4.x; a mode it raises on, such as gray or
+        palette, is taken as image.convert("RGB"), CMYK is refused) or 5
+        (Idefics3ImageProcessorPil). image_size, pad, align_long_axis and layout do not apply.
+        pixel_values is a view of the loader's buffer when every page has the same tile count,
+        else a padded copy. Original images only (a dataset packed with --preprocess is refused).
         "nougat" (NougatImageProcessor): crop_margin, then Donut's geometry (align_long_axis,
         resize, thumbnail) and padding to image_size, normalized with ImageNet's mean/std unless
         image_mean/image_std are given; hf_version 4 (NougatImageProcessor of 4.x, alpha dropped
@@ -181,12 +198,15 @@ class Loader:
                  image_std: Union[None, float, Sequence[float]] = None, preset: str = "donut",
                  min_pixels: Optional[int] = None, max_pixels: Optional[int] = None,
                  patch_size: Optional[int] = None, temporal_patch_size: Optional[int] = None,
-                 merge_size: Optional[int] = None) -> None:
+                 merge_size: Optional[int] = None, longest_edge: Optional[int] = None,
+                 max_image_size: Optional[int] = None,
+                 do_image_splitting: Optional[bool] = None) -> None:
         import os
 
         preset = _str("preset", preset)
         self._patched = preset in ("qwen2-vl", "qwen2.5-vl")
-        if self._patched and device is not None:
+        self._tiled = preset == "idefics3"
+        if (self._patched or self._tiled) and device is not None:
             raise InvalidArgumentError(f"device={device!r} is not supported with preset={preset!r} yet: "
                              "the GPU stage normalizes padded pages; use device=None and move "
                              "pixel_values to the GPU")
@@ -201,6 +221,22 @@ class Loader:
         qwen_args = {name: _int(name, default if value is None else value)
                      for name, (value, default) in qwen.items()}
         self._patch_size = qwen_args["patch_size"]
+        idefics3 = {"longest_edge": longest_edge, "max_image_size": max_image_size,
+                    "do_image_splitting": do_image_splitting}
+        if not self._tiled:
+            given = [name for name, value in idefics3.items() if value is not None]
+            if given:
+                raise InvalidArgumentError(f"{', '.join(given)} apply to the idefics3 preset, not "
+                                           f"preset={preset!r}")
+        idefics3_args = {
+            "longest_edge": _int("longest_edge", 2048 if longest_edge is None else longest_edge),
+            "max_image_size": _int("max_image_size",
+                                   512 if max_image_size is None else max_image_size),
+            "do_image_splitting": True if do_image_splitting is None else bool(do_image_splitting)}
+        self._tile_size = idefics3_args["max_image_size"]
+        if self._tiled and layout != "chw":
+            raise InvalidArgumentError(f"layout={layout!r} does not apply to preset='idefics3': "
+                                       "its tiles are channels-first, as the processor's")
 
         self._rank, self._world_size = _distributed_defaults(rank, world_size)
         self._dtype = _dtype_name(dtype)
@@ -232,7 +268,7 @@ class Loader:
             image_mean=_channel_values("image_mean", image_mean),
             image_std=_channel_values("image_std", image_std),
             allocator=self._gpu.pinned_allocator if self._gpu is not None else None,
-            preset=preset, **qwen_args)
+            preset=preset, **qwen_args, **idefics3_args)
         self._closed = False
         self._pid = os.getpid()
         self._loader_core = _docfeed.Loader(**self._core_args)
@@ -469,11 +505,42 @@ class Loader:
             grid = out.content_sizes.to(torch.int64) // self._patch_size
             out["image_grid_thw"] = torch.cat(
                 [torch.ones((grid.shape[0], 1), dtype=torch.int64), grid], dim=1)
+        if self._tiled:
+            self._tile(out)
         out.epoch = raw.epoch
         out.index = raw.index
         # This batch's own (self._state may already be another thread's next batch).
         out.resume_state = dict(state)
         return out
+
+    def _tile(self, out: Batch) -> None:
+        """pixel_values (sum of tiles, 3 * S * S) -> the processor's (B, max_tiles, 3, S, S), plus
+        pixel_attention_mask, rows and cols. A page's prepared size gives its grid: S x S is one
+        tile (rows = cols = 0), else (rows + 1) * S x cols * S (the global image's band below)."""
+        import torch
+
+        s = self._tile_size
+        sizes = out.content_sizes.to(torch.int64)
+        one = (sizes[:, 0] == s) & (sizes[:, 1] == s)
+        rows = torch.where(one, 0, sizes[:, 0] // s - 1)
+        cols = torch.where(one, 0, sizes[:, 1] // s)
+        tiles = torch.where(one, 1, rows * cols + 1)
+        flat = out["pixel_values"].view(-1, 3, s, s)
+        batch, most = tiles.shape[0], int(tiles.max())
+        if bool((tiles == most).all()):
+            pixel_values = flat.view(batch, most, 3, s, s)  # no padding: a view of the buffer
+        else:
+            pixel_values = flat.new_zeros((batch, most, 3, s, s))
+            start = 0
+            for i, n in enumerate(tiles.tolist()):
+                pixel_values[i, :n] = flat[start:start + n]
+                start += n
+        out["pixel_values"] = pixel_values
+        real = torch.arange(most).unsqueeze(0) < tiles.unsqueeze(1)
+        out["pixel_attention_mask"] = real.to(torch.int64)[:, :, None, None].expand(
+            batch, most, s, s)
+        out.rows = rows.unsqueeze(1)
+        out.cols = cols.unsqueeze(1)
 
     def stats(self) -> Dict[str, Any]:
         """Every field of the C++ LoaderStats (docfeed._docfeed.STATS_FIELDS): the stages read,

@@ -291,7 +291,8 @@ LoaderOptions MakeOptions(
     const std::optional<std::array<double, 3>>& image_mean,
     const std::optional<std::array<double, 3>>& image_std, nb::handle allocator,
     const std::string& preset, nb::handle min_pixels, nb::handle max_pixels, nb::handle patch_size,
-    nb::handle temporal_patch_size, nb::handle merge_size) {
+    nb::handle temporal_patch_size, nb::handle merge_size, nb::handle longest_edge,
+    nb::handle max_image_size, bool do_image_splitting) {
   constexpr int kIntMax = std::numeric_limits<int>::max();
   LoaderOptions opt;
   opt.path = path;
@@ -326,6 +327,17 @@ LoaderOptions MakeOptions(
     RaiseInvalid(
         "backend=\"torchvision\" is Donut's; the nougat preset reproduces the PIL processors "
         "(NougatImageProcessor of 4.x, NougatImageProcessorPil of 5.x)");
+  }
+  // Idefics3's generation is the same argument as Donut's; its sizes are its own.
+  Idefics3Config& idefics3 = opt.preset.idefics3;
+  idefics3.longest_edge = ToInt<int32_t>("longest_edge", longest_edge, 1, 8192);
+  idefics3.max_image_size = ToInt<int32_t>("max_image_size", max_image_size, 1, 8192);
+  idefics3.do_image_splitting = do_image_splitting;
+  idefics3.hf_version = opt.preset.donut.hf_version;
+  if (preset == "idefics3" && opt.preset.donut.backend != DonutBackend::kPil) {
+    RaiseInvalid(
+        "backend=\"torchvision\" is Donut's; the idefics3 preset reproduces the PIL processors "
+        "(Idefics3ImageProcessor of 4.x, Idefics3ImageProcessorPil of 5.x)");
   }
   opt.batch_size = ToInt<uint32_t>("batch_size", batch_size, 1);
   opt.shuffle = shuffle;
@@ -547,12 +559,14 @@ void InitLoader(PyLoader* self, const std::string& path, nb::int_ height, nb::in
                 std::optional<std::array<double, 3>> image_mean,
                 std::optional<std::array<double, 3>> image_std, nb::object allocator,
                 const std::string& preset, nb::int_ min_pixels, nb::int_ max_pixels,
-                nb::int_ patch_size, nb::int_ temporal_patch_size, nb::int_ merge_size) {
+                nb::int_ patch_size, nb::int_ temporal_patch_size, nb::int_ merge_size,
+                nb::int_ longest_edge, nb::int_ max_image_size, bool do_image_splitting) {
   const LoaderOptions opt = MakeOptions(
       path, height, width, align_long_axis, hf_version, backend, batch_size, shuffle, seed, pad,
       dtype, layout, rank, world_size, remainder, num_threads, prefetch, max_held, label_column,
       label_length, on_error, max_bad_samples, image_mean, image_std, allocator, preset, min_pixels,
-      max_pixels, patch_size, temporal_patch_size, merge_size);
+      max_pixels, patch_size, temporal_patch_size, merge_size, longest_edge, max_image_size,
+      do_image_splitting);
   Result<std::unique_ptr<Loader>> created = [&] {
     nb::gil_scoped_release nogil;
     return Loader::Create(opt);
@@ -974,6 +988,9 @@ NB_MODULE(_docfeed, m) {
            "patch_size"_a = kDefaults.preset.qwen_vl.patch_size,
            "temporal_patch_size"_a = kDefaults.preset.qwen_vl.temporal_patch_size,
            "merge_size"_a = kDefaults.preset.qwen_vl.merge_size,
+           "longest_edge"_a = kDefaults.preset.idefics3.longest_edge,
+           "max_image_size"_a = kDefaults.preset.idefics3.max_image_size,
+           "do_image_splitting"_a = kDefaults.preset.idefics3.do_image_splitting,
            "Opens `path` and starts epoch 0. Integers out of range, unknown names and bad "
            "combinations raise docfeed.InvalidArgumentError (a ValueError) naming the "
            "parameter.")

@@ -182,7 +182,7 @@ Status ValidateOptions(const LoaderOptions& o) {
 // The preset's parameters: the options', with the normalization of the float outputs taken,
 // for each of mean/std, from the options if set, else from the manifest if it records one
 // (migrated datasets, whose recorded processor generation also replaces the options'), else the
-// preset's (Donut's 0.5 / 0.5, Nougat's ImageNet values, Qwen2-VL's CLIP values).
+// preset's (Donut's and Idefics3's 0.5 / 0.5, Nougat's ImageNet values, Qwen2-VL's CLIP values).
 PresetParams MakePresetParams(const LoaderOptions& o, const Manifest& manifest) {
   PresetParams params = o.preset;
   if (manifest.normalization) {
@@ -196,8 +196,13 @@ PresetParams MakePresetParams(const LoaderOptions& o, const Manifest& manifest) 
       if (backend.ok()) params.donut.backend = *backend;
     }
   }
-  if (o.image_mean) params.donut.mean = params.qwen_vl.mean = params.nougat.mean = *o.image_mean;
-  if (o.image_std) params.donut.std = params.qwen_vl.std = params.nougat.std = *o.image_std;
+  if (o.image_mean) {
+    params.donut.mean = params.qwen_vl.mean = params.nougat.mean = params.idefics3.mean =
+        *o.image_mean;
+  }
+  if (o.image_std) {
+    params.donut.std = params.qwen_vl.std = params.nougat.std = params.idefics3.std = *o.image_std;
+  }
   return params;
 }
 

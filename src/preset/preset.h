@@ -132,6 +132,10 @@ Result<std::unique_ptr<const Preset>> QwenVLPresetForStored(const PreprocessInfo
 inline constexpr char kPresetNougat[] = "nougat";
 Result<std::unique_ptr<const Preset>> MakeNougatPreset(const PresetParams& params);
 
+// The Idefics3 / SmolVLM / SmolDocling preset (idefics3_preset.cc).
+inline constexpr char kPresetIdefics3[] = "idefics3";
+Result<std::unique_ptr<const Preset>> MakeIdefics3Preset(const PresetParams& params);
+
 // What every preset's Prepare starts with: decode `bytes`, apply request.orientation, then the
 // RGB conversion of `conversion`'s processor generation (donut.h ToDonutInput: 4.x drops alpha,
 // 5.x composites it onto white; gray stays one channel). The time goes to times->decode.

@@ -1,5 +1,5 @@
-// The loader with a variable-size preset (Qwen2-VL): each batch's pages' outputs follow one
-// another from the buffer's start (the worker that finishes a batch packs them), whatever the
+// The loader with a variable-size preset (Qwen2-VL, Idefics3): each batch's pages' outputs follow
+// one another from the buffer's start (the worker that finishes a batch packs them), whatever the
 // number of threads, and equal what the public Preset gives for each page on its own. Pages of
 // different sizes make the outputs differ in length. Runs under TSan and ASan with the others.
 #include <gtest/gtest.h>
@@ -130,6 +130,40 @@ TEST(LoaderVariableSize, ASkippedSampleIsReplacedAndTheBatchStaysPacked) {
     for (int64_t id : ids) EXPECT_NE(id, 3);
   }
   ExpectPagesInOrder(o, got);
+}
+
+LoaderOptions Idefics3Options(const std::string& path, int threads) {
+  LoaderOptions o = TestOptions(path, threads);
+  o.preset.name = "idefics3";
+  o.preset.idefics3.longest_edge = 64;
+  o.preset.idefics3.max_image_size = 16;
+  return o;
+}
+
+// Idefics3's tile counts follow the pages' aspect ratios: batches pack each page's tiles in order,
+// the same with any thread count, and a slot holds the dataset's largest page's tiles.
+TEST(LoaderVariableSize, Idefics3TilesPackInOrder) {
+  TempDir tmp;
+  const std::string path = tmp.Join("pages.docfeed");
+  PackPages(tmp.path(), path, 11, 30, false, false, 17);
+  const LoaderOptions o = Idefics3Options(path, 3);
+  const Outputs got = Drain(o);
+  ASSERT_EQ(got.ids.size(), 4u);
+  ExpectPagesInOrder(o, got);
+  std::set<size_t> sizes;
+  for (const auto& p : got.pixels) sizes.insert(p.size());
+  EXPECT_GE(sizes.size(), 2u);
+  const Outputs one = Drain(Idefics3Options(path, 1));
+  EXPECT_EQ(one.ids, got.ids);
+  EXPECT_EQ(one.pixels, got.pixels);
+  Result<std::unique_ptr<Loader>> loader = Loader::Create(o);
+  ASSERT_TRUE(loader.ok());
+  Result<docfeed::Preset> preset = docfeed::Preset::Create(o.preset);
+  ASSERT_TRUE(preset.ok());
+  // 64 / 16 = 4 tiles a side at most (plus the global image), and no page here is square.
+  const size_t slot = (*loader)->batch_pixel_bytes() / o.batch_size;
+  EXPECT_LE(slot, size_t{4 * 4 + 1} * 3 * 16 * 16 * sizeof(float));
+  EXPECT_LT(slot, preset->SampleBytes(DType::kFloat32));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
-// docfeed preprocess: runs one image through a model preset (Donut, Qwen2-VL, Nougat) and writes
-// a stage of it as .npy or .png. Mostly a parity and benchmarking aid: tests/python/
-// test_donut_parity.py, test_hf_qwen_vl_parity.py and test_hf_nougat_parity.py compare its output
-// with the transformers processors.
+// docfeed preprocess: runs one image through a model preset (Donut, Qwen2-VL, Nougat, Idefics3)
+// and writes a stage of it as .npy or .png. Mostly a parity and benchmarking aid: tests/python/
+// test_donut_parity.py, test_hf_qwen_vl_parity.py, test_hf_nougat_parity.py and
+// test_hf_idefics3_parity.py compare its output with the transformers processors.
 #include <charconv>
 #include <cstdio>
 #include <ctime>
@@ -33,6 +33,9 @@ constexpr char kUsage[] =
     "       [--seed N] [--stage resized|padded|normalized] [--layout chw|hwc]\n"
     "       [--dtype float32|float16] [--align-long-axis] [--hf-version 4|5] [--repeat N]\n"
     "       -o OUT.npy|OUT.png\n"
+    "       docfeed preprocess IMAGE --preset idefics3 [--longest-edge N]\n"
+    "       [--max-image-size N] [--no-image-splitting] [--stage resized|normalized]\n"
+    "       [--dtype float32|float16] [--hf-version 4|5] [--repeat N] -o OUT.npy|OUT.png\n"
     "\n"
     "  --size HxW     output height x width (default: the processor's, 2560x1920 for donut,\n"
     "                 896x672 for nougat). A legacy list size=[1200, 1553] in a processor\n"
@@ -53,6 +56,10 @@ constexpr char kUsage[] =
     "  nougat (NougatImageProcessor; facebook/nougat-base's settings): crop_margin, then\n"
     "                 Donut's steps with a BICUBIC thumbnail in both generations and\n"
     "                 ImageNet mean/std; resized is the stage after the thumbnail\n"
+    "  idefics3 (Idefics3ImageProcessor; SmolDocling-256M-preview's longest_edge 2048,\n"
+    "                 max_image_size 512): normalized is pixel_values of the page (tiles x 3 x\n"
+    "                 S x S: rows x cols crops, then the global image); resized is the prepared\n"
+    "                 page (the grid with the global image in a band below it)\n"
     "\n" DOCFEED_GENERATION_HELP;
 
 enum class Stage { kResized, kPadded, kNormalized };
@@ -63,6 +70,7 @@ struct Options {
   DonutConfig config;  // donut; its height and width are every fixed-size preset's output size
   QwenVLConfig qwen_vl;
   NougatConfig nougat;
+  Idefics3Config idefics3;
   PrepareMode mode = PrepareMode::kExact;
   Stage stage = Stage::kNormalized;
   bool random_pad = false;
@@ -117,8 +125,8 @@ Status ParseEnums(const ParsedArgs& p, Options& o) {
   const std::string dtype = p.Get("--dtype", "float32");
   o.preset = p.Get("--preset", "donut");
   if (o.preset != "donut" && o.preset != "qwen2-vl" && o.preset != "qwen2.5-vl" &&
-      o.preset != "nougat") {
-    return InvalidArgumentError("--preset must be donut, qwen2-vl, qwen2.5-vl or nougat");
+      o.preset != "nougat" && o.preset != "idefics3") {
+    return InvalidArgumentError("--preset must be donut, qwen2-vl, qwen2.5-vl, nougat or idefics3");
   }
   if (o.preset != "donut" && o.preset != "nougat" && stage == "padded") {
     return InvalidArgumentError("--stage padded is Donut's and Nougat's; " + o.preset +
@@ -180,6 +188,17 @@ Result<Options> ParseOptions(const ParsedArgs& p) {
       ParseInt("--temporal-patch-size", p.Get("--temporal-patch-size", "2"), 1, 1024));
   DOCFEED_ASSIGN_OR_RETURN(q.merge_size,
                            ParseInt("--merge-size", p.Get("--merge-size", "2"), 1, 1024));
+  Idefics3Config& idefics3 = o.idefics3;
+  if (o.preset == "idefics3" && (p.Has("--fast") || generation.backend != "pil")) {
+    return InvalidArgumentError(
+        "--fast and --backend torchvision are Donut's; idefics3 reproduces the PIL processors");
+  }
+  idefics3.hf_version = generation.hf_version;
+  idefics3.do_image_splitting = !p.Has("--no-image-splitting");
+  DOCFEED_ASSIGN_OR_RETURN(idefics3.longest_edge,
+                           ParseInt("--longest-edge", p.Get("--longest-edge", "2048"), 1, 8192));
+  DOCFEED_ASSIGN_OR_RETURN(idefics3.max_image_size,
+                           ParseInt("--max-image-size", p.Get("--max-image-size", "512"), 1, 8192));
   return o;
 }
 
@@ -245,11 +264,16 @@ Status RunOnce(const Options& o, const Preset& preset, std::span<const uint8_t> 
   DOCFEED_ASSIGN_OR_RETURN(const Placement placed,
                            preset.Finish(resized, {o.seed, 0, 0}, dtype, layout, out.bytes.data()));
   t.finish_s += Seconds(start);
-  if (preset.variable_size()) {  // rows of patches
+  if (preset.variable_size()) {  // rows of patches, or of tiles
     out.descr = o.dtype == DType::kFloat32 ? "<f4" : "<f2";
     const int64_t row = preset.output_shape().width;
-    out.shape = {static_cast<int64_t>(preset.OutputBytes(placed, dtype) / DTypeSize(dtype)) / row,
-                 row};
+    const int64_t rows =
+        static_cast<int64_t>(preset.OutputBytes(placed, dtype) / DTypeSize(dtype)) / row;
+    out.shape = {rows, row};
+    if (o.preset == "idefics3") {  // tiles x 3 x S x S, as pixel_values[0]
+      const int64_t s = o.idefics3.max_image_size;
+      out.shape = {rows, 3, s, s};
+    }
     return Status::Ok();
   }
   if (o.stage == Stage::kPadded) {
@@ -331,6 +355,7 @@ Status Run(const Options& o) {
   preset_options.donut = o.config;
   preset_options.qwen_vl = o.qwen_vl;
   preset_options.nougat = o.nougat;
+  preset_options.idefics3 = o.idefics3;
   preset_options.pad = o.random_pad ? PadMode::kRandom : PadMode::kCenter;
   DOCFEED_ASSIGN_OR_RETURN(const Preset preset, Preset::Create(preset_options));
   Env* env = o.env != nullptr ? o.env : Env::Default();
@@ -350,11 +375,11 @@ Status Run(const Options& o) {
 }  // namespace
 
 int RunPreprocess(const Args& args, Env* env) {
-  Result<ParsedArgs> parsed =
-      ParseArgs(args, {"--fast", "--align-long-axis", "--help", "-h"},
-                {"--preset", "--size", "--pad", "--seed", "--stage", "--layout", "--dtype",
-                 "--repeat", "-o", "--hf-version", "--backend", "--min-pixels", "--max-pixels",
-                 "--patch-size", "--temporal-patch-size", "--merge-size"});
+  Result<ParsedArgs> parsed = ParseArgs(
+      args, {"--fast", "--align-long-axis", "--no-image-splitting", "--help", "-h"},
+      {"--preset", "--size", "--pad", "--seed", "--stage", "--layout", "--dtype", "--repeat", "-o",
+       "--hf-version", "--backend", "--min-pixels", "--max-pixels", "--patch-size",
+       "--temporal-patch-size", "--merge-size", "--longest-edge", "--max-image-size"});
   if (parsed.ok() && (parsed->Has("--help") || parsed->Has("-h"))) {
     std::fputs(kUsage, stdout);
     return 0;
