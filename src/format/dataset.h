@@ -50,6 +50,33 @@ struct ReadScratch {
   arrow::RecordBatch batch;
 };
 
+// A byte range of data file `file` (the manifest's data_files order).
+struct FileRange {
+  uint32_t file = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint64_t end() const { return offset + length; }
+};
+
+// The bytes a reader fetches ahead for one sample (pipeline/range_prefetcher.h): the range
+// ReadSample reads the sample from, and the XXH3-64 the manifest or the index gives for exactly
+// those bytes, so they are checked on arrival, before anything parses them.
+struct SamplePlan {
+  FileRange range;
+  uint64_t xxh3 = 0;
+  // The whole record batch (its region's checksum) rather than the image alone (the index's
+  // image_hash).
+  bool whole_batch = false;
+};
+
+// Bytes of a data file already in memory: ReadSample serves its reads that lie inside from
+// here instead of the file (and still checks everything it checks on a file's bytes).
+struct FetchedRange {
+  uint32_t file = 0;
+  uint64_t offset = 0;
+  std::span<const uint8_t> bytes;
+};
+
 class Dataset {
  public:
   // Reads and maps the files through `env` (null: EnvForPath(dir), docfeed/remote.h: the remote
@@ -85,8 +112,20 @@ class Dataset {
   // With a `scratch` (the caller thread's own), the bytes are read (and decompressed) into its
   // buffers, and `image` points there (`owned` stays empty): the result is valid until the next
   // ReadSample with the same scratch. Without one, `owned` holds the image.
-  Result<SampleBytes> ReadSample(uint64_t id, bool with_labels,
-                                 ReadScratch* scratch = nullptr) const;
+  // With `fetched` (bytes of the sample's data file fetched ahead, see PlanSample), the reads
+  // that lie inside it are copied from there; any other read goes to the file as usual.
+  Result<SampleBytes> ReadSample(uint64_t id, bool with_labels, ReadScratch* scratch = nullptr,
+                                 const FetchedRange* fetched = nullptr) const;
+
+  // What ReadSample(id, with_labels) reads the bulk of the sample from, with its checksum: the
+  // whole record batch (with labels, with a compressed body, or when the batch holds this one
+  // row: preprocessed datasets) or else the image's byte range (the small reads of the batch's
+  // metadata that check the image's location still go to the file). The record is checked
+  // against the batch list first (Corruption naming the sample otherwise).
+  Result<SamplePlan> PlanSample(uint64_t id, bool with_labels) const;
+  // Data file `file` (REQUIRES: file < manifest().data_files.size()), for reading a planned
+  // range; its path() names it in errors.
+  const RandomAccessFile& data_file(uint32_t file) const { return *data_files_[file].file; }
 
   // Nothing is mapped, so reading a dataset larger than RAM keeps the resident set at the
   // callers' buffers (the page cache holds the file pages, outside the process).
@@ -98,6 +137,7 @@ class Dataset {
     uint64_t length = 0;  // message and body
     uint64_t first_sample = 0;
     uint64_t num_rows = 0;
+    uint64_t xxh3 = 0;  // the region's checksum: the message and body
   };
   struct DataFile {
     std::unique_ptr<RandomAccessFile> file;
@@ -111,12 +151,16 @@ class Dataset {
   Result<const BatchSpan*> CheckRecord(uint64_t id, const IndexRecord& r) const;
   // Reads the whole message of `batch` of data file `file_index` into scratch->bytes and parses
   // it into scratch->batch.
-  Status ReadBatch(uint32_t file_index, const BatchSpan& batch, ReadScratch* scratch) const;
+  Status ReadBatch(uint32_t file_index, const BatchSpan& batch, ReadScratch* scratch,
+                   const FetchedRange* fetched) const;
+  // A positioned read of data file `file_index`, from `fetched` when it covers the range.
+  Status ReadAt(uint32_t file_index, uint64_t offset, std::span<uint8_t> out,
+                const FetchedRange* fetched) const;
   // For an uncompressed body read without its batch: the Arrow row `r` names holds its image at
   // exactly the index's byte range (reads the batch's metadata and the row's two value offsets,
   // not the body). Corruption otherwise, naming the file and sample.
   Status CheckImageLocation(uint64_t id, const IndexRecord& r, const BatchSpan& span,
-                            ReadScratch* scratch) const;
+                            ReadScratch* scratch, const FetchedRange* fetched) const;
   Status SampleError(uint64_t id, const Status& cause) const;
   // Columns after the label columns (the `original` image column), which RowValues skips.
   size_t TrailingColumns() const { return manifest_.original_column.empty() ? 0 : 1; }

@@ -129,10 +129,18 @@ Result<ImageView> SampleReader::Prepared(uint64_t id, const SampleBytes& sample,
 }
 
 Status SampleReader::Load(uint64_t id, uint64_t epoch, const SlotView& slot,
-                          WorkerScratch& scratch) const {
+                          WorkerScratch& scratch, RangePrefetcher* prefetcher) const {
   Clock::time_point start = Clock::now();
-  // `sample` views scratch.read's buffers (compressed bodies) until this worker's next read.
-  Result<SampleBytes> stored = dataset_->ReadSample(id, has_labels(), &scratch.read);
+  std::unique_ptr<PrefetchedSample> fetched;
+  if (prefetcher != nullptr) {
+    DOCFEED_ASSIGN_OR_RETURN(fetched, prefetcher->Take(id));
+    if (fetched == nullptr) stats_->direct_reads.fetch_add(1, std::memory_order_relaxed);
+  }
+  // `sample` views scratch.read's buffers (compressed bodies) until this worker's next read;
+  // the fetched bytes are copied there, so they go back to the prefetcher's budget at once.
+  Result<SampleBytes> stored = dataset_->ReadSample(id, has_labels(), &scratch.read,
+                                                    fetched ? &fetched->range() : nullptr);
+  fetched.reset();
   if (!stored.ok()) return stored.status();
   const SampleBytes& sample = *stored;
   stats_->read.Add(NanosSince(start));

@@ -16,6 +16,7 @@
 #include "imaging/normalize.h"
 #include "pipeline/buffer_pool.h"
 #include "pipeline/loader_stats.h"
+#include "pipeline/range_prefetcher.h"
 #include "preset/preset.h"
 
 namespace docfeed::internal {
@@ -57,8 +58,10 @@ class SampleReader {
   size_t sample_pixel_bytes() const { return slot_bytes_; }
 
   // Writes sample `id` (of `epoch`, for the per-epoch randomness) into `slot`. Errors name the
-  // dataset and the sample.
-  Status Load(uint64_t id, uint64_t epoch, const SlotView& slot, WorkerScratch& scratch) const;
+  // dataset and the sample. With a `prefetcher`, the sample's bytes come from it when it planned
+  // them (its fetch's or checksum's error is the sample's), else from the file.
+  Status Load(uint64_t id, uint64_t epoch, const SlotView& slot, WorkerScratch& scratch,
+              RangePrefetcher* prefetcher = nullptr) const;
 
  private:
   SampleReader() = default;
