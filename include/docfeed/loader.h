@@ -121,6 +121,9 @@ struct LoaderStats {
     uint64_t coalesced = 0;      // samples whose range joined another sample's request
     uint64_t refetches = 0;      // ranges fetched again after a checksum mismatch
     uint64_t direct_reads = 0;   // samples read without the prefetcher (not in its plan)
+    // Samples read once more, directly, after reading them (the prefetched range and the small
+    // unchecked reads beside it) failed with Corruption or IOError.
+    uint64_t rereads = 0;
     // HTTP attempts repeated after transient failures, by the process-wide remote Env (all of
     // its users) since this loader was created.
     uint64_t retries = 0;

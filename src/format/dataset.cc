@@ -226,6 +226,13 @@ Status Dataset::ReadAt(uint32_t file_index, uint64_t offset, std::span<uint8_t> 
   return data_files_[file_index].file->ReadAt(offset, out);
 }
 
+Result<SamplePlan> Dataset::PlanBatch(uint64_t id) const {
+  if (id >= size()) return InvalidArgumentError("sample " + std::to_string(id) + " out of range");
+  const IndexRecord r = index_.Get(id);
+  DOCFEED_ASSIGN_OR_RETURN(const BatchSpan* span, CheckRecord(id, r));
+  return SamplePlan{{r.file_index, span->offset, span->length}, span->xxh3, true};
+}
+
 Result<SamplePlan> Dataset::PlanSample(uint64_t id, bool with_labels) const {
   if (id >= size()) return InvalidArgumentError("sample " + std::to_string(id) + " out of range");
   const IndexRecord r = index_.Get(id);
@@ -252,11 +259,11 @@ Status Dataset::ReadBatch(uint32_t file_index, const BatchSpan& batch, ReadScrat
   return readers_[file_index].ReadBatchFrom(scratch->bytes, batch.offset, &scratch->batch);
 }
 
-// The image column is struct<bytes: binary, path: string> (CheckSchema): its arrays come first
-// in the flattened tree (struct, bytes, path) and its first buffers are the struct's validity,
-// then the bytes' validity, offsets and values.
-Status Dataset::CheckImageLocation(uint64_t id, const IndexRecord& r, const BatchSpan& span,
-                                   ReadScratch* scratch, const FetchedRange* fetched) const {
+// The layout of the record batch `span` from its metadata, once its image column is known to
+// hold row r.row.
+Result<arrow::BatchLayout> Dataset::ReadBatchLayout(uint64_t id, const IndexRecord& r,
+                                                    const BatchSpan& span, ReadScratch* scratch,
+                                                    const FetchedRange* fetched) const {
   const RandomAccessFile& file = *data_files_[r.file_index].file;
   auto corrupt = [&](const std::string& what) {
     return CorruptionError(file.path() + ": sample " + std::to_string(id) + ": " + what);
@@ -278,17 +285,60 @@ Status Dataset::CheckImageLocation(uint64_t id, const IndexRecord& r, const Batc
       (uint64_t{r.row} + 2) * 4 > buffers[2].length) {
     return corrupt("row " + std::to_string(r.row) + " is not in the batch's image column");
   }
-  uint8_t pair[8];
-  DOCFEED_RETURN_IF_ERROR(
-      ReadAt(r.file_index, buffers[2].offset + uint64_t{r.row} * 4, pair, fetched));
+  return layout;
+}
+
+// The image column is struct<bytes: binary, path: string> (CheckSchema): its arrays come first
+// in the flattened tree (struct, bytes, path) and its first buffers are the struct's validity,
+// then the bytes' validity, offsets and values.
+Status Dataset::CheckImageLocation(uint64_t id, const IndexRecord& r, const BatchSpan& span,
+                                   ReadScratch* scratch, const FetchedRange* fetched) const {
+  const RandomAccessFile& file = *data_files_[r.file_index].file;
+  auto corrupt = [&](const std::string& what) {
+    return CorruptionError(file.path() + ": sample " + std::to_string(id) + ": " + what);
+  };
   int32_t begin = 0;
   int32_t end = 0;
-  std::memcpy(&begin, pair, 4);  // little-endian host, see format/value.cc
-  std::memcpy(&end, pair + 4, 4);
-  if (begin < 0 || end < begin || static_cast<uint64_t>(end) > buffers[3].length) {
+  uint64_t values_offset = 0;
+  uint64_t values_length = 0;
+  if (fetched != nullptr) {
+    // Read ahead by ranges (a remote dataset): the batch's metadata and image offsets are read
+    // once per batch and kept, instead of three small requests per sample. Kept offsets that
+    // disagree with the index are read once more (they may have been damaged on the way).
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      DOCFEED_ASSIGN_OR_RETURN(std::shared_ptr<const ImageOffsets> offsets,
+                               BatchImageOffsets(id, r, span, scratch, fetched));
+      if (uint64_t{r.row} + 1 >= offsets->offsets.size()) {
+        return corrupt("row " + std::to_string(r.row) + " is not in the batch's image column");
+      }
+      begin = offsets->offsets[r.row];
+      end = offsets->offsets[r.row + 1];
+      values_offset = offsets->values_offset;
+      values_length = offsets->values_length;
+      if (begin >= 0 && end >= begin && static_cast<uint64_t>(end) <= values_length &&
+          values_offset + static_cast<uint64_t>(begin) == r.image_offset &&
+          static_cast<uint64_t>(end - begin) == r.image_length) {
+        break;
+      }
+      MutexLock lock(&offsets_mu_);
+      offsets_cache_.erase({r.file_index, span.offset});
+    }
+  } else {
+    DOCFEED_ASSIGN_OR_RETURN(const arrow::BatchLayout layout,
+                             ReadBatchLayout(id, r, span, scratch, nullptr));
+    const std::vector<arrow::BatchLayout::Range>& buffers = layout.buffers;
+    uint8_t pair[8];
+    DOCFEED_RETURN_IF_ERROR(
+        ReadAt(r.file_index, buffers[2].offset + uint64_t{r.row} * 4, pair, nullptr));
+    std::memcpy(&begin, pair, 4);  // little-endian host, see format/value.cc
+    std::memcpy(&end, pair + 4, 4);
+    values_offset = buffers[3].offset;
+    values_length = buffers[3].length;
+  }
+  if (begin < 0 || end < begin || static_cast<uint64_t>(end) > values_length) {
     return corrupt("the image column's offsets are out of range");
   }
-  const uint64_t at = buffers[3].offset + static_cast<uint64_t>(begin);
+  const uint64_t at = values_offset + static_cast<uint64_t>(begin);
   const auto length = static_cast<uint64_t>(end - begin);
   if (at != r.image_offset || length != r.image_length) {
     return corrupt("index image range " + std::to_string(r.image_offset) + "+" +
@@ -296,6 +346,35 @@ Status Dataset::CheckImageLocation(uint64_t id, const IndexRecord& r, const Batc
                    std::to_string(at) + "+" + std::to_string(length) + ")");
   }
   return Status::Ok();
+}
+
+Result<std::shared_ptr<const Dataset::ImageOffsets>> Dataset::BatchImageOffsets(
+    uint64_t id, const IndexRecord& r, const BatchSpan& span, ReadScratch* scratch,
+    const FetchedRange* fetched) const {
+  const std::pair<uint32_t, uint64_t> key(r.file_index, span.offset);
+  {
+    MutexLock lock(&offsets_mu_);
+    auto it = offsets_cache_.find(key);
+    if (it != offsets_cache_.end()) return it->second;
+  }
+  DOCFEED_ASSIGN_OR_RETURN(const arrow::BatchLayout layout,
+                           ReadBatchLayout(id, r, span, scratch, fetched));
+  const arrow::BatchLayout::Range& offsets_buffer = layout.buffers[2];
+  const uint64_t rows = static_cast<uint64_t>(layout.array_lengths[1]);
+  if ((rows + 1) * 4 > offsets_buffer.length || rows != span.num_rows) {
+    return CorruptionError(data_files_[r.file_index].file->path() + ": sample " +
+                           std::to_string(id) + ": the batch's image offsets do not cover its " +
+                           std::to_string(span.num_rows) + " rows");
+  }
+  auto out = std::make_shared<ImageOffsets>();
+  out->values_offset = layout.buffers[3].offset;
+  out->values_length = layout.buffers[3].length;
+  std::vector<uint8_t> raw((rows + 1) * 4);
+  DOCFEED_RETURN_IF_ERROR(ReadAt(r.file_index, offsets_buffer.offset, raw, fetched));
+  out->offsets.resize(rows + 1);
+  std::memcpy(out->offsets.data(), raw.data(), raw.size());  // little-endian host
+  MutexLock lock(&offsets_mu_);
+  return offsets_cache_.emplace(key, std::move(out)).first->second;
 }
 
 Result<std::vector<uint8_t>> Dataset::ReadImage(uint64_t id) const {

@@ -15,6 +15,7 @@
 #define DOCFEED_FORMAT_DATASET_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -22,6 +23,7 @@
 
 #include "base/env.h"
 #include "base/file.h"
+#include "base/mutex.h"
 #include "docfeed/status.h"
 #include "format/arrow/reader.h"
 #include "format/arrow/schema.h"
@@ -123,6 +125,9 @@ class Dataset {
   // metadata that check the image's location still go to the file). The record is checked
   // against the batch list first (Corruption naming the sample otherwise).
   Result<SamplePlan> PlanSample(uint64_t id, bool with_labels) const;
+  // The whole record batch sample `id` lies in, with its region's checksum: every read of the
+  // sample lies inside, so bytes checked against it leave nothing unchecked.
+  Result<SamplePlan> PlanBatch(uint64_t id) const;
   // Data file `file` (REQUIRES: file < manifest().data_files.size()), for reading a planned
   // range; its path() names it in errors.
   const RandomAccessFile& data_file(uint32_t file) const { return *data_files_[file].file; }
@@ -159,8 +164,24 @@ class Dataset {
   // For an uncompressed body read without its batch: the Arrow row `r` names holds its image at
   // exactly the index's byte range (reads the batch's metadata and the row's two value offsets,
   // not the body). Corruption otherwise, naming the file and sample.
+  // With `fetched` (reading ahead by ranges) the batch's offsets come from BatchImageOffsets.
   Status CheckImageLocation(uint64_t id, const IndexRecord& r, const BatchSpan& span,
                             ReadScratch* scratch, const FetchedRange* fetched) const;
+  // The record batch's metadata, parsed (its image column must hold row r.row).
+  Result<arrow::BatchLayout> ReadBatchLayout(uint64_t id, const IndexRecord& r,
+                                             const BatchSpan& span, ReadScratch* scratch,
+                                             const FetchedRange* fetched) const;
+  // A record batch's image column: where its values lie and every row's value offsets, read
+  // once per batch (its metadata and offsets buffer) and kept.
+  struct ImageOffsets {
+    uint64_t values_offset = 0;
+    uint64_t values_length = 0;
+    std::vector<int32_t> offsets;  // num_rows + 1
+  };
+  Result<std::shared_ptr<const ImageOffsets>> BatchImageOffsets(uint64_t id, const IndexRecord& r,
+                                                                const BatchSpan& span,
+                                                                ReadScratch* scratch,
+                                                                const FetchedRange* fetched) const;
   Status SampleError(uint64_t id, const Status& cause) const;
   // Columns after the label columns (the `original` image column), which RowValues skips.
   size_t TrailingColumns() const { return manifest_.original_column.empty() ? 0 : 1; }
@@ -172,6 +193,10 @@ class Dataset {
   IndexView index_;
   std::vector<DataFile> data_files_;
   std::vector<arrow::StreamReader> readers_;  // one per data file, over its schema_bytes
+  mutable Mutex offsets_mu_;
+  // (file, batch offset) -> its image offsets, for reads ahead by ranges (CheckImageLocation).
+  mutable std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<const ImageOffsets>>
+      offsets_cache_ DOCFEED_GUARDED_BY(offsets_mu_);
 };
 
 // The Arrow schema docfeed writes for these columns (image struct first), with the

@@ -218,14 +218,15 @@ std::vector<uint64_t> PlannedSamples(const internal::UpcomingClaims& u, int pref
   };
   for (const internal::UpcomingClaims::Started& s : u.started) batch(*s.order, s.k, s.first_slot);
   if (u.order != nullptr) {
-    ids.reserve(ids.size() + (u.order->num_batches() - std::min(u.order->num_batches(),
-                                                                 u.next_to_start)) *
-                                 u.order->options().batch_size);
+    ids.reserve(ids.size() +
+                (u.order->num_batches() - std::min(u.order->num_batches(), u.next_to_start)) *
+                    u.order->options().batch_size);
     for (uint64_t k = u.next_to_start; k < u.order->num_batches(); ++k) batch(*u.order, k, 0);
   }
   // The look-ahead: the scheduler starts at most `prefetch` of its batches.
   if (u.ahead != nullptr) {
-    const uint64_t end = std::min<uint64_t>(u.ahead->num_batches(), static_cast<uint64_t>(prefetch));
+    const uint64_t end =
+        std::min<uint64_t>(u.ahead->num_batches(), static_cast<uint64_t>(prefetch));
     for (uint64_t k = u.ahead_next_to_start; k < end; ++k) batch(*u.ahead, k, 0);
   }
   return ids;
@@ -310,22 +311,21 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
           return stage->OutputBytesFor(m.content_sizes[2 * j], m.content_sizes[2 * j + 1], dtype);
         });
       });
-  const bool prefetch = options.range_prefetch == RangePrefetch::kOn ||
-                        (options.range_prefetch == RangePrefetch::kAuto && IsRemotePath(options.path));
+  const bool prefetch =
+      options.range_prefetch == RangePrefetch::kOn ||
+      (options.range_prefetch == RangePrefetch::kAuto && IsRemotePath(options.path));
   if (prefetch) {
     internal::RangePrefetchOptions po;
     po.with_labels = labels;
     po.max_bytes = options.prefetch_bytes;
     po.max_requests = options.prefetch_requests;
     core->retries_at_start = GetRemoteStats().retries;
-    core->prefetcher =
-        std::make_unique<internal::RangePrefetcher>(&core->reader->dataset(), po);
+    core->prefetcher = std::make_unique<internal::RangePrefetcher>(&core->reader->dataset(), po);
     internal::RangePrefetcher* prefetcher = core->prefetcher.get();
     const int batches_ahead = options.prefetch;
-    core->scheduler->SetOrderHook(
-        [prefetcher, batches_ahead](const internal::UpcomingClaims& u) {
-          prefetcher->Plan(u.generation, PlannedSamples(u, batches_ahead));
-        });
+    core->scheduler->SetOrderHook([prefetcher, batches_ahead](const internal::UpcomingClaims& u) {
+      prefetcher->Plan(u.generation, PlannedSamples(u, batches_ahead));
+    });
   }
   DOCFEED_RETURN_IF_ERROR(core->scheduler->Init());
   int threads = options.num_threads;
@@ -433,6 +433,7 @@ LoaderStats Loader::stats() const {
     s.remote.retries = GetRemoteStats().retries - c.retries_at_start;
   }
   s.remote.direct_reads = c.stats.direct_reads.load(std::memory_order_relaxed);
+  s.remote.rereads = c.stats.reread_samples.load(std::memory_order_relaxed);
   return s;
 }
 

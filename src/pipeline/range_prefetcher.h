@@ -49,9 +49,9 @@
 namespace docfeed::internal {
 
 struct RangePrefetchOptions {
-  bool with_labels = false;        // the reads the plan must cover (Dataset::PlanSample)
-  uint64_t max_bytes = 64 << 20;   // fetched or in flight and not yet used
-  int max_requests = 8;            // requests in flight at once (fetch threads)
+  bool with_labels = false;            // the reads the plan must cover (Dataset::PlanSample)
+  uint64_t max_bytes = 64 << 20;       // fetched or in flight and not yet used
+  int max_requests = 8;                // requests in flight at once (fetch threads)
   uint64_t max_merge_bytes = 8 << 20;  // a coalesced request, at most
   uint64_t max_gap_bytes = 64 << 10;   // unneeded bytes between two coalesced ranges, at most
   double max_waste = 0.05;             // unneeded bytes / needed bytes of a coalesced request
@@ -152,7 +152,7 @@ class RangePrefetcher {
   bool has_plan_ DOCFEED_GUARDED_BY(mu_) = false;
   uint64_t generation_ DOCFEED_GUARDED_BY(mu_) = 0;
   std::vector<uint64_t> ids_ DOCFEED_GUARDED_BY(mu_);  // the plan
-  size_t next_id_ DOCFEED_GUARDED_BY(mu_) = 0;          // ids_ below it are materialized
+  size_t next_id_ DOCFEED_GUARDED_BY(mu_) = 0;         // ids_ below it are materialized
   std::deque<std::shared_ptr<Entry>> queue_ DOCFEED_GUARDED_BY(mu_);   // untaken, in order
   std::deque<std::shared_ptr<Entry>> demand_ DOCFEED_GUARDED_BY(mu_);  // taken, unscheduled
   uint64_t bytes_held_ DOCFEED_GUARDED_BY(mu_) = 0;

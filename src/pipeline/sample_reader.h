@@ -26,6 +26,7 @@ namespace docfeed::internal {
 struct WorkerScratch {
   Image prepared;
   ReadScratch read;
+  std::vector<uint8_t> batch_bytes;  // a whole record batch, when a remote read is redone
 };
 
 struct SampleReaderOptions {
@@ -69,6 +70,9 @@ class SampleReader {
   Result<ImageView> Prepared(uint64_t id, const SampleBytes& sample, WorkerScratch& scratch) const;
   Status CopyLabels(uint64_t id, const std::vector<Value>& values, const SlotView& slot) const;
   std::string SampleName(uint64_t id) const;
+  // Sample `id` read again from its whole record batch, fetched and checked against the
+  // manifest's region checksum (read twice at most) before anything in it is parsed.
+  Result<SampleBytes> RereadFromBatch(uint64_t id, WorkerScratch& scratch) const;
 
   std::unique_ptr<Dataset> dataset_;
   std::unique_ptr<const Preset> preset_;

@@ -92,7 +92,9 @@ class Scheduler {
   // Called with the upcoming claims whenever a new order is installed (Init, StartEpoch), before
   // any worker claims from it: claims stay paused while it runs, without the lock. Set before
   // Init(), at most once.
-  void SetOrderHook(std::function<void(const UpcomingClaims&)> hook) { order_hook_ = std::move(hook); }
+  void SetOrderHook(std::function<void(const UpcomingClaims&)> hook) {
+    order_hook_ = std::move(hook);
+  }
 
   // Starts epoch 0 at position 0 with epoch 1 as look-ahead.
   Status Init() DOCFEED_EXCLUDES(mu_);
