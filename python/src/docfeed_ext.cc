@@ -446,7 +446,8 @@ constexpr const char* kStatsFields[] = {"read",
                                         "bad_sample_errors",
                                         "ready_depth_sum",
                                         "pool_buffers",
-                                        "pool_bytes"};
+                                        "pool_bytes",
+                                        "remote"};
 
 nb::dict StatsDict(const LoaderStats& s) {
   nb::dict d;
@@ -468,6 +469,18 @@ nb::dict StatsDict(const LoaderStats& s) {
   d["ready_depth_sum"] = s.ready_depth_sum;
   d["pool_buffers"] = s.pool_buffers;
   d["pool_bytes"] = s.pool_bytes;
+  nb::dict r;
+  r["prefetching"] = s.remote.prefetching;
+  r["requests"] = s.remote.requests;
+  r["bytes_fetched"] = s.remote.bytes_fetched;
+  r["bytes_used"] = s.remote.bytes_used;
+  r["coalesced"] = s.remote.coalesced;
+  r["refetches"] = s.remote.refetches;
+  r["direct_reads"] = s.remote.direct_reads;
+  r["rereads"] = s.remote.rereads;
+  r["retries"] = s.remote.retries;
+  r["fetch_wait"] = stage(s.remote.fetch_wait);
+  d["remote"] = r;
   return d;
 }
 

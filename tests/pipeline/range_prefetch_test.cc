@@ -80,7 +80,7 @@ TEST_P(RangePrefetchTest, SameBatchesAsReadingTheFiles) {
       EXPECT_EQ(got.ids, want.ids) << "threads " << threads << " labels '" << labels << "'";
       EXPECT_EQ(got.labels, want.labels);
       EXPECT_TRUE(got.pixels == want.pixels);
-      const LoaderStats::Remote& r = got.stats.remote;
+      const RemoteReadStats& r = got.stats.remote;
       EXPECT_TRUE(r.prefetching);
       EXPECT_GT(r.requests, 0u);
       EXPECT_EQ(r.refetches, 0u);

@@ -13,8 +13,11 @@ address still verify upstream) and damages some answers on purpose:
   answer is sent (so 10 ms each way adds 20 ms to a round trip).
 
 A fault hits every ``--every``-th request that it applies to (ranged GETs only with
-``--ranged-only``, which keeps the manifest and index reads intact); ``--every 1`` is a
-persistent fault. ``GET /__faultproxy__/stats`` answers the counts as JSON (requests forwarded,
+``--ranged-only``, which keeps the manifest and index reads intact; ranges of at least
+``--min-range`` bytes only, which also spares the small reads of metadata). With ``--every`` above 1
+the faults are transient: the next request for the same URL and range after a damaged one is
+always served intact (as a retry usually is), so a test's outcome does not depend on how
+concurrent requests interleave. ``--every 1`` is a persistent fault: every request is hit. ``GET /__faultproxy__/stats`` answers the counts as JSON (requests forwarded,
 faults injected), so a test can check that its faults really happened.
 
 Used as a module (``FaultProxy`` in a thread, or ``start_proxy`` in a subprocess) or as a
@@ -25,6 +28,7 @@ import argparse
 import http.client
 import http.server
 import json
+import re
 import socket
 import struct
 import subprocess
@@ -95,8 +99,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         if p.latency_s:
             time.sleep(p.latency_s)
-        ranged = "Range" in self.headers
-        fault = p.next_fault(ranged and not head)
+        rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
+        ranged = rng is not None and int(rng.group(2)) - int(rng.group(1)) + 1 >= p.min_range
+        key = (self.command, self.path, self.headers.get("Range"))
+        fault = p.next_fault(ranged and not head, key)
         if fault == "slowdown":
             if p.latency_s:
                 time.sleep(p.latency_s)
@@ -155,7 +161,8 @@ class FaultProxy:
     """The proxy, serving in a daemon thread of this process until close()."""
 
     def __init__(self, upstream: str, fault: str = "none", every: int = 0,
-                 latency_ms: float = 0, ranged_only: bool = False):
+                 latency_ms: float = 0, ranged_only: bool = False, min_range: int = 0):
+        self.min_range = min_range
         if fault not in FAULTS:
             raise ValueError(f"fault must be one of {FAULTS}")
         u = urllib.parse.urlsplit(upstream)
@@ -165,6 +172,7 @@ class FaultProxy:
         self.local = threading.local()
         self._lock = threading.Lock()
         self._eligible = 0
+        self._damaged = set()
         self._counts = {"requests": 0, "faults": 0}
         self.reset_sockets = set()
         handler = type("Handler", (_Handler,), {"proxy": self})
@@ -174,15 +182,20 @@ class FaultProxy:
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._thread.start()
 
-    def next_fault(self, ranged_get: bool) -> str:
+    def next_fault(self, ranged_get: bool, key) -> str:
         with self._lock:
             self._counts["requests"] += 1
             if self.fault == "none" or self.every <= 0 or (self.ranged_only and not ranged_get):
+                return "none"
+            if key in self._damaged:  # the retry of a damaged request (transient faults)
+                self._damaged.discard(key)
                 return "none"
             self._eligible += 1
             if self._eligible % self.every != 0:
                 return "none"
             self._counts["faults"] += 1
+            if self.every > 1:
+                self._damaged.add(key)
             return self.fault
 
     def stats(self) -> dict:
@@ -205,9 +218,11 @@ class ProxyProcess:
     process never starves it). Stopped by close() (its stdin is closed)."""
 
     def __init__(self, upstream: str, fault: str = "none", every: int = 0,
-                 latency_ms: float = 0, ranged_only: bool = False, python: str = sys.executable):
+                 latency_ms: float = 0, ranged_only: bool = False, min_range: int = 0,
+                 python: str = sys.executable):
         args = [python, __file__, "--upstream", upstream, "--fault", fault, "--every", str(every),
-                "--latency-ms", str(latency_ms)] + (["--ranged-only"] if ranged_only else [])
+                "--latency-ms", str(latency_ms), "--min-range", str(min_range)]
+        args += ["--ranged-only"] if ranged_only else []
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
@@ -245,8 +260,11 @@ def main() -> int:
     parser.add_argument("--latency-ms", type=float, default=0, help="added each way")
     parser.add_argument("--ranged-only", action="store_true",
                         help="faults only on ranged GETs (the samples' reads)")
+    parser.add_argument("--min-range", type=int, default=0,
+                        help="with --ranged-only: ranges of at least this many bytes only")
     args = parser.parse_args()
-    proxy = FaultProxy(args.upstream, args.fault, args.every, args.latency_ms, args.ranged_only)
+    proxy = FaultProxy(args.upstream, args.fault, args.every, args.latency_ms, args.ranged_only,
+                       args.min_range)
     print(json.dumps({"url": proxy.url}), flush=True)
     sys.stdin.read()
     proxy.close()
