@@ -211,7 +211,9 @@ PresetParams MakePresetParams(const LoaderOptions& o, const Manifest& manifest) 
 }
 
 // The samples the workers will read next, in claim order (the prefetcher's plan).
-std::vector<uint64_t> PlannedSamples(const internal::UpcomingClaims& u, int prefetch) {
+constexpr uint64_t kLookAheadBatches = 1;
+
+std::vector<uint64_t> PlannedSamples(const internal::UpcomingClaims& u) {
   std::vector<uint64_t> ids;
   auto batch = [&ids](const EpochOrder& o, uint64_t k, uint32_t first) {
     for (uint32_t j = first; j < o.BatchSize(k); ++j) ids.push_back(o.SampleAt(o.Position(k, j)));
@@ -223,10 +225,11 @@ std::vector<uint64_t> PlannedSamples(const internal::UpcomingClaims& u, int pref
                     u.order->options().batch_size);
     for (uint64_t k = u.next_to_start; k < u.order->num_batches(); ++k) batch(*u.order, k, 0);
   }
-  // The look-ahead: the scheduler starts at most `prefetch` of its batches.
+  // The look-ahead's first batch: enough to cross the epoch boundary without waiting for the
+  // network, little enough that a run stopping after this epoch fetched few bytes it never
+  // uses. The scheduler may start up to `prefetch` of them; the others are read directly.
   if (u.ahead != nullptr) {
-    const uint64_t end =
-        std::min<uint64_t>(u.ahead->num_batches(), static_cast<uint64_t>(prefetch));
+    const uint64_t end = std::min<uint64_t>(u.ahead->num_batches(), kLookAheadBatches);
     for (uint64_t k = u.ahead_next_to_start; k < end; ++k) batch(*u.ahead, k, 0);
   }
   return ids;
@@ -322,9 +325,8 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
     core->retries_at_start = GetRemoteStats().retries;
     core->prefetcher = std::make_unique<internal::RangePrefetcher>(&core->reader->dataset(), po);
     internal::RangePrefetcher* prefetcher = core->prefetcher.get();
-    const int batches_ahead = options.prefetch;
-    core->scheduler->SetOrderHook([prefetcher, batches_ahead](const internal::UpcomingClaims& u) {
-      prefetcher->Plan(u.generation, PlannedSamples(u, batches_ahead));
+    core->scheduler->SetOrderHook([prefetcher](const internal::UpcomingClaims& u) {
+      prefetcher->Plan(u.generation, PlannedSamples(u));
     });
   }
   DOCFEED_RETURN_IF_ERROR(core->scheduler->Init());

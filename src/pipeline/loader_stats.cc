@@ -54,7 +54,7 @@ std::string LoaderStatsJson(const LoaderStats& s) {
   j["ready_depth_sum"] = s.ready_depth_sum;
   j["pool_buffers"] = s.pool_buffers;
   j["pool_bytes"] = s.pool_bytes;
-  const LoaderStats::Remote& r = s.remote;
+  const RemoteReadStats& r = s.remote;
   j["remote"] = {{"prefetching", r.prefetching},
                  {"requests", r.requests},
                  {"bytes_fetched", r.bytes_fetched},

@@ -132,6 +132,7 @@ std::shared_ptr<RangePrefetcher::Chunk> RangePrefetcher::NextChunk() {
   auto start = [this](std::vector<Entry*> members, const FileRange& range) {
     auto chunk = std::make_shared<Chunk>();
     chunk->range = range;
+    chunk->bytes = SpareBuffer(range.length);
     chunk->untaken = static_cast<int>(members.size());
     chunk->charged = range.length;
     chunk->member_errors.resize(members.size());
@@ -265,8 +266,34 @@ void RangePrefetcher::MaybeFree(Chunk& chunk) {
   if (!chunk.done || chunk.untaken > 0 || chunk.leases > 0 || chunk.charged == 0) return;
   bytes_held_ -= chunk.charged;
   chunk.charged = 0;
-  std::vector<uint8_t>().swap(chunk.bytes);
+  // Kept for the next request while the budget has room: buffers allocated by the fetch
+  // threads and freed by the workers would otherwise pile up in the allocator's per-thread
+  // arenas (the resident set grew by several budgets without this).
+  std::vector<uint8_t> bytes = std::move(chunk.bytes);
+  chunk.bytes = {};
+  if (bytes_held_ + spare_bytes_ + bytes.capacity() <= options_.max_bytes) {
+    spare_bytes_ += bytes.capacity();
+    spare_.push_back(std::move(bytes));
+  }
   work_cv_.SignalAll();
+}
+
+std::vector<uint8_t> RangePrefetcher::SpareBuffer(uint64_t length) {
+  if (spare_.empty()) return {};
+  // The smallest spare that holds `length`, else the largest (grown by the fetch).
+  size_t pick = 0;
+  for (size_t i = 1; i < spare_.size(); ++i) {
+    const uint64_t cap = spare_[i].capacity();
+    const uint64_t best = spare_[pick].capacity();
+    if ((cap >= length && (best < length || cap < best)) || (best < length && cap > best)) {
+      pick = i;
+    }
+  }
+  std::vector<uint8_t> out = std::move(spare_[pick]);
+  spare_[pick] = std::move(spare_.back());
+  spare_.pop_back();
+  spare_bytes_ -= out.capacity();
+  return out;
 }
 
 void RangePrefetcher::Release(Chunk& chunk, uint64_t used) {

@@ -49,13 +49,15 @@
 namespace docfeed::internal {
 
 struct RangePrefetchOptions {
-  bool with_labels = false;            // the reads the plan must cover (Dataset::PlanSample)
-  uint64_t max_bytes = 64 << 20;       // fetched or in flight and not yet used
-  int max_requests = 8;                // requests in flight at once (fetch threads)
-  uint64_t max_merge_bytes = 8 << 20;  // a coalesced request, at most
-  uint64_t max_gap_bytes = 64 << 10;   // unneeded bytes between two coalesced ranges, at most
-  double max_waste = 0.05;             // unneeded bytes / needed bytes of a coalesced request
-  size_t merge_window = 32;            // upcoming unscheduled samples searched for neighbours
+  bool with_labels = false;       // the reads the plan must cover (Dataset::PlanSample)
+  uint64_t max_bytes = 64 << 20;  // fetched or in flight and not yet used
+  int max_requests = 8;           // requests in flight at once (fetch threads)
+  // A coalesced request, at most: coalescing saves the per-request cost of small ranges; a
+  // large merged request only makes the first sample in it wait for the others.
+  uint64_t max_merge_bytes = 1 << 20;
+  uint64_t max_gap_bytes = 64 << 10;  // unneeded bytes between two coalesced ranges, at most
+  double max_waste = 0.05;            // unneeded bytes / needed bytes of a coalesced request
+  size_t merge_window = 32;           // upcoming unscheduled samples searched for neighbours
 };
 
 // Counters over the prefetcher's life (relaxed atomics).
@@ -140,6 +142,8 @@ class RangePrefetcher {
   void Release(Chunk& chunk, uint64_t used) DOCFEED_EXCLUDES(mu_);
   // Frees the chunk's bytes and budget once no entry waits for it and no worker holds it.
   void MaybeFree(Chunk& chunk) DOCFEED_REQUIRES(mu_);
+  // A buffer released by an earlier request (empty when none), for a request of `length` bytes.
+  std::vector<uint8_t> SpareBuffer(uint64_t length) DOCFEED_REQUIRES(mu_);
 
   const Dataset* const dataset_;
   const RangePrefetchOptions options_;
@@ -156,6 +160,10 @@ class RangePrefetcher {
   std::deque<std::shared_ptr<Entry>> queue_ DOCFEED_GUARDED_BY(mu_);   // untaken, in order
   std::deque<std::shared_ptr<Entry>> demand_ DOCFEED_GUARDED_BY(mu_);  // taken, unscheduled
   uint64_t bytes_held_ DOCFEED_GUARDED_BY(mu_) = 0;
+  // Buffers of freed requests, reused by the next ones; their capacity and bytes_held_ stay
+  // within max_bytes together.
+  std::vector<std::vector<uint8_t>> spare_ DOCFEED_GUARDED_BY(mu_);
+  uint64_t spare_bytes_ DOCFEED_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;  // started in the constructor, joined by Close()
   Mutex close_mu_;                    // serializes Close()'s join
 };
