@@ -442,7 +442,10 @@ class Loader:
         """Every field of the C++ LoaderStats (docfeed._docfeed.STATS_FIELDS): the stages read,
         decode, resize, decode_resize (decode and resize fused, for originals needing no
         rotation), pad_normalize, buffer_wait and consumer_wait as (count, seconds); the
-        counters as ints; bad_sample_errors as a list of messages."""
+        counters as ints; bad_sample_errors as a list of messages; remote: reading a URL by
+        byte ranges ahead of the workers (prefetching, requests, bytes_fetched, bytes_used,
+        coalesced, refetches, direct_reads, rereads, retries as ints, fetch_wait as (count,
+        seconds); all 0 for a local dataset)."""
         return self._core.stats()
 
     def close(self) -> None:
