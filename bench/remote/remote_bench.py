@@ -37,6 +37,9 @@ import fault_proxy  # noqa: E402
 import servers  # noqa: E402
 
 
+BENCH_ARGS = []
+
+
 def run(cmd, env=None):
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
@@ -46,8 +49,8 @@ def run(cmd, env=None):
 
 
 def bench(docfeed, path, env, extra=()):
-    out = run([docfeed, "bench", path, "--batch-size", "8", "--threads", "2", "--json", *extra],
-              env=env)
+    out = run([docfeed, "bench", path, "--batch-size", "8", "--threads", "2", "--json",
+               *BENCH_ARGS, *extra], env=env)
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -69,6 +72,7 @@ def summary(j):
         "bytes_used": used,
         "coalesced": remote.get("coalesced", 0),
         "fetch_wait_s": remote.get("fetch_wait", {}).get("nanos", 0) / 1e9,
+        "prefetch_peak_mb": remote.get("peak_bytes", 0) / 2**20,
         "samples": stats["samples"],
         "stored_per_page": 0,
     }
@@ -82,8 +86,11 @@ def main() -> int:
     parser.add_argument("--latency-ms", type=float, default=10, help="added each way by the proxy")
     parser.add_argument("--work", help="keep the pages and dataset here (default: a temp dir)")
     parser.add_argument("--json", help="write every run's summary here")
+    parser.add_argument("--bench-args", default="",
+                        help="more `docfeed bench` options for every mode, e.g. \"--prefetch 1\"")
     args = parser.parse_args()
     docfeed = pathlib.Path(args.docfeed).resolve()
+    BENCH_ARGS.extend(args.bench_args.split())
 
     with tempfile.TemporaryDirectory(prefix="docfeed_remote_bench_") as tmp:
         work = pathlib.Path(args.work) if args.work else pathlib.Path(tmp)
@@ -133,7 +140,7 @@ def main() -> int:
     print(f"\nmedians of {args.runs} runs; ratios against local disk in the same run")
     print(f"{'mode':12s} {'pages/s':>8s} {'ratio':>6s} {'whole':>7s} {'ratio':>6s} "
           f"{'1st batch':>9s} {'peak RSS':>9s} {'RSS-local':>9s} {'fetched/read':>12s} "
-          f"{'HTTP/read':>9s} {'requests':>8s} {'wait s':>7s}")
+          f"{'HTTP/read':>9s} {'requests':>8s} {'wait s':>7s} {'held':>6s}")
     for mode, m in med.items():
         ratio = m["bytes_fetched"] / m["bytes_used"] if m["bytes_used"] else float("nan")
         read = m["samples"] * m["stored_per_page"]
@@ -142,11 +149,12 @@ def main() -> int:
               f"{m['whole_pages_s']:7.1f} {m['whole_pages_s'] / local['whole_pages_s']:6.2f} "
               f"{m['first_batch_s']:8.3f}s {m['peak_rss_mb']:7.0f}MB "
               f"{m['peak_rss_mb'] - local['peak_rss_mb']:+7.0f}MB {ratio:12.3f} {http:9.3f} "
-              f"{m['http_requests']:8.0f} {m['fetch_wait_s']:7.2f}")
+              f"{m['http_requests']:8.0f} {m['fetch_wait_s']:7.2f} "
+              f"{m['prefetch_peak_mb']:4.0f}MB")
     print("fetched/read: the prefetcher's bytes fetched per byte of the samples' stored ranges "
           "the workers took from it; HTTP/read: every byte received (manifest, index, direct "
           "reads included) per stored byte of the samples the workers loaded (samples x the "
-          "dataset's mean stored bytes per page)")
+          "dataset's mean stored bytes per page); held: the prefetcher's peak memory")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

@@ -432,6 +432,7 @@ LoaderStats Loader::stats() const {
     s.remote.coalesced = p.coalesced.load(std::memory_order_relaxed);
     s.remote.refetches = p.refetches.load(std::memory_order_relaxed);
     s.remote.fetch_wait = p.wait.Load();
+    s.remote.peak_bytes = p.peak_bytes.load(std::memory_order_relaxed);
     s.remote.retries = GetRemoteStats().retries - c.retries_at_start;
   }
   s.remote.direct_reads = c.stats.direct_reads.load(std::memory_order_relaxed);

@@ -64,7 +64,8 @@ std::string LoaderStatsJson(const LoaderStats& s) {
                  {"direct_reads", r.direct_reads},
                  {"rereads", r.rereads},
                  {"retries", r.retries},
-                 {"fetch_wait", internal::StageJson(r.fetch_wait)}};
+                 {"fetch_wait", internal::StageJson(r.fetch_wait)},
+                 {"peak_bytes", r.peak_bytes}};
   // Invalid UTF-8 in a message (a file name) is replaced rather than thrown on.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -40,6 +40,9 @@ namespace {
 // the fetch threads).
 constexpr size_t kTakeSearch = 4096;
 
+// Requests in flight when a plan starts (see NextChunk).
+constexpr int kSlowStart = 2;
+
 }  // namespace
 
 PrefetchedSample::~PrefetchedSample() {
@@ -76,6 +79,7 @@ void RangePrefetcher::Plan(uint64_t generation, std::vector<uint64_t> ids) {
   if (closed_ || (has_plan_ && generation <= generation_)) return;
   has_plan_ = true;
   generation_ = generation;
+  in_flight_limit_ = kSlowStart;
   // Samples already fetched or in flight are kept for their first occurrence near the front of
   // the new plan (a restart keeps the look-ahead's batches); the others are dropped.
   std::unordered_multimap<uint64_t, std::shared_ptr<Entry>> scheduled;
@@ -143,6 +147,10 @@ std::shared_ptr<RangePrefetcher::Chunk> RangePrefetcher::NextChunk() {
       chunk->member_ids.push_back(members[i]->id);
     }
     bytes_held_ += range.length;
+    ++in_flight_;
+    if (bytes_held_ + spare_bytes_ > counters_.peak_bytes.load(std::memory_order_relaxed)) {
+      counters_.peak_bytes.store(bytes_held_ + spare_bytes_, std::memory_order_relaxed);
+    }
     if (members.size() > 1) {
       counters_.coalesced.fetch_add(members.size() - 1, std::memory_order_relaxed);
     }
@@ -154,6 +162,10 @@ std::shared_ptr<RangePrefetcher::Chunk> RangePrefetcher::NextChunk() {
     demand_.pop_front();
     if (e->chunk == nullptr) return start({e.get()}, e->plan.range);
   }
+  // Slow start: the first requests of a plan share the bandwidth with few others, so the first
+  // samples arrive (and are decoded) early instead of all at once after every request of the
+  // window; each completed request allows one more in flight, up to max_requests.
+  if (in_flight_ >= in_flight_limit_) return nullptr;
   Materialize(options_.merge_window + 1);
   auto first = std::find_if(queue_.begin(), queue_.end(), [](const std::shared_ptr<Entry>& e) {
     return e->planned && e->chunk == nullptr;
@@ -256,6 +268,8 @@ void RangePrefetcher::FetchLoop() {
     {
       MutexLock lock(&mu_);
       chunk->done = true;
+      --in_flight_;
+      in_flight_limit_ = std::min(in_flight_limit_ + 1, std::max(1, options_.max_requests));
       MaybeFree(*chunk);
     }
     ready_cv_.SignalAll();

@@ -16,9 +16,10 @@
 //                   ▼
 //   Take(id) ◄── a worker: waits for its sample's bytes, reads the sample from them
 //
-// Bounds: at most max_requests requests in flight, and at most max_bytes fetched (or being
-// fetched) and not yet used, except that a sample a worker is waiting for is always fetched at
-// once (alone), so a full budget can never stall the sample the consumer needs next. Memory is
+// Bounds: at most max_requests requests in flight (from 2 when a plan starts, one more per
+// completed request: the first samples get the bandwidth first), and at most max_bytes fetched (or
+// being fetched) and not yet used, except that a sample a worker is waiting for is always fetched
+// at once (alone), so a full budget can never stall the sample the consumer needs next. Memory is
 // thus at most max_bytes plus one sample per worker. Coalescing never fetches more than
 // max_waste of the bytes its samples need, nor gaps above max_gap_bytes, nor a request above
 // max_merge_bytes (a single sample's range may be larger).
@@ -69,6 +70,7 @@ struct RangePrefetchCounters {
   std::atomic<uint64_t> refetches{0};      // ranges fetched again after a checksum mismatch
   std::atomic<uint64_t> hits{0};           // Take() of a planned sample
   std::atomic<uint64_t> misses{0};         // Take() of a sample not planned (read directly)
+  std::atomic<uint64_t> peak_bytes{0};     // most bytes held at once (requests and spares)
   AtomicStage wait;                        // Take() waiting for a fetch
 };
 
@@ -160,6 +162,8 @@ class RangePrefetcher {
   std::deque<std::shared_ptr<Entry>> queue_ DOCFEED_GUARDED_BY(mu_);   // untaken, in order
   std::deque<std::shared_ptr<Entry>> demand_ DOCFEED_GUARDED_BY(mu_);  // taken, unscheduled
   uint64_t bytes_held_ DOCFEED_GUARDED_BY(mu_) = 0;
+  int in_flight_ DOCFEED_GUARDED_BY(mu_) = 0;        // requests being fetched
+  int in_flight_limit_ DOCFEED_GUARDED_BY(mu_) = 2;  // slow start, up to max_requests
   // Buffers of freed requests, reused by the next ones; their capacity and bytes_held_ stay
   // within max_bytes together.
   std::vector<std::vector<uint8_t>> spare_ DOCFEED_GUARDED_BY(mu_);

@@ -317,7 +317,7 @@ void PrintTable(const BenchConfig& c, const RunResult& r, double baseline_s) {
   for (uint64_t rss : r.rss_after_epoch) std::printf(" %s", FormatBytes(rss).c_str());
   std::printf("\n");
   if (s.remote.prefetching) {
-    const LoaderStats::Remote& m = s.remote;
+    const RemoteReadStats& m = s.remote;
     std::printf(
         "  remote: %llu range requests (%llu samples coalesced, %llu refetched, %llu read "
         "directly), %s fetched for %s used; workers waited %.3f s for bytes\n",
