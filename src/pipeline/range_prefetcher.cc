@@ -43,6 +43,9 @@ constexpr size_t kTakeSearch = 4096;
 // Requests in flight when a plan starts (see NextChunk).
 constexpr int kSlowStart = 2;
 
+// The byte budget before any sample was used; it grows by twice the bytes used (NextChunk).
+constexpr uint64_t kStartBytes = 8 << 20;
+
 }  // namespace
 
 PrefetchedSample::~PrefetchedSample() {
@@ -132,35 +135,37 @@ std::shared_ptr<RangePrefetcher::Entry> RangePrefetcher::MakeEntry(uint64_t id) 
   return e;
 }
 
+std::shared_ptr<RangePrefetcher::Chunk> RangePrefetcher::StartChunk(std::vector<Entry*> members,
+                                                                    const FileRange& range) {
+  auto chunk = std::make_shared<Chunk>();
+  chunk->range = range;
+  chunk->bytes = SpareBuffer(range.length);
+  chunk->untaken = static_cast<int>(members.size());
+  chunk->charged = range.length;
+  chunk->member_errors.resize(members.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    members[i]->chunk = chunk;
+    members[i]->member = i;
+    chunk->members.push_back(members[i]->plan);
+    chunk->member_ids.push_back(members[i]->id);
+  }
+  bytes_held_ += range.length;
+  ++in_flight_;
+  if (bytes_held_ + spare_bytes_ > counters_.peak_bytes.load(std::memory_order_relaxed)) {
+    counters_.peak_bytes.store(bytes_held_ + spare_bytes_, std::memory_order_relaxed);
+  }
+  if (members.size() > 1) {
+    counters_.coalesced.fetch_add(members.size() - 1, std::memory_order_relaxed);
+  }
+  return chunk;
+}
+
 std::shared_ptr<RangePrefetcher::Chunk> RangePrefetcher::NextChunk() {
-  auto start = [this](std::vector<Entry*> members, const FileRange& range) {
-    auto chunk = std::make_shared<Chunk>();
-    chunk->range = range;
-    chunk->bytes = SpareBuffer(range.length);
-    chunk->untaken = static_cast<int>(members.size());
-    chunk->charged = range.length;
-    chunk->member_errors.resize(members.size());
-    for (size_t i = 0; i < members.size(); ++i) {
-      members[i]->chunk = chunk;
-      members[i]->member = i;
-      chunk->members.push_back(members[i]->plan);
-      chunk->member_ids.push_back(members[i]->id);
-    }
-    bytes_held_ += range.length;
-    ++in_flight_;
-    if (bytes_held_ + spare_bytes_ > counters_.peak_bytes.load(std::memory_order_relaxed)) {
-      counters_.peak_bytes.store(bytes_held_ + spare_bytes_, std::memory_order_relaxed);
-    }
-    if (members.size() > 1) {
-      counters_.coalesced.fetch_add(members.size() - 1, std::memory_order_relaxed);
-    }
-    return chunk;
-  };
   // A sample a worker waits for goes first, alone and whatever the budget.
   while (!demand_.empty()) {
     std::shared_ptr<Entry> e = std::move(demand_.front());
     demand_.pop_front();
-    if (e->chunk == nullptr) return start({e.get()}, e->plan.range);
+    if (e->chunk == nullptr) return StartChunk({e.get()}, e->plan.range);
   }
   // Slow start: the first requests of a plan share the bandwidth with few others, so the first
   // samples arrive (and are decoded) early instead of all at once after every request of the
@@ -172,7 +177,10 @@ std::shared_ptr<RangePrefetcher::Chunk> RangePrefetcher::NextChunk() {
   });
   if (first == queue_.end()) return nullptr;
   Entry& head = **first;
-  const uint64_t budget = options_.max_bytes;
+  // The budget grows with what the workers used: at the start, fetching far ahead takes the
+  // CPU and bandwidth the first batch needs (measured: twice its pad/normalize time with 64 MiB
+  // in flight on two cores), and a consumer slower than the network needs little ahead.
+  const uint64_t budget = std::min(options_.max_bytes, kStartBytes + 2 * used_bytes_);
   if (bytes_held_ > 0 && bytes_held_ + head.plan.range.length > budget) return nullptr;
   // Neighbours among the next unscheduled samples: overlapping, adjacent or a small gap away
   // in the same file, while the request stays within its size, waste and the budget.
@@ -215,7 +223,7 @@ std::shared_ptr<RangePrefetcher::Chunk> RangePrefetcher::NextChunk() {
       grew = true;
     }
   }
-  return start(std::move(members), range);
+  return StartChunk(std::move(members), range);
 }
 
 void RangePrefetcher::Fetch(Chunk& chunk) {
@@ -313,6 +321,7 @@ std::vector<uint8_t> RangePrefetcher::SpareBuffer(uint64_t length) {
 void RangePrefetcher::Release(Chunk& chunk, uint64_t used) {
   counters_.bytes_used.fetch_add(used, std::memory_order_relaxed);
   MutexLock lock(&mu_);
+  used_bytes_ += used;
   --chunk.leases;
   MaybeFree(chunk);
 }

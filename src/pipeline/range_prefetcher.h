@@ -16,12 +16,14 @@
 //                   ▼
 //   Take(id) ◄── a worker: waits for its sample's bytes, reads the sample from them
 //
-// Bounds: at most max_requests requests in flight (from 2 when a plan starts, one more per
-// completed request: the first samples get the bandwidth first), and at most max_bytes fetched (or
-// being fetched) and not yet used, except that a sample a worker is waiting for is always fetched
-// at once (alone), so a full budget can never stall the sample the consumer needs next. Memory is
-// thus at most max_bytes plus one sample per worker. Coalescing never fetches more than
-// max_waste of the bytes its samples need, nor gaps above max_gap_bytes, nor a request above
+// Bounds: at most max_requests requests in flight, and at most max_bytes fetched (or being
+// fetched) and not yet used, except that a sample a worker is waiting for is always fetched at
+// once (alone), so a full budget can never stall the sample the consumer needs next. Memory is
+// thus at most max_bytes plus one sample per worker. Both limits start low and grow: 2 requests
+// when a plan starts (one more per completed request), 8 MiB before any sample was used (plus
+// twice the bytes the workers used), so the first samples get the bandwidth and CPU first
+// instead of sharing them with fetches far ahead. Coalescing never fetches more than max_waste
+// of the bytes its samples need, nor gaps above max_gap_bytes, nor a request above
 // max_merge_bytes (a single sample's range may be larger).
 //
 // Correctness never depends on the plan: Take(id) of a sample that is not planned (a replacement
@@ -133,6 +135,9 @@ class RangePrefetcher {
   // Picks the next request (a demanded sample, else the first unscheduled planned one with its
   // neighbours) and marks its samples scheduled; null when there is nothing allowed now.
   std::shared_ptr<Chunk> NextChunk() DOCFEED_REQUIRES(mu_);
+  // A request for `range` serving `members` (now scheduled), counted in the budget.
+  std::shared_ptr<Chunk> StartChunk(std::vector<Entry*> members, const FileRange& range)
+      DOCFEED_REQUIRES(mu_);
   // Materializes planned ids until `want` unscheduled entries follow the scheduled ones or the
   // plan is exhausted.
   void Materialize(size_t want) DOCFEED_REQUIRES(mu_);
@@ -162,6 +167,7 @@ class RangePrefetcher {
   std::deque<std::shared_ptr<Entry>> queue_ DOCFEED_GUARDED_BY(mu_);   // untaken, in order
   std::deque<std::shared_ptr<Entry>> demand_ DOCFEED_GUARDED_BY(mu_);  // taken, unscheduled
   uint64_t bytes_held_ DOCFEED_GUARDED_BY(mu_) = 0;
+  uint64_t used_bytes_ DOCFEED_GUARDED_BY(mu_) = 0;  // handed to workers, over the life
   int in_flight_ DOCFEED_GUARDED_BY(mu_) = 0;        // requests being fetched
   int in_flight_limit_ DOCFEED_GUARDED_BY(mu_) = 2;  // slow start, up to max_requests
   // Buffers of freed requests, reused by the next ones; their capacity and bytes_held_ stay
