@@ -301,10 +301,12 @@ Status Dataset::CheckImageLocation(uint64_t id, const IndexRecord& r, const Batc
   int32_t end = 0;
   uint64_t values_offset = 0;
   uint64_t values_length = 0;
-  if (fetched != nullptr) {
-    // Read ahead by ranges (a remote dataset): the batch's metadata and image offsets are read
-    // once per batch and kept, instead of three small requests per sample. Kept offsets that
-    // disagree with the index are read once more (they may have been damaged on the way).
+  if (fetched != nullptr && span.num_rows > 1) {
+    // Read ahead by ranges (a remote dataset): a multi-row batch's metadata and image offsets
+    // are read once per batch and kept, instead of three small requests per sample. (A 1-row
+    // batch is fetched whole: its reads below come from `fetched`, and nothing is kept.) Kept
+    // offsets that disagree with the index are read once more (they may have been damaged on the
+    // way).
     for (int attempt = 0; attempt < 2; ++attempt) {
       DOCFEED_ASSIGN_OR_RETURN(std::shared_ptr<const ImageOffsets> offsets,
                                BatchImageOffsets(id, r, span, scratch, fetched));
@@ -325,11 +327,11 @@ Status Dataset::CheckImageLocation(uint64_t id, const IndexRecord& r, const Batc
     }
   } else {
     DOCFEED_ASSIGN_OR_RETURN(const arrow::BatchLayout layout,
-                             ReadBatchLayout(id, r, span, scratch, nullptr));
+                             ReadBatchLayout(id, r, span, scratch, fetched));
     const std::vector<arrow::BatchLayout::Range>& buffers = layout.buffers;
     uint8_t pair[8];
     DOCFEED_RETURN_IF_ERROR(
-        ReadAt(r.file_index, buffers[2].offset + uint64_t{r.row} * 4, pair, nullptr));
+        ReadAt(r.file_index, buffers[2].offset + uint64_t{r.row} * 4, pair, fetched));
     std::memcpy(&begin, pair, 4);  // little-endian host, see format/value.cc
     std::memcpy(&end, pair + 4, 4);
     values_offset = buffers[3].offset;
