@@ -124,6 +124,28 @@ struct StageTime {
   uint64_t nanos = 0;
 };
 
+// LoaderStats::remote: what reading a dataset by byte ranges ahead of the workers cost.
+struct RemoteReadStats {
+  bool prefetching = false;
+  uint64_t requests = 0;       // range reads sent by the prefetcher (refetches included)
+  uint64_t bytes_fetched = 0;  // bytes they returned
+  uint64_t bytes_used = 0;     // bytes of the planned ranges the workers read samples from
+  uint64_t coalesced = 0;      // samples whose range joined another sample's request
+  uint64_t refetches = 0;      // ranges fetched again after a checksum mismatch
+  uint64_t direct_reads = 0;   // samples read without the prefetcher (not in its plan)
+  // Samples read once more, from their whole record batch checked against the manifest, after
+  // reading them (the prefetched range and the small unchecked reads beside it) failed with
+  // Corruption or IOError.
+  uint64_t rereads = 0;
+  // HTTP attempts repeated after transient failures, by the process-wide remote Env (all of
+  // its users) since this loader was created.
+  uint64_t retries = 0;
+  StageTime fetch_wait;  // workers waiting for a sample's bytes to arrive
+  // The most memory the prefetcher held at once: ranges fetched or in flight and buffers kept
+  // for reuse (prefetch_bytes plus a sample per waiting worker at most).
+  uint64_t peak_bytes = 0;
+};
+
 // Sums over the loader's life, over all workers.
 struct LoaderStats {
   StageTime read;           // reading the stored bytes (and decompressing Arrow bodies)
@@ -143,6 +165,9 @@ struct LoaderStats {
   uint64_t ready_depth_sum = 0;                // batches already complete at each Next(), summed
   uint64_t pool_buffers = 0;
   uint64_t pool_bytes = 0;  // pixels of every buffer
+  // Reading by the index ahead of the workers (remote datasets, LoaderOptions::range_prefetch);
+  // all 0 without it.
+  RemoteReadStats remote;
 };
 
 // Every field of `stats` as one JSON object (each stage as {"count": N, "nanos": N}); the one
@@ -150,6 +175,8 @@ struct LoaderStats {
 std::string LoaderStatsJson(const LoaderStats& stats);
 
 enum class BadSamplePolicy { kError, kSkip };
+
+enum class RangePrefetch { kAuto, kOn, kOff };
 
 struct LoaderOptions {
   std::string path;  // a docfeed dataset directory, or its URL (s3://, http(s)://)
@@ -194,6 +221,13 @@ struct LoaderOptions {
   // its lifetime; Next() fails with ResourceExhausted on the batch that exceeds it.
   uint64_t max_bad_samples = 100;
   BufferAllocator allocator;  // empty: the loader allocates
+  // Reading by the index ahead of the workers (src/pipeline/range_prefetcher.h): byte-range
+  // reads of the samples in the order the workers will need them, neighbours coalesced, each
+  // range checked against its XXH3 on arrival. kAuto: for URLs (s3://, http(s)://) only; local
+  // datasets are read where they lie.
+  RangePrefetch range_prefetch = RangePrefetch::kAuto;
+  uint64_t prefetch_bytes = 64ull << 20;  // fetched (or in flight) and not yet used, at most
+  int prefetch_requests = 8;              // range requests in flight, at most
 };
 
 class Loader;

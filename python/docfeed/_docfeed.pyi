@@ -43,7 +43,9 @@ class Loader:
                  image_std: Optional[Tuple[float, float, float]] = None,
                  allocator: Optional[Callable[[int], Any]] = None, preset: str = "donut",
                  min_pixels: int = 3136, max_pixels: int = 12845056, patch_size: int = 14,
-                 temporal_patch_size: int = 2, merge_size: int = 2) -> None: ...
+                 temporal_patch_size: int = 2, merge_size: int = 2,
+                 range_prefetch: str = "auto", prefetch_bytes: int = 67108864,
+                 prefetch_requests: int = 8) -> None: ...
     @property
     def num_samples(self) -> int: ...
     @property

@@ -184,6 +184,10 @@ class Loader:
         normalized float pixel_values records the mean/std it found, so the original tensors come
         back), else the preset's (Donut's 0.5 / 0.5, Nougat's ImageNet values). The values in
         use are the loader's image_mean/image_std; uint8 output is not normalized.
+      range_prefetch: "auto" (default: for s3:// and http(s):// datasets), "on" or "off": read
+        the samples' byte ranges in the epoch's order ahead of the workers, neighbours coalesced,
+        each checked against its checksum on arrival. prefetch_bytes: fetched and not yet used,
+        at most (default 64 MiB); prefetch_requests: range requests in flight (default 8).
     """
 
     def __init__(self, path: Union[str, "os.PathLike[str]"], batch_size: int,
@@ -200,7 +204,8 @@ class Loader:
                  patch_size: Optional[int] = None, temporal_patch_size: Optional[int] = None,
                  merge_size: Optional[int] = None, longest_edge: Optional[int] = None,
                  max_image_size: Optional[int] = None,
-                 do_image_splitting: Optional[bool] = None) -> None:
+                 do_image_splitting: Optional[bool] = None, range_prefetch: str = "auto",
+                 prefetch_bytes: int = 64 << 20, prefetch_requests: int = 8) -> None:
         import os
 
         preset = _str("preset", preset)
@@ -268,7 +273,10 @@ class Loader:
             image_mean=_channel_values("image_mean", image_mean),
             image_std=_channel_values("image_std", image_std),
             allocator=self._gpu.pinned_allocator if self._gpu is not None else None,
-            preset=preset, **qwen_args, **idefics3_args)
+            preset=preset, range_prefetch=_str("range_prefetch", range_prefetch),
+            prefetch_bytes=_int("prefetch_bytes", prefetch_bytes),
+            prefetch_requests=_int("prefetch_requests", prefetch_requests), **qwen_args,
+            **idefics3_args)
         self._closed = False
         self._pid = os.getpid()
         self._loader_core = _docfeed.Loader(**self._core_args)
@@ -546,7 +554,10 @@ class Loader:
         """Every field of the C++ LoaderStats (docfeed._docfeed.STATS_FIELDS): the stages read,
         decode, resize, decode_resize (decode and resize fused, for originals needing no
         rotation), pad_normalize, buffer_wait and consumer_wait as (count, seconds); the
-        counters as ints; bad_sample_errors as a list of messages."""
+        counters as ints; bad_sample_errors as a list of messages; remote: reading a URL by
+        byte ranges ahead of the workers (prefetching, requests, bytes_fetched, bytes_used,
+        coalesced, refetches, direct_reads, rereads, retries as ints, fetch_wait as (count,
+        seconds); all 0 for a local dataset)."""
         return self._core.stats()
 
     def close(self) -> None:

@@ -292,7 +292,8 @@ LoaderOptions MakeOptions(
     const std::optional<std::array<double, 3>>& image_std, nb::handle allocator,
     const std::string& preset, nb::handle min_pixels, nb::handle max_pixels, nb::handle patch_size,
     nb::handle temporal_patch_size, nb::handle merge_size, nb::handle longest_edge,
-    nb::handle max_image_size, bool do_image_splitting) {
+    nb::handle max_image_size, bool do_image_splitting, const std::string& range_prefetch,
+    nb::handle prefetch_bytes, nb::handle prefetch_requests) {
   constexpr int kIntMax = std::numeric_limits<int>::max();
   LoaderOptions opt;
   opt.path = path;
@@ -364,6 +365,18 @@ LoaderOptions MakeOptions(
   opt.num_threads = ToInt<int>("num_threads", num_threads, 0, kIntMax);
   opt.prefetch = ToInt<int>("prefetch", prefetch, 1, kIntMax);
   opt.max_held = ToInt<int>("max_held", max_held, 1, kIntMax);
+  if (range_prefetch == "auto") {
+    opt.range_prefetch = RangePrefetch::kAuto;
+  } else if (range_prefetch == "on") {
+    opt.range_prefetch = RangePrefetch::kOn;
+  } else if (range_prefetch == "off") {
+    opt.range_prefetch = RangePrefetch::kOff;
+  } else {
+    Raise(InvalidArgumentError("range_prefetch must be \"auto\", \"on\" or \"off\", not \"" +
+                               range_prefetch + "\""));
+  }
+  opt.prefetch_bytes = ToInt<uint64_t>("prefetch_bytes", prefetch_bytes, 1);
+  opt.prefetch_requests = ToInt<int>("prefetch_requests", prefetch_requests, 1, 1024);
   opt.label_column = label_column;
   opt.label_length = ToInt<uint32_t>("label_length", label_length);
   if (on_error == "raise") {
@@ -459,7 +472,8 @@ constexpr const char* kStatsFields[] = {"read",
                                         "bad_sample_errors",
                                         "ready_depth_sum",
                                         "pool_buffers",
-                                        "pool_bytes"};
+                                        "pool_bytes",
+                                        "remote"};
 
 // A LoaderState as the dict docfeed.Loader.state_dict() builds on: seed, epoch, position,
 // world_size, batch_size (the reporting loader's shape) and elastic (its last resume's mode).
@@ -494,6 +508,19 @@ nb::dict StatsDict(const LoaderStats& s) {
   d["ready_depth_sum"] = s.ready_depth_sum;
   d["pool_buffers"] = s.pool_buffers;
   d["pool_bytes"] = s.pool_bytes;
+  nb::dict r;
+  r["prefetching"] = s.remote.prefetching;
+  r["requests"] = s.remote.requests;
+  r["bytes_fetched"] = s.remote.bytes_fetched;
+  r["bytes_used"] = s.remote.bytes_used;
+  r["coalesced"] = s.remote.coalesced;
+  r["refetches"] = s.remote.refetches;
+  r["direct_reads"] = s.remote.direct_reads;
+  r["rereads"] = s.remote.rereads;
+  r["retries"] = s.remote.retries;
+  r["fetch_wait"] = stage(s.remote.fetch_wait);
+  r["peak_bytes"] = s.remote.peak_bytes;
+  d["remote"] = r;
   return d;
 }
 
@@ -560,13 +587,15 @@ void InitLoader(PyLoader* self, const std::string& path, nb::int_ height, nb::in
                 std::optional<std::array<double, 3>> image_std, nb::object allocator,
                 const std::string& preset, nb::int_ min_pixels, nb::int_ max_pixels,
                 nb::int_ patch_size, nb::int_ temporal_patch_size, nb::int_ merge_size,
-                nb::int_ longest_edge, nb::int_ max_image_size, bool do_image_splitting) {
+                nb::int_ longest_edge, nb::int_ max_image_size, bool do_image_splitting,
+                const std::string& range_prefetch, nb::int_ prefetch_bytes,
+                nb::int_ prefetch_requests) {
   const LoaderOptions opt = MakeOptions(
       path, height, width, align_long_axis, hf_version, backend, batch_size, shuffle, seed, pad,
       dtype, layout, rank, world_size, remainder, num_threads, prefetch, max_held, label_column,
       label_length, on_error, max_bad_samples, image_mean, image_std, allocator, preset, min_pixels,
       max_pixels, patch_size, temporal_patch_size, merge_size, longest_edge, max_image_size,
-      do_image_splitting);
+      do_image_splitting, range_prefetch, prefetch_bytes, prefetch_requests);
   Result<std::unique_ptr<Loader>> created = [&] {
     nb::gil_scoped_release nogil;
     return Loader::Create(opt);
@@ -991,6 +1020,8 @@ NB_MODULE(_docfeed, m) {
            "longest_edge"_a = kDefaults.preset.idefics3.longest_edge,
            "max_image_size"_a = kDefaults.preset.idefics3.max_image_size,
            "do_image_splitting"_a = kDefaults.preset.idefics3.do_image_splitting,
+           "range_prefetch"_a = "auto", "prefetch_bytes"_a = kDefaults.prefetch_bytes,
+           "prefetch_requests"_a = kDefaults.prefetch_requests,
            "Opens `path` and starts epoch 0. Integers out of range, unknown names and bad "
            "combinations raise docfeed.InvalidArgumentError (a ValueError) naming the "
            "parameter.")

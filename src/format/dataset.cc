@@ -160,7 +160,7 @@ Status Dataset::OpenDataFile(Env* env, const FileEntry& entry, uint64_t* next_sa
                  std::to_string(r.first_sample) + ", expected " +
                  std::to_string(*next_sample + rows));
     }
-    data.batches.push_back({r.offset, r.length, r.first_sample, r.num_rows});
+    data.batches.push_back({r.offset, r.length, r.first_sample, r.num_rows, r.xxh3});
     rows += r.num_rows;
   }
   if (at != entry.size_bytes || rows != entry.num_rows) {
@@ -215,29 +215,67 @@ Status Dataset::SampleError(uint64_t id, const Status& cause) const {
   return cause.WithContext(dir_ + ": sample " + std::to_string(id));
 }
 
-Status Dataset::ReadBatch(uint32_t file_index, const BatchSpan& batch, ReadScratch* scratch) const {
+Status Dataset::ReadAt(uint32_t file_index, uint64_t offset, std::span<uint8_t> out,
+                       const FetchedRange* fetched) const {
+  if (fetched != nullptr && fetched->file == file_index && offset >= fetched->offset &&
+      offset - fetched->offset <= fetched->bytes.size() &&
+      out.size() <= fetched->bytes.size() - (offset - fetched->offset)) {
+    std::memcpy(out.data(), fetched->bytes.data() + (offset - fetched->offset), out.size());
+    return Status::Ok();
+  }
+  return data_files_[file_index].file->ReadAt(offset, out);
+}
+
+Result<SamplePlan> Dataset::PlanBatch(uint64_t id) const {
+  if (id >= size()) return InvalidArgumentError("sample " + std::to_string(id) + " out of range");
+  const IndexRecord r = index_.Get(id);
+  DOCFEED_ASSIGN_OR_RETURN(const BatchSpan* span, CheckRecord(id, r));
+  return SamplePlan{{r.file_index, span->offset, span->length}, span->xxh3, true};
+}
+
+Result<SamplePlan> Dataset::PlanSample(uint64_t id, bool with_labels) const {
+  if (id >= size()) return InvalidArgumentError("sample " + std::to_string(id) + " out of range");
+  const IndexRecord r = index_.Get(id);
+  DOCFEED_ASSIGN_OR_RETURN(const BatchSpan* span, CheckRecord(id, r));
+  SamplePlan plan;
+  plan.range.file = r.file_index;
+  if (manifest_.compression != "none" || with_labels || span->num_rows == 1) {
+    plan.range.offset = span->offset;
+    plan.range.length = span->length;
+    plan.xxh3 = span->xxh3;
+    plan.whole_batch = true;
+  } else {
+    plan.range.offset = r.image_offset;
+    plan.range.length = r.image_length;
+    plan.xxh3 = r.image_hash;
+  }
+  return plan;
+}
+
+Status Dataset::ReadBatch(uint32_t file_index, const BatchSpan& batch, ReadScratch* scratch,
+                          const FetchedRange* fetched) const {
   scratch->bytes.resize(batch.length);
-  DOCFEED_RETURN_IF_ERROR(data_files_[file_index].file->ReadAt(batch.offset, scratch->bytes));
+  DOCFEED_RETURN_IF_ERROR(ReadAt(file_index, batch.offset, scratch->bytes, fetched));
   return readers_[file_index].ReadBatchFrom(scratch->bytes, batch.offset, &scratch->batch);
 }
 
-// The image column is struct<bytes: binary, path: string> (CheckSchema): its arrays come first
-// in the flattened tree (struct, bytes, path) and its first buffers are the struct's validity,
-// then the bytes' validity, offsets and values.
-Status Dataset::CheckImageLocation(uint64_t id, const IndexRecord& r, const BatchSpan& span,
-                                   ReadScratch* scratch) const {
+// The layout of the record batch `span` from its metadata, once its image column is known to
+// hold row r.row.
+Result<arrow::BatchLayout> Dataset::ReadBatchLayout(uint64_t id, const IndexRecord& r,
+                                                    const BatchSpan& span, ReadScratch* scratch,
+                                                    const FetchedRange* fetched) const {
   const RandomAccessFile& file = *data_files_[r.file_index].file;
   auto corrupt = [&](const std::string& what) {
     return CorruptionError(file.path() + ": sample " + std::to_string(id) + ": " + what);
   };
   uint8_t first[8];
   if (span.length < sizeof(first)) return corrupt("record batch message too short");
-  DOCFEED_RETURN_IF_ERROR(file.ReadAt(span.offset, first));
+  DOCFEED_RETURN_IF_ERROR(ReadAt(r.file_index, span.offset, first, fetched));
   Result<uint64_t> head_bytes = arrow::StreamReader::MetadataEnd(first);
   if (!head_bytes.ok()) return corrupt(std::string(head_bytes.status().message()));
   if (*head_bytes > span.length) return corrupt("record batch metadata runs past the batch");
   scratch->bytes.resize(*head_bytes);
-  DOCFEED_RETURN_IF_ERROR(file.ReadAt(span.offset, scratch->bytes));
+  DOCFEED_RETURN_IF_ERROR(ReadAt(r.file_index, span.offset, scratch->bytes, fetched));
   Result<arrow::BatchLayout> layout =
       readers_[r.file_index].ReadLayout(scratch->bytes, span.offset, span.length - *head_bytes);
   if (!layout.ok()) return corrupt(std::string(layout.status().message()));
@@ -247,16 +285,62 @@ Status Dataset::CheckImageLocation(uint64_t id, const IndexRecord& r, const Batc
       (uint64_t{r.row} + 2) * 4 > buffers[2].length) {
     return corrupt("row " + std::to_string(r.row) + " is not in the batch's image column");
   }
-  uint8_t pair[8];
-  DOCFEED_RETURN_IF_ERROR(file.ReadAt(buffers[2].offset + uint64_t{r.row} * 4, pair));
+  return layout;
+}
+
+// The image column is struct<bytes: binary, path: string> (CheckSchema): its arrays come first
+// in the flattened tree (struct, bytes, path) and its first buffers are the struct's validity,
+// then the bytes' validity, offsets and values.
+Status Dataset::CheckImageLocation(uint64_t id, const IndexRecord& r, const BatchSpan& span,
+                                   ReadScratch* scratch, const FetchedRange* fetched) const {
+  const RandomAccessFile& file = *data_files_[r.file_index].file;
+  auto corrupt = [&](const std::string& what) {
+    return CorruptionError(file.path() + ": sample " + std::to_string(id) + ": " + what);
+  };
   int32_t begin = 0;
   int32_t end = 0;
-  std::memcpy(&begin, pair, 4);  // little-endian host, see format/value.cc
-  std::memcpy(&end, pair + 4, 4);
-  if (begin < 0 || end < begin || static_cast<uint64_t>(end) > buffers[3].length) {
+  uint64_t values_offset = 0;
+  uint64_t values_length = 0;
+  if (fetched != nullptr && span.num_rows > 1) {
+    // Read ahead by ranges (a remote dataset): a multi-row batch's metadata and image offsets
+    // are read once per batch and kept, instead of three small requests per sample. (A 1-row
+    // batch is fetched whole: its reads below come from `fetched`, and nothing is kept.) Kept
+    // offsets that disagree with the index are read once more (they may have been damaged on the
+    // way).
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      DOCFEED_ASSIGN_OR_RETURN(std::shared_ptr<const ImageOffsets> offsets,
+                               BatchImageOffsets(id, r, span, scratch, fetched));
+      if (uint64_t{r.row} + 1 >= offsets->offsets.size()) {
+        return corrupt("row " + std::to_string(r.row) + " is not in the batch's image column");
+      }
+      begin = offsets->offsets[r.row];
+      end = offsets->offsets[r.row + 1];
+      values_offset = offsets->values_offset;
+      values_length = offsets->values_length;
+      if (begin >= 0 && end >= begin && static_cast<uint64_t>(end) <= values_length &&
+          values_offset + static_cast<uint64_t>(begin) == r.image_offset &&
+          static_cast<uint64_t>(end - begin) == r.image_length) {
+        break;
+      }
+      MutexLock lock(&offsets_mu_);
+      offsets_cache_.erase({r.file_index, span.offset});
+    }
+  } else {
+    DOCFEED_ASSIGN_OR_RETURN(const arrow::BatchLayout layout,
+                             ReadBatchLayout(id, r, span, scratch, fetched));
+    const std::vector<arrow::BatchLayout::Range>& buffers = layout.buffers;
+    uint8_t pair[8];
+    DOCFEED_RETURN_IF_ERROR(
+        ReadAt(r.file_index, buffers[2].offset + uint64_t{r.row} * 4, pair, fetched));
+    std::memcpy(&begin, pair, 4);  // little-endian host, see format/value.cc
+    std::memcpy(&end, pair + 4, 4);
+    values_offset = buffers[3].offset;
+    values_length = buffers[3].length;
+  }
+  if (begin < 0 || end < begin || static_cast<uint64_t>(end) > values_length) {
     return corrupt("the image column's offsets are out of range");
   }
-  const uint64_t at = buffers[3].offset + static_cast<uint64_t>(begin);
+  const uint64_t at = values_offset + static_cast<uint64_t>(begin);
   const auto length = static_cast<uint64_t>(end - begin);
   if (at != r.image_offset || length != r.image_length) {
     return corrupt("index image range " + std::to_string(r.image_offset) + "+" +
@@ -264,6 +348,35 @@ Status Dataset::CheckImageLocation(uint64_t id, const IndexRecord& r, const Batc
                    std::to_string(at) + "+" + std::to_string(length) + ")");
   }
   return Status::Ok();
+}
+
+Result<std::shared_ptr<const Dataset::ImageOffsets>> Dataset::BatchImageOffsets(
+    uint64_t id, const IndexRecord& r, const BatchSpan& span, ReadScratch* scratch,
+    const FetchedRange* fetched) const {
+  const std::pair<uint32_t, uint64_t> key(r.file_index, span.offset);
+  {
+    MutexLock lock(&offsets_mu_);
+    auto it = offsets_cache_.find(key);
+    if (it != offsets_cache_.end()) return it->second;
+  }
+  DOCFEED_ASSIGN_OR_RETURN(const arrow::BatchLayout layout,
+                           ReadBatchLayout(id, r, span, scratch, fetched));
+  const arrow::BatchLayout::Range& offsets_buffer = layout.buffers[2];
+  const uint64_t rows = static_cast<uint64_t>(layout.array_lengths[1]);
+  if ((rows + 1) * 4 > offsets_buffer.length || rows != span.num_rows) {
+    return CorruptionError(data_files_[r.file_index].file->path() + ": sample " +
+                           std::to_string(id) + ": the batch's image offsets do not cover its " +
+                           std::to_string(span.num_rows) + " rows");
+  }
+  auto out = std::make_shared<ImageOffsets>();
+  out->values_offset = layout.buffers[3].offset;
+  out->values_length = layout.buffers[3].length;
+  std::vector<uint8_t> raw((rows + 1) * 4);
+  DOCFEED_RETURN_IF_ERROR(ReadAt(r.file_index, offsets_buffer.offset, raw, fetched));
+  out->offsets.resize(rows + 1);
+  std::memcpy(out->offsets.data(), raw.data(), raw.size());  // little-endian host
+  MutexLock lock(&offsets_mu_);
+  return offsets_cache_.emplace(key, std::move(out)).first->second;
 }
 
 Result<std::vector<uint8_t>> Dataset::ReadImage(uint64_t id) const {
@@ -278,7 +391,8 @@ Result<std::vector<Value>> Dataset::ReadLabels(uint64_t id) const {
   return std::move(sample.labels);
 }
 
-Result<SampleBytes> Dataset::ReadSample(uint64_t id, bool with_labels, ReadScratch* scratch) const {
+Result<SampleBytes> Dataset::ReadSample(uint64_t id, bool with_labels, ReadScratch* scratch,
+                                        const FetchedRange* fetched) const {
   if (id >= size()) return InvalidArgumentError("sample " + std::to_string(id) + " out of range");
   const IndexRecord r = index_.Get(id);
   DOCFEED_ASSIGN_OR_RETURN(const BatchSpan* span, CheckRecord(id, r));
@@ -291,7 +405,7 @@ Result<SampleBytes> Dataset::ReadSample(uint64_t id, bool with_labels, ReadScrat
   SampleBytes out;
   const bool compressed = manifest_.compression != "none";
   if (compressed || with_labels) {
-    const Status read = ReadBatch(r.file_index, *span, &s);
+    const Status read = ReadBatch(r.file_index, *span, &s, fetched);
     if (!read.ok()) return SampleError(id, read);
     if (r.row >= static_cast<uint64_t>(s.batch.num_rows)) return corrupt("row past batch");
     DOCFEED_ASSIGN_OR_RETURN(out.image, RowImage(s.batch, r.row));
@@ -306,11 +420,11 @@ Result<SampleBytes> Dataset::ReadSample(uint64_t id, bool with_labels, ReadScrat
       }
     }
   } else {
-    if (const Status at = CheckImageLocation(id, r, *span, &s); !at.ok()) {
+    if (const Status at = CheckImageLocation(id, r, *span, &s, fetched); !at.ok()) {
       return at.code() == StatusCode::kCorruption ? at : SampleError(id, at);
     }
     s.bytes.resize(r.image_length);
-    const Status read = data_files_[r.file_index].file->ReadAt(r.image_offset, s.bytes);
+    const Status read = ReadAt(r.file_index, r.image_offset, s.bytes, fetched);
     if (!read.ok()) return SampleError(id, read);
     out.image = s.bytes;
   }

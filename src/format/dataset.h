@@ -15,6 +15,7 @@
 #define DOCFEED_FORMAT_DATASET_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -22,6 +23,7 @@
 
 #include "base/env.h"
 #include "base/file.h"
+#include "base/mutex.h"
 #include "docfeed/status.h"
 #include "format/arrow/reader.h"
 #include "format/arrow/schema.h"
@@ -48,6 +50,33 @@ struct SampleBytes {
 struct ReadScratch {
   std::vector<uint8_t> bytes;
   arrow::RecordBatch batch;
+};
+
+// A byte range of data file `file` (the manifest's data_files order).
+struct FileRange {
+  uint32_t file = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint64_t end() const { return offset + length; }
+};
+
+// The bytes a reader fetches ahead for one sample (pipeline/range_prefetcher.h): the range
+// ReadSample reads the sample from, and the XXH3-64 the manifest or the index gives for exactly
+// those bytes, so they are checked on arrival, before anything parses them.
+struct SamplePlan {
+  FileRange range;
+  uint64_t xxh3 = 0;
+  // The whole record batch (its region's checksum) rather than the image alone (the index's
+  // image_hash).
+  bool whole_batch = false;
+};
+
+// Bytes of a data file already in memory: ReadSample serves its reads that lie inside from
+// here instead of the file (and still checks everything it checks on a file's bytes).
+struct FetchedRange {
+  uint32_t file = 0;
+  uint64_t offset = 0;
+  std::span<const uint8_t> bytes;
 };
 
 class Dataset {
@@ -85,8 +114,23 @@ class Dataset {
   // With a `scratch` (the caller thread's own), the bytes are read (and decompressed) into its
   // buffers, and `image` points there (`owned` stays empty): the result is valid until the next
   // ReadSample with the same scratch. Without one, `owned` holds the image.
-  Result<SampleBytes> ReadSample(uint64_t id, bool with_labels,
-                                 ReadScratch* scratch = nullptr) const;
+  // With `fetched` (bytes of the sample's data file fetched ahead, see PlanSample), the reads
+  // that lie inside it are copied from there; any other read goes to the file as usual.
+  Result<SampleBytes> ReadSample(uint64_t id, bool with_labels, ReadScratch* scratch = nullptr,
+                                 const FetchedRange* fetched = nullptr) const;
+
+  // What ReadSample(id, with_labels) reads the bulk of the sample from, with its checksum: the
+  // whole record batch (with labels, with a compressed body, or when the batch holds this one
+  // row: preprocessed datasets) or else the image's byte range (the small reads of the batch's
+  // metadata that check the image's location still go to the file). The record is checked
+  // against the batch list first (Corruption naming the sample otherwise).
+  Result<SamplePlan> PlanSample(uint64_t id, bool with_labels) const;
+  // The whole record batch sample `id` lies in, with its region's checksum: every read of the
+  // sample lies inside, so bytes checked against it leave nothing unchecked.
+  Result<SamplePlan> PlanBatch(uint64_t id) const;
+  // Data file `file` (REQUIRES: file < manifest().data_files.size()), for reading a planned
+  // range; its path() names it in errors.
+  const RandomAccessFile& data_file(uint32_t file) const { return *data_files_[file].file; }
 
   // Nothing is mapped, so reading a dataset larger than RAM keeps the resident set at the
   // callers' buffers (the page cache holds the file pages, outside the process).
@@ -98,6 +142,7 @@ class Dataset {
     uint64_t length = 0;  // message and body
     uint64_t first_sample = 0;
     uint64_t num_rows = 0;
+    uint64_t xxh3 = 0;  // the region's checksum: the message and body
   };
   struct DataFile {
     std::unique_ptr<RandomAccessFile> file;
@@ -111,12 +156,32 @@ class Dataset {
   Result<const BatchSpan*> CheckRecord(uint64_t id, const IndexRecord& r) const;
   // Reads the whole message of `batch` of data file `file_index` into scratch->bytes and parses
   // it into scratch->batch.
-  Status ReadBatch(uint32_t file_index, const BatchSpan& batch, ReadScratch* scratch) const;
+  Status ReadBatch(uint32_t file_index, const BatchSpan& batch, ReadScratch* scratch,
+                   const FetchedRange* fetched) const;
+  // A positioned read of data file `file_index`, from `fetched` when it covers the range.
+  Status ReadAt(uint32_t file_index, uint64_t offset, std::span<uint8_t> out,
+                const FetchedRange* fetched) const;
   // For an uncompressed body read without its batch: the Arrow row `r` names holds its image at
   // exactly the index's byte range (reads the batch's metadata and the row's two value offsets,
   // not the body). Corruption otherwise, naming the file and sample.
+  // With `fetched` (reading ahead by ranges) the batch's offsets come from BatchImageOffsets.
   Status CheckImageLocation(uint64_t id, const IndexRecord& r, const BatchSpan& span,
-                            ReadScratch* scratch) const;
+                            ReadScratch* scratch, const FetchedRange* fetched) const;
+  // The record batch's metadata, parsed (its image column must hold row r.row).
+  Result<arrow::BatchLayout> ReadBatchLayout(uint64_t id, const IndexRecord& r,
+                                             const BatchSpan& span, ReadScratch* scratch,
+                                             const FetchedRange* fetched) const;
+  // A record batch's image column: where its values lie and every row's value offsets, read
+  // once per batch (its metadata and offsets buffer) and kept.
+  struct ImageOffsets {
+    uint64_t values_offset = 0;
+    uint64_t values_length = 0;
+    std::vector<int32_t> offsets;  // num_rows + 1
+  };
+  Result<std::shared_ptr<const ImageOffsets>> BatchImageOffsets(uint64_t id, const IndexRecord& r,
+                                                                const BatchSpan& span,
+                                                                ReadScratch* scratch,
+                                                                const FetchedRange* fetched) const;
   Status SampleError(uint64_t id, const Status& cause) const;
   // Columns after the label columns (the `original` image column), which RowValues skips.
   size_t TrailingColumns() const { return manifest_.original_column.empty() ? 0 : 1; }
@@ -128,6 +193,10 @@ class Dataset {
   IndexView index_;
   std::vector<DataFile> data_files_;
   std::vector<arrow::StreamReader> readers_;  // one per data file, over its schema_bytes
+  mutable Mutex offsets_mu_;
+  // (file, batch offset) -> its image offsets, for reads ahead by ranges (CheckImageLocation).
+  mutable std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<const ImageOffsets>>
+      offsets_cache_ DOCFEED_GUARDED_BY(offsets_mu_);
 };
 
 // The Arrow schema docfeed writes for these columns (image struct first), with the

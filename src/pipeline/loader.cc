@@ -8,9 +8,11 @@
 
 #include "base/file.h"
 #include "base/mutex.h"
+#include "docfeed/remote.h"
 #include "format/dataset.h"
 #include "format/manifest.h"
 #include "pipeline/buffer_pool.h"
+#include "pipeline/range_prefetcher.h"
 #include "pipeline/sample_reader.h"
 #include "pipeline/scheduler.h"
 
@@ -30,6 +32,9 @@ struct LoaderCore {
   const int owner_pid = CurrentProcessId();
   StatsRecorder stats;
   std::unique_ptr<SampleReader> reader;
+  // Remote datasets: reads the samples' ranges ahead of the workers (null: workers read).
+  std::unique_ptr<RangePrefetcher> prefetcher;
+  uint64_t retries_at_start = 0;  // GetRemoteStats().retries when the loader was created
   std::unique_ptr<BufferPool> pool;
   std::unique_ptr<Scheduler> scheduler;
   Mutex workers_mu;  // serializes Close(): the second caller returns once the first joined
@@ -67,6 +72,8 @@ void LeakInForkedChild(std::shared_ptr<LoaderCore> core) {
 
 void LoaderCore::Close() {
   scheduler->Close();
+  // Wakes workers waiting for a fetch (Cancelled) and joins the fetch threads.
+  if (prefetcher != nullptr) prefetcher->Close();
   MutexLock lock(&workers_mu);
   for (std::thread& t : workers) t.join();
   workers.clear();
@@ -91,9 +98,10 @@ Status LoaderCore::FillSlot(const Claim& c, WorkerScratch& scratch) {
   uint64_t position = o.Position(c.k, c.j);
   for (uint64_t tries = 0;; ++tries, ++position) {
     const uint64_t id = o.SampleAt(position);
-    Status status = reader->Load(id, o.options().epoch, slot, scratch);
+    Status status = reader->Load(id, o.options().epoch, slot, scratch, prefetcher.get());
     if (status.ok()) return status;
     if (options.on_error == BadSamplePolicy::kError) return status;
+    if (status.code() == StatusCode::kCancelled) return status;  // closed: no replacement
     slot.skipped->push_back({id, "sample " + std::to_string(id) + ": " + status.ToString()});
     // The lifetime budget is counted when the batch is handed out (Next); one slot alone may
     // not exceed it either, nor try every sample.
@@ -168,6 +176,7 @@ Status ValidateOptions(const LoaderOptions& o) {
   if (o.batch_size == 0) return InvalidArgumentError("batch_size must be at least 1");
   if (o.prefetch < 1) return InvalidArgumentError("prefetch must be at least 1");
   if (o.max_held < 1) return InvalidArgumentError("max_held must be at least 1");
+  if (o.prefetch_requests < 1) return InvalidArgumentError("prefetch_requests must be at least 1");
   if (o.num_threads < 0) return InvalidArgumentError("num_threads must be 0 (auto) or more");
   if (o.world_size == 0 || o.rank >= o.world_size) {
     return InvalidArgumentError("rank " + std::to_string(o.rank) + " is not below world_size " +
@@ -204,6 +213,31 @@ PresetParams MakePresetParams(const LoaderOptions& o, const Manifest& manifest) 
     params.donut.std = params.qwen_vl.std = params.nougat.std = params.idefics3.std = *o.image_std;
   }
   return params;
+}
+
+// The samples the workers will read next, in claim order (the prefetcher's plan).
+constexpr uint64_t kLookAheadBatches = 1;
+
+std::vector<uint64_t> PlannedSamples(const internal::UpcomingClaims& u) {
+  std::vector<uint64_t> ids;
+  auto batch = [&ids](const EpochOrder& o, uint64_t k, uint32_t first) {
+    for (uint32_t j = first; j < o.BatchSize(k); ++j) ids.push_back(o.SampleAt(o.Position(k, j)));
+  };
+  for (const internal::UpcomingClaims::Started& s : u.started) batch(*s.order, s.k, s.first_slot);
+  if (u.order != nullptr) {
+    ids.reserve(ids.size() +
+                (u.order->num_batches() - std::min(u.order->num_batches(), u.next_to_start)) *
+                    u.order->options().batch_size);
+    for (uint64_t k = u.next_to_start; k < u.order->num_batches(); ++k) batch(*u.order, k, 0);
+  }
+  // The look-ahead's first batch: enough to cross the epoch boundary without waiting for the
+  // network, little enough that a run stopping after this epoch fetched few bytes it never
+  // uses. The scheduler may start up to `prefetch` of them; the others are read directly.
+  if (u.ahead != nullptr) {
+    const uint64_t end = std::min<uint64_t>(u.ahead->num_batches(), kLookAheadBatches);
+    for (uint64_t k = u.ahead_next_to_start; k < end; ++k) batch(*u.ahead, k, 0);
+  }
+  return ids;
 }
 
 // Counts the samples the workers replaced in `batch` (handed out just now) against the
@@ -289,6 +323,21 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
           return stage->OutputBytesFor(m.content_sizes[2 * j], m.content_sizes[2 * j + 1], dtype);
         });
       });
+  const bool prefetch =
+      options.range_prefetch == RangePrefetch::kOn ||
+      (options.range_prefetch == RangePrefetch::kAuto && IsRemotePath(options.path));
+  if (prefetch) {
+    internal::RangePrefetchOptions po;
+    po.with_labels = labels;
+    po.max_bytes = options.prefetch_bytes;
+    po.max_requests = options.prefetch_requests;
+    core->retries_at_start = GetRemoteStats().retries;
+    core->prefetcher = std::make_unique<internal::RangePrefetcher>(&core->reader->dataset(), po);
+    internal::RangePrefetcher* prefetcher = core->prefetcher.get();
+    core->scheduler->SetOrderHook([prefetcher](const internal::UpcomingClaims& u) {
+      prefetcher->Plan(u.generation, PlannedSamples(u));
+    });
+  }
   DOCFEED_RETURN_IF_ERROR(core->scheduler->Init());
   int threads = options.num_threads;
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -386,6 +435,20 @@ LoaderStats Loader::stats() const {
   s.ready_depth_sum = c.scheduler->ready_depth_sum();
   s.pool_buffers = c.pool->size();
   s.pool_bytes = c.pool->size() * c.pool->batch_pixel_bytes();
+  if (c.prefetcher != nullptr) {
+    const internal::RangePrefetchCounters& p = c.prefetcher->counters();
+    s.remote.prefetching = true;
+    s.remote.requests = p.requests.load(std::memory_order_relaxed);
+    s.remote.bytes_fetched = p.bytes_fetched.load(std::memory_order_relaxed);
+    s.remote.bytes_used = p.bytes_used.load(std::memory_order_relaxed);
+    s.remote.coalesced = p.coalesced.load(std::memory_order_relaxed);
+    s.remote.refetches = p.refetches.load(std::memory_order_relaxed);
+    s.remote.fetch_wait = p.wait.Load();
+    s.remote.peak_bytes = p.peak_bytes.load(std::memory_order_relaxed);
+    s.remote.retries = GetRemoteStats().retries - c.retries_at_start;
+  }
+  s.remote.direct_reads = c.stats.direct_reads.load(std::memory_order_relaxed);
+  s.remote.rereads = c.stats.reread_samples.load(std::memory_order_relaxed);
   return s;
 }
 

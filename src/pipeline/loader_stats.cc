@@ -54,6 +54,18 @@ std::string LoaderStatsJson(const LoaderStats& s) {
   j["ready_depth_sum"] = s.ready_depth_sum;
   j["pool_buffers"] = s.pool_buffers;
   j["pool_bytes"] = s.pool_bytes;
+  const RemoteReadStats& r = s.remote;
+  j["remote"] = {{"prefetching", r.prefetching},
+                 {"requests", r.requests},
+                 {"bytes_fetched", r.bytes_fetched},
+                 {"bytes_used", r.bytes_used},
+                 {"coalesced", r.coalesced},
+                 {"refetches", r.refetches},
+                 {"direct_reads", r.direct_reads},
+                 {"rereads", r.rereads},
+                 {"retries", r.retries},
+                 {"fetch_wait", internal::StageJson(r.fetch_wait)},
+                 {"peak_bytes", r.peak_bytes}};
   // Invalid UTF-8 in a message (a file name) is replaced rather than thrown on.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

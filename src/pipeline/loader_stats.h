@@ -49,6 +49,8 @@ class StatsRecorder {
  public:
   AtomicStage read, decode, resize, decode_resize, pad_normalize, buffer_wait, consumer_wait;
   std::atomic<uint64_t> samples{0}, batches{0}, stored_bytes{0};
+  std::atomic<uint64_t> direct_reads{0};    // samples a range prefetcher had not planned
+  std::atomic<uint64_t> reread_samples{0};  // samples read again after a failed remote read
 
   // Counts sample `id` of `epoch` as skipped unless it already was (a sample is skipped at most
   // once per epoch however often it is read: by a look-ahead that is later dropped, by two

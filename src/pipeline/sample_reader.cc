@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "base/hash.h"
 #include "codec/codec.h"
 #include "format/manifest.h"
 #include "format/value.h"
@@ -128,11 +129,29 @@ Result<ImageView> SampleReader::Prepared(uint64_t id, const SampleBytes& sample,
   return ViewOf(scratch.prepared);
 }
 
-Status SampleReader::Load(uint64_t id, uint64_t epoch, const SlotView& slot,
-                          WorkerScratch& scratch) const {
+Status SampleReader::Load(uint64_t id, uint64_t epoch, const SlotView& slot, WorkerScratch& scratch,
+                          RangePrefetcher* prefetcher) const {
   Clock::time_point start = Clock::now();
-  // `sample` views scratch.read's buffers (compressed bodies) until this worker's next read.
-  Result<SampleBytes> stored = dataset_->ReadSample(id, has_labels(), &scratch.read);
+  std::unique_ptr<PrefetchedSample> fetched;
+  if (prefetcher != nullptr) {
+    DOCFEED_ASSIGN_OR_RETURN(fetched, prefetcher->Take(id));
+    if (fetched == nullptr) stats_->direct_reads.fetch_add(1, std::memory_order_relaxed);
+  }
+  // `sample` views scratch.read's buffers (compressed bodies) until this worker's next read;
+  // the fetched bytes are copied there, so they go back to the prefetcher's budget at once.
+  Result<SampleBytes> stored =
+      dataset_->ReadSample(id, has_labels(), &scratch.read, fetched ? &fetched->range() : nullptr);
+  fetched.reset();
+  if (prefetcher != nullptr && !stored.ok() &&
+      (stored.status().code() == StatusCode::kCorruption ||
+       stored.status().code() == StatusCode::kIOError)) {
+    // The prefetched range was checked on arrival, but the small reads beside it (a batch's
+    // metadata and image offsets) were not: a remote read damaged or cut on the way. The sample
+    // is read once more from its whole record batch, checked against the manifest's checksum
+    // first (twice at most), before it counts as bad.
+    stats_->reread_samples.fetch_add(1, std::memory_order_relaxed);
+    stored = RereadFromBatch(id, scratch);
+  }
   if (!stored.ok()) return stored.status();
   const SampleBytes& sample = *stored;
   stats_->read.Add(NanosSince(start));
@@ -161,6 +180,26 @@ Status SampleReader::Load(uint64_t id, uint64_t epoch, const SlotView& slot,
   if (has_labels()) DOCFEED_RETURN_IF_ERROR(CopyLabels(id, sample.labels, slot));
   stats_->samples.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
+}
+
+Result<SampleBytes> SampleReader::RereadFromBatch(uint64_t id, WorkerScratch& scratch) const {
+  DOCFEED_ASSIGN_OR_RETURN(const SamplePlan plan, dataset_->PlanBatch(id));
+  const RandomAccessFile& file = dataset_->data_file(plan.range.file);
+  std::vector<uint8_t>& bytes = scratch.batch_bytes;
+  bytes.resize(plan.range.length);
+  Status read;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    read = file.ReadAt(plan.range.offset, bytes);
+    if (read.ok() && Hash64(bytes) == plan.xxh3) {
+      const FetchedRange fetched{plan.range.file, plan.range.offset, bytes};
+      return dataset_->ReadSample(id, has_labels(), &scratch.read, &fetched);
+    }
+  }
+  if (!read.ok()) return read.WithContext(SampleName(id));
+  return CorruptionError(SampleName(id) + ": " + file.path() + " (bytes " +
+                         std::to_string(plan.range.offset) + "-" +
+                         std::to_string(plan.range.end() - 1) +
+                         "): the record batch read twice does not match the manifest's checksum");
 }
 
 Status SampleReader::CopyLabels(uint64_t id, const std::vector<Value>& values,

@@ -16,6 +16,7 @@
 #include "imaging/normalize.h"
 #include "pipeline/buffer_pool.h"
 #include "pipeline/loader_stats.h"
+#include "pipeline/range_prefetcher.h"
 #include "preset/preset.h"
 
 namespace docfeed::internal {
@@ -25,6 +26,7 @@ namespace docfeed::internal {
 struct WorkerScratch {
   Image prepared;
   ReadScratch read;
+  std::vector<uint8_t> batch_bytes;  // a whole record batch, when a remote read is redone
 };
 
 struct SampleReaderOptions {
@@ -57,8 +59,10 @@ class SampleReader {
   size_t sample_pixel_bytes() const { return slot_bytes_; }
 
   // Writes sample `id` (of `epoch`, for the per-epoch randomness) into `slot`. Errors name the
-  // dataset and the sample.
-  Status Load(uint64_t id, uint64_t epoch, const SlotView& slot, WorkerScratch& scratch) const;
+  // dataset and the sample. With a `prefetcher`, the sample's bytes come from it when it planned
+  // them (its fetch's or checksum's error is the sample's), else from the file.
+  Status Load(uint64_t id, uint64_t epoch, const SlotView& slot, WorkerScratch& scratch,
+              RangePrefetcher* prefetcher = nullptr) const;
 
  private:
   SampleReader() = default;
@@ -66,6 +70,9 @@ class SampleReader {
   Result<ImageView> Prepared(uint64_t id, const SampleBytes& sample, WorkerScratch& scratch) const;
   Status CopyLabels(uint64_t id, const std::vector<Value>& values, const SlotView& slot) const;
   std::string SampleName(uint64_t id) const;
+  // Sample `id` read again from its whole record batch, fetched and checked against the
+  // manifest's region checksum (read twice at most) before anything in it is parsed.
+  Result<SampleBytes> RereadFromBatch(uint64_t id, WorkerScratch& scratch) const;
 
   std::unique_ptr<Dataset> dataset_;
   std::unique_ptr<const Preset> preset_;

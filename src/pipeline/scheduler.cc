@@ -23,10 +23,15 @@ Scheduler::Scheduler(const LoaderState& shape, int buffers, int prefetch, OrderF
 Status Scheduler::Init() {
   DOCFEED_ASSIGN_OR_RETURN(std::shared_ptr<const EpochOrder> order, make_order_(0, 0));
   DOCFEED_ASSIGN_OR_RETURN(std::shared_ptr<const EpochOrder> ahead, make_order_(1, 0));
-  MutexLock lock(&mu_);
-  order_ = std::move(order);
-  ahead_ = std::move(ahead);
-  last_state_ = StateAt(0, 0);
+  UpcomingClaims upcoming;
+  {
+    MutexLock lock(&mu_);
+    order_ = std::move(order);
+    ahead_ = std::move(ahead);
+    last_state_ = StateAt(0, 0);
+    if (order_hook_) upcoming = Upcoming();
+  }
+  if (order_hook_) order_hook_(upcoming);  // no worker runs yet
   return Status::Ok();
 }
 
@@ -36,6 +41,19 @@ LoaderState Scheduler::StateAt(uint64_t epoch, uint64_t position) const {
   s.position = position;
   s.elastic = elastic_;
   return s;
+}
+
+UpcomingClaims Scheduler::Upcoming() const {
+  UpcomingClaims u;
+  u.generation = generation_;
+  for (const InFlight& b : in_flight_) {
+    if (b.next_slot < b.size) u.started.push_back({b.order, b.k, b.next_slot});
+  }
+  u.order = order_;
+  u.next_to_start = next_to_start_;
+  u.ahead = ahead_;
+  u.ahead_next_to_start = ahead_next_to_start_;
+  return u;
 }
 
 bool Scheduler::TryClaim(Claim* claim, bool* no_buffer) {
@@ -229,6 +247,7 @@ Status Scheduler::StartEpoch(uint64_t epoch, uint64_t position,
     DOCFEED_ASSIGN_OR_RETURN(order, make_order_(epoch, position));
   }
   DOCFEED_ASSIGN_OR_RETURN(std::shared_ptr<const EpochOrder> ahead, make_order_(epoch + 1, 0));
+  UpcomingClaims upcoming;
   {
     MutexLock lock(&mu_);
     if (closed_) return ClosedError();
@@ -259,6 +278,15 @@ Status Scheduler::StartEpoch(uint64_t epoch, uint64_t position,
     delivered_any_ = false;
     if (elastic) elastic_ = *elastic;
     last_state_ = StateAt(epoch, position);
+    if (order_hook_) {
+      upcoming = Upcoming();
+      ++pausers_;  // no claims from the new order until the hook has seen it
+    }
+  }
+  if (order_hook_) {
+    order_hook_(upcoming);
+    MutexLock lock(&mu_);
+    --pausers_;
   }
   // Workers claim the new epoch's slots; a Next() waiting on the old order re-checks the new.
   work_cv_.SignalAll();

@@ -62,6 +62,23 @@ struct Delivery {
   LoaderState resume_state;
 };
 
+// What the workers will claim next, in claim order (the range prefetcher's plan): the unclaimed
+// slots of batches already started, then the batches of `order` from `next_to_start`, then the
+// look-ahead's from `ahead_next_to_start` (the scheduler starts at most `prefetch` of those).
+struct UpcomingClaims {
+  struct Started {
+    std::shared_ptr<const EpochOrder> order;
+    uint64_t k = 0;
+    uint32_t first_slot = 0;
+  };
+  uint64_t generation = 0;
+  std::vector<Started> started;
+  std::shared_ptr<const EpochOrder> order;
+  uint64_t next_to_start = 0;
+  std::shared_ptr<const EpochOrder> ahead;
+  uint64_t ahead_next_to_start = 0;
+};
+
 class Scheduler {
  public:
   using OrderFactory =
@@ -73,6 +90,13 @@ class Scheduler {
   // world_size and batch_size.
   Scheduler(const LoaderState& shape, int buffers, int prefetch, OrderFactory make_order,
             std::function<void(int buffer, uint32_t size)> on_complete);
+
+  // Called with the upcoming claims whenever a new order is installed (Init, StartEpoch), before
+  // any worker claims from it: claims stay paused while it runs, without the lock. Set before
+  // Init(), at most once.
+  void SetOrderHook(std::function<void(const UpcomingClaims&)> hook) {
+    order_hook_ = std::move(hook);
+  }
 
   // Starts epoch 0 at position 0 with epoch 1 as look-ahead.
   Status Init() DOCFEED_EXCLUDES(mu_);
@@ -123,6 +147,7 @@ class Scheduler {
   };
 
   bool TryClaim(Claim* claim, bool* no_buffer) DOCFEED_REQUIRES(mu_);
+  UpcomingClaims Upcoming() const DOCFEED_REQUIRES(mu_);
   // The in-flight batch `c` claimed a slot of (null if none).
   InFlight* Find(const Claim& c) DOCFEED_REQUIRES(mu_);
   bool FrontReady() const DOCFEED_REQUIRES(mu_);
@@ -137,6 +162,7 @@ class Scheduler {
   const int prefetch_;
   const OrderFactory make_order_;
   const std::function<void(int, uint32_t)> on_complete_;
+  std::function<void(const UpcomingClaims&)> order_hook_;
 
   mutable Mutex mu_;
   CondVar work_cv_;   // workers: new work, a free buffer, stop

@@ -18,6 +18,7 @@
 #include "docfeed/image.h"
 #include "docfeed/loader.h"
 #include "docfeed/preprocess.h"
+#include "docfeed/remote.h"
 #include "progress.h"
 
 namespace docfeed::tools {
@@ -44,6 +45,10 @@ constexpr char kBenchHelp[] =
     "  --dtype T          uint8 (padded pixels, HWC), float32 (default), float16, bfloat16\n"
     "  --pad P            random (default) or center\n"
     "  --prefetch N       batches filled ahead (default 4)\n"
+    "  --range-prefetch M auto (default: for s3:// and http(s):// datasets), on or off: read the\n"
+    "                     samples' byte ranges by the index ahead of the workers\n"
+    "  --prefetch-mb N    fetched and not yet used, at most (default 64)\n"
+    "  --prefetch-requests N  range requests in flight, at most (default 8)\n"
     "  --seed N           shuffle and padding seed (default 0)\n"
     "  --baseline N       also time reading + decoding N stored images (+ the exact resize for\n"
     "                     original images) on one thread, in this run (default 0: skip)\n"
@@ -88,6 +93,19 @@ Result<BenchConfig> ToConfig(const ParsedArgs& p) {
                            ParseInt("--max-batches", p.Get("--max-batches", "0"), 0, 1 << 30));
   c.max_batches = static_cast<uint64_t>(max_batches);
   DOCFEED_ASSIGN_OR_RETURN(o.prefetch, ParseInt("--prefetch", p.Get("--prefetch", "4"), 1, 1024));
+  const std::string range = p.Get("--range-prefetch", "auto");
+  if (range != "auto" && range != "on" && range != "off") {
+    return InvalidArgumentError("--range-prefetch must be auto, on or off");
+  }
+  o.range_prefetch = range == "on"    ? RangePrefetch::kOn
+                     : range == "off" ? RangePrefetch::kOff
+                                      : RangePrefetch::kAuto;
+  DOCFEED_ASSIGN_OR_RETURN(int prefetch_mb,
+                           ParseInt("--prefetch-mb", p.Get("--prefetch-mb", "64"), 1, 1 << 20));
+  o.prefetch_bytes = static_cast<uint64_t>(prefetch_mb) << 20;
+  DOCFEED_ASSIGN_OR_RETURN(
+      o.prefetch_requests,
+      ParseInt("--prefetch-requests", p.Get("--prefetch-requests", "8"), 1, 256));
   DOCFEED_ASSIGN_OR_RETURN(int seed, ParseInt("--seed", p.Get("--seed", "0"), 0, 1 << 30));
   o.seed = static_cast<uint64_t>(seed);
   DOCFEED_ASSIGN_OR_RETURN(c.baseline_samples,
@@ -207,12 +225,14 @@ struct RunResult {
   uint64_t batches = 0;
   std::vector<uint64_t> rss_after_epoch;
   LoaderStats stats;
+  RemoteStats remote;  // the process-wide remote Env's requests over the run (Create included)
   int threads = 0;
   bool preprocessed = false;
 };
 
 Result<RunResult> RunLoader(const BenchConfig& c) {
   RunResult r;
+  const RemoteStats remote_before = GetRemoteStats();
   const Clock::time_point created = Clock::now();
   DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<Loader> loader, Loader::Create(c.loader));
   r.preprocessed = loader->preprocessed();
@@ -242,6 +262,12 @@ Result<RunResult> RunLoader(const BenchConfig& c) {
   bar.Finish();
   r.seconds = Seconds(start);
   r.stats = loader->stats();
+  const RemoteStats after = GetRemoteStats();
+  r.remote.requests = after.requests - remote_before.requests;
+  r.remote.connections = after.connections - remote_before.connections;
+  r.remote.bytes = after.bytes - remote_before.bytes;
+  r.remote.retries = after.retries - remote_before.retries;
+  r.remote.errors = after.errors - remote_before.errors;
   return r;
 }
 
@@ -290,6 +316,23 @@ void PrintTable(const BenchConfig& c, const RunResult& r, double baseline_s) {
   std::printf(", RSS after each epoch:");
   for (uint64_t rss : r.rss_after_epoch) std::printf(" %s", FormatBytes(rss).c_str());
   std::printf("\n");
+  if (s.remote.prefetching) {
+    const RemoteReadStats& m = s.remote;
+    std::printf(
+        "  remote: %llu range requests (%llu samples coalesced, %llu refetched, %llu read "
+        "directly), %s fetched for %s used; workers waited %.3f s for bytes\n",
+        static_cast<unsigned long long>(m.requests), static_cast<unsigned long long>(m.coalesced),
+        static_cast<unsigned long long>(m.refetches),
+        static_cast<unsigned long long>(m.direct_reads), FormatBytes(m.bytes_fetched).c_str(),
+        FormatBytes(m.bytes_used).c_str(), static_cast<double>(m.fetch_wait.nanos) / 1e9);
+  }
+  if (r.remote.requests > 0) {
+    std::printf("  HTTP: %llu requests, %llu connections, %s received, %llu retries\n",
+                static_cast<unsigned long long>(r.remote.requests),
+                static_cast<unsigned long long>(r.remote.connections),
+                FormatBytes(r.remote.bytes).c_str(),
+                static_cast<unsigned long long>(r.remote.retries));
+  }
   if (s.bad_samples > 0) {
     std::printf("  bad samples skipped: %llu\n", static_cast<unsigned long long>(s.bad_samples));
   }
@@ -337,6 +380,11 @@ void PrintJson(const BenchConfig& c, const RunResult& r, double baseline_s) {
   j["bad_samples"] = s.bad_samples;
   j["baseline_ms_per_page"] = baseline_s * 1e3;
   j["rss_after_epoch"] = r.rss_after_epoch;
+  j["http"] = {{"requests", r.remote.requests},
+               {"connections", r.remote.connections},
+               {"bytes", r.remote.bytes},
+               {"retries", r.remote.retries},
+               {"errors", r.remote.errors}};
   j["stats"] = nlohmann::ordered_json::parse(LoaderStatsJson(s));
   std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
@@ -347,7 +395,8 @@ int RunBench(const Args& args, Env* env) {
   Result<ParsedArgs> parsed =
       ParseArgs(args, {"--help", "-h", "--json"},
                 {"--batch-size", "--threads", "--epochs", "--max-batches", "--size", "--dtype",
-                 "--pad", "--prefetch", "--seed", "--baseline", "--hf-version", "--backend"});
+                 "--pad", "--prefetch", "--seed", "--baseline", "--hf-version", "--backend",
+                 "--range-prefetch", "--prefetch-mb", "--prefetch-requests"});
   if (parsed.ok() && parsed->Has("--help")) {
     std::fputs(kBenchHelp, stdout);
     return 0;
