@@ -83,6 +83,9 @@ class LoaderRun:
     bad_samples: int
     baseline_ms_per_page: float = 0.0
     rss_after_epoch: Tuple[int, ...] = ()
+    # The process's HTTP requests over the run (Create included), as `docfeed bench --json`'s
+    # "http": requests, connections, bytes, retries, errors (all 0 for a local dataset).
+    http: Mapping[str, int] = field(default_factory=dict)
     # Every loader statistic, as LoaderStatsJson renders it (the "stats" of `docfeed bench
     # --json`): each stage {"count", "nanos"}, the counters, the first bad-sample messages.
     stats: Mapping[str, Any] = field(default_factory=dict)
@@ -91,6 +94,7 @@ class LoaderRun:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["ms_per_page"] = dict(self.ms_per_page)
         out["rss_after_epoch"] = list(self.rss_after_epoch)
+        out["http"] = dict(self.http)
         out["stats"] = dict(self.stats)
         return out
 
@@ -99,6 +103,7 @@ class LoaderRun:
         values = {f.name: d[f.name] for f in fields(cls)}
         values["ms_per_page"] = dict(values["ms_per_page"])
         values["rss_after_epoch"] = tuple(values["rss_after_epoch"])
+        values["http"] = dict(values["http"])
         values["stats"] = dict(values["stats"])
         return cls(**values)
 

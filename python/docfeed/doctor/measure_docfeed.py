@@ -262,8 +262,9 @@ def run_loader(path: pathlib.Path, batch: int, threads: int, size: Tuple[int, in
     most `max_batches` batches, each batch handed back to the pool as soon as it arrives.
     Throughput counts from the first batch on. `seconds` bounds the run (then it reports what it
     delivered until then). Raises what docfeed.Loader raises."""
-    from docfeed import Loader
+    from docfeed import Loader, remote_stats
 
+    http_before = remote_stats()
     created = time.perf_counter()
     loader = Loader(os.fspath(path), batch_size=batch, image_size=size, shuffle=True, seed=0,
                     pad="random", dtype="uint8", layout="hwc", drop_last=False,
@@ -300,6 +301,9 @@ def run_loader(path: pathlib.Path, batch: int, threads: int, size: Tuple[int, in
         generation = (int(loader._core_args["hf_version"]), str(loader._core_args["backend"]))
     finally:
         loader.close()
+    http_after = remote_stats()
+    http = {k: int(http_after[k]) - int(http_before[k])
+            for k in ("requests", "connections", "bytes", "retries", "errors")}
     samples = max(int(stats.get("samples", 0)), 1)
     ms_per_page = {k: (stats[k][1] * 1e3 / samples if k in stats else 0.0) for k in STAGE_NAMES}
     return LoaderRun(
@@ -312,7 +316,7 @@ def run_loader(path: pathlib.Path, batch: int, threads: int, size: Tuple[int, in
         buffer_wait_s=float(stats["buffer_wait"][1]),
         peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         pool_bytes=int(stats.get("pool_bytes", 0)), bad_samples=int(stats.get("bad_samples", 0)),
-        rss_after_epoch=tuple(rss_after_epoch), stats=all_stats)
+        rss_after_epoch=tuple(rss_after_epoch), http=http, stats=all_stats)
 
 
 def _stages(run: LoaderRun, batch_s: float) -> Mapping[str, float]:
