@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <utility>
 
 #include "remote/url.h"
 
@@ -12,6 +13,17 @@ Status ReadOnlyError(const std::string& path, const char* what) {
   return UnsupportedError(std::string("cannot ") + what + " " + path +
                           ": docfeed reads remote datasets but does not write them (s3:// and "
                           "http(s):// are read-only)");
+}
+
+// A request to `url` on behalf of target `t`: named as errors name it, signed and trusting the
+// certificate authorities as `t` was resolved.
+HttpRequest RequestFor(const RemoteTarget& t, std::string url, std::string name) {
+  HttpRequest request;
+  request.url = std::move(url);
+  request.name = std::move(name);
+  request.signing = t.signing.get();
+  request.ca_file = t.ca_file;
+  return request;
 }
 
 // Maps a final non-2xx response to the Env's error codes, naming the request, the server's
@@ -150,22 +162,14 @@ RemoteStats RemoteEnv::stats() const {
 }
 
 Result<HttpResponse> RemoteEnv::Head(const RemoteTarget& t, const std::string& url) {
-  HttpRequest request;
+  HttpRequest request = RequestFor(t, url, url == t.http_url ? t.name : url);
   request.head = true;
-  request.url = url;
-  request.name = url == t.http_url ? t.name : url;
-  request.signing = t.signing.get();
-  request.ca_file = t.ca_file;
   return client_.Perform(request);
 }
 
 Status RemoteEnv::ReadRange(const RemoteTarget& t, uint64_t offset, std::span<uint8_t> out) {
   if (out.empty()) return Status::Ok();
-  HttpRequest request;
-  request.url = t.http_url;
-  request.name = t.name;
-  request.signing = t.signing.get();
-  request.ca_file = t.ca_file;
+  HttpRequest request = RequestFor(t, t.http_url, t.name);
   request.ranged = true;
   request.offset = offset;
   request.length = out.size();
@@ -180,11 +184,7 @@ Status RemoteEnv::ReadRange(const RemoteTarget& t, uint64_t offset, std::span<ui
 
 Result<std::vector<uint8_t>> RemoteEnv::ReadFile(const std::string& path, uint64_t max_bytes) {
   DOCFEED_ASSIGN_OR_RETURN(RemoteTarget t, Resolve(path));
-  HttpRequest request;
-  request.url = t.http_url;
-  request.name = t.name;
-  request.signing = t.signing.get();
-  request.ca_file = t.ca_file;
+  HttpRequest request = RequestFor(t, t.http_url, t.name);
   request.max_body_bytes = max_bytes;
   DOCFEED_ASSIGN_OR_RETURN(HttpResponse r, client_.Perform(request));
   if (r.status < 200 || r.status >= 300) return ResponseError(request, r, t);
@@ -234,11 +234,8 @@ Result<S3ListPage> RemoteEnv::ListPage(const RemoteTarget& t, const std::string&
   if (delimited) query += "delimiter=%2F&";
   query +=
       "list-type=2&max-keys=" + std::to_string(max_keys) + "&prefix=" + UriEncode(prefix, false);
-  HttpRequest request;
-  request.url = t.list_url + "/?" + query;
-  request.name = t.name + " (ListObjectsV2 prefix \"" + prefix + "\")";
-  request.signing = t.signing.get();
-  request.ca_file = t.ca_file;
+  HttpRequest request = RequestFor(t, t.list_url + "/?" + query,
+                                   t.name + " (ListObjectsV2 prefix \"" + prefix + "\")");
   request.max_body_bytes = 64 << 20;
   DOCFEED_ASSIGN_OR_RETURN(HttpResponse r, client_.Perform(request));
   if (r.status < 200 || r.status >= 300) return ResponseError(request, r, t);
