@@ -20,13 +20,10 @@ Usage (pin to one core):
   taskset -c 0 .venv/train/bin/python bench/imaging/idefics3_bench.py --build build
 """
 import argparse
-import json
-import os
 import pathlib
-import re
-import subprocess
 import sys
-import tempfile
+
+import preprocess_timing
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DOCS = REPO / "tests" / "data" / "sample-docs"
@@ -68,35 +65,15 @@ print(json.dumps(out))
 """
 
 
-def one_thread_env():
-    env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[var] = "1"
-    return env
-
-
 def python_times(python, kind, pages, repeat):
-    out = subprocess.run([python, "-c", TIMER, kind, json.dumps(pages), str(repeat),
-                          str(LONGEST_EDGE), str(TILE)],
-                         capture_output=True, text=True, env=one_thread_env())
-    if out.returncode != 0:
-        raise RuntimeError(f"{kind} timer failed:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return preprocess_timing.python_times(python, TIMER, kind, pages, repeat, LONGEST_EDGE, TILE)
 
 
 def docfeed_run(build, page, repeat, stage="normalized"):
     """CPU seconds per page, and the output's shape."""
-    import numpy as np
-
-    with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([str(pathlib.Path(build) / "bin" / "docfeed"), "preprocess", page,
-                              "--preset", "idefics3", "--longest-edge", str(LONGEST_EDGE),
-                              "--max-image-size", str(TILE), "--stage", stage,
-                              "--repeat", str(repeat), "-o", f"{tmp}/out.npy"],
-                             capture_output=True, text=True, check=True)
-        shape = np.load(f"{tmp}/out.npy").shape
-    ms = float(re.search(r"cpu per image \(mean of \d+\): ([0-9.]+) ms", out.stderr)[1])
-    return ms / 1e3, shape
+    return preprocess_timing.docfeed_preprocess(
+        build, page, repeat, "--preset", "idefics3", "--longest-edge", LONGEST_EDGE,
+        "--max-image-size", TILE, "--stage", stage)
 
 
 def main():

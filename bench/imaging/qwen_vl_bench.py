@@ -19,13 +19,10 @@ Usage (pin to one core):
   taskset -c 0 .venv/train/bin/python bench/imaging/qwen_vl_bench.py --build build
 """
 import argparse
-import json
-import os
 import pathlib
-import re
-import subprocess
 import sys
-import tempfile
+
+import preprocess_timing
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DOCS = REPO / "tests" / "data" / "sample-docs"
@@ -60,28 +57,13 @@ print(json.dumps(out))
 """
 
 
-def one_thread_env():
-    env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[var] = "1"
-    return env
-
-
 def python_times(python, kind, pages, repeat, max_pixels):
-    out = subprocess.run([python, "-c", TIMER, kind, json.dumps(pages), str(repeat),
-                          str(max_pixels)], capture_output=True, text=True, env=one_thread_env())
-    if out.returncode != 0:
-        raise RuntimeError(f"{kind} timer failed:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return preprocess_timing.python_times(python, TIMER, kind, pages, repeat, max_pixels)
 
 
 def docfeed_time(build, page, repeat, max_pixels):
-    with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([str(pathlib.Path(build) / "bin" / "docfeed"), "preprocess", page,
-                              "--preset", "qwen2-vl", "--max-pixels", str(max_pixels),
-                              "--repeat", str(repeat), "-o", f"{tmp}/pv.npy"],
-                             capture_output=True, text=True, check=True)
-    return float(re.search(r"cpu per image \(mean of \d+\): ([0-9.]+) ms", out.stderr)[1]) / 1e3
+    return preprocess_timing.docfeed_preprocess(build, page, repeat, "--preset", "qwen2-vl",
+                                                "--max-pixels", max_pixels)[0]
 
 
 def main():
