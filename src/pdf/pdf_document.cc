@@ -8,6 +8,7 @@
 #include <poppler-config.h>
 #include <splash/SplashBitmap.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -146,38 +147,7 @@ class UnmergedSplashOutputDev final : public SplashOutputDev {
   void endPage() override {}
 };
 
-// Splash::compositeBackground's formula for one channel on white paper: div255((255 - a) * 255 +
-// a * c), with poppler's div255(x) = (x + (x >> 8) + 0x80) >> 8 (exact: a = 0 gives 255, a = 255
-// gives c).
-inline uint8_t OnWhite(uint32_t a, uint32_t c) {
-  const uint32_t v = (255 - a) * 255 + a * c;
-  return static_cast<uint8_t>((v + (v >> 8) + 0x80) >> 8);
-}
-
 }  // namespace
-
-void CompositeRowOnWhite(const uint8_t* rgb, const uint8_t* alpha, size_t width, uint8_t* out) {
-  // Most of a page is paper (alpha 0) or opaque (alpha 255): eight pixels at a time, those runs
-  // are a fill or a copy, and only the edges between them take the formula.
-  constexpr size_t kRun = 8;
-  size_t x = 0;
-  for (; x + kRun <= width; x += kRun) {
-    uint64_t run;
-    std::memcpy(&run, alpha + x, sizeof(run));
-    if (run == 0) {
-      std::memset(out + 3 * x, 255, 3 * kRun);
-    } else if (run == ~uint64_t{0}) {
-      std::memcpy(out + 3 * x, rgb + 3 * x, 3 * kRun);
-    } else {
-      for (size_t i = x; i < x + kRun; ++i) {
-        for (size_t k = 0; k < 3; ++k) out[3 * i + k] = OnWhite(alpha[i], rgb[3 * i + k]);
-      }
-    }
-  }
-  for (; x < width; ++x) {
-    for (size_t k = 0; k < 3; ++k) out[3 * x + k] = OnWhite(alpha[x], rgb[3 * x + k]);
-  }
-}
 
 struct PdfDocument::Impl {
   // poppler's global parameters exist while any document does; the first one in the process
@@ -314,9 +284,9 @@ Result<PdfPixelSize> PdfDocument::RenderedSize(int32_t index, int32_t dpi,
 namespace {
 
 // The bitmap merged with white paper (what pdftoppm's device does at endPage) as tightly packed
-// RGB rows, or Corruption when it is not the expected size. Each row is merged into a buffer that
-// stays in the cache and appended to reserved memory, so the page's memory is written once (a
-// resize would first fill it with zeros).
+// RGB rows, or Corruption when it is not the expected size. The page's memory is reserved once and
+// grown a row at a time, each row merged in place while its zero fill is in the cache (resizing
+// the whole page first would write all of its memory twice).
 Result<Image> CopyRgb(SplashBitmap* bitmap, const PdfPixelSize& size) {
   if (bitmap == nullptr || bitmap->getMode() != splashModeRGB8 || bitmap->getDataPtr() == nullptr ||
       bitmap->getAlphaPtr() == nullptr || bitmap->getWidth() != size.width ||
@@ -333,13 +303,14 @@ Result<Image> CopyRgb(SplashBitmap* bitmap, const PdfPixelSize& size) {
   const auto width = static_cast<size_t>(size.width);
   const auto rows = static_cast<size_t>(size.height);
   image.pixels.reserve(row_bytes * rows);
-  std::vector<uint8_t> row(row_bytes);
   const unsigned char* source = bitmap->getDataPtr();
   const auto source_stride = static_cast<size_t>(bitmap->getRowSize());
   const unsigned char* alpha = bitmap->getAlphaPtr();  // one byte per pixel, rows of `width`
   for (size_t y = 0; y < rows; ++y) {
-    CompositeRowOnWhite(source + y * source_stride, alpha + y * width, width, row.data());
-    image.pixels.insert(image.pixels.end(), row.begin(), row.end());
+    // Grown a row at a time: the row's zero fill is in the cache when the merge overwrites it.
+    image.pixels.resize(image.pixels.size() + row_bytes);
+    CompositeRowOnWhite(source + y * source_stride, alpha + y * width, width,
+                        image.pixels.data() + y * row_bytes);
   }
   return image;
 }

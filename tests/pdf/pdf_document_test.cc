@@ -7,8 +7,10 @@
 #include <splash/Splash.h>
 #include <splash/SplashBitmap.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -320,6 +322,47 @@ TEST(PdfDocument, MergeWithPaperEqualsPopplers) {
   EXPECT_EQ(out, std::vector<uint8_t>(3 * 64, 255));
   CompositeRowOnWhite(rgb.data(), opaque_alpha.data(), 64, out.data());
   EXPECT_EQ(out, std::vector<uint8_t>(rgb.begin(), rgb.begin() + 3 * 64));
+}
+
+// A page's rows alternate stretches of paper, opaque drawing and antialiased edges of every
+// length, starting anywhere: the merged fills and copies of CompositeRowOnWhite still give
+// poppler's pixels.
+TEST(PdfDocument, MergeOfMixedStretchesEqualsPopplers) {
+  constexpr int kWidth = 1001;  // not a multiple of the eight-pixel runs
+  constexpr int kRows = 64;
+  SplashBitmap bitmap(kWidth, kRows, 4, splashModeRGB8, /*alphaA=*/true);
+  const auto stride = static_cast<size_t>(bitmap.getRowSize());
+  std::mt19937 random(20261203);
+  for (int y = 0; y < kRows; ++y) {
+    uint8_t* rgb = bitmap.getDataPtr() + static_cast<size_t>(y) * stride;
+    uint8_t* alpha = bitmap.getAlphaPtr() + static_cast<size_t>(y) * kWidth;
+    int x = 0;
+    while (x < kWidth) {
+      const int length = std::min(kWidth - x, 1 + static_cast<int>(random() % 40));
+      const auto kind = random() % 3;  // paper, opaque, edge
+      for (int i = x; i < x + length; ++i) {
+        alpha[i] = kind == 0 ? 0 : kind == 1 ? 255 : static_cast<uint8_t>(random() % 256);
+        for (int k = 0; k < 3; ++k) rgb[3 * i + k] = static_cast<uint8_t>(random() % 256);
+      }
+      x += length;
+    }
+  }
+  std::vector<uint8_t> ours(3 * static_cast<size_t>(kWidth) * kRows);
+  for (int y = 0; y < kRows; ++y) {
+    CompositeRowOnWhite(bitmap.getDataPtr() + static_cast<size_t>(y) * stride,
+                        bitmap.getAlphaPtr() + static_cast<size_t>(y) * kWidth, kWidth,
+                        ours.data() + 3 * static_cast<size_t>(y) * kWidth);
+  }
+  Splash splash(&bitmap, /*vectorAntialiasA=*/true);
+  SplashColor white;
+  white[0] = white[1] = white[2] = 255;
+  splash.compositeBackground(white);
+  for (int y = 0; y < kRows; ++y) {
+    ASSERT_EQ(std::memcmp(bitmap.getDataPtr() + static_cast<size_t>(y) * stride,
+                          ours.data() + 3 * static_cast<size_t>(y) * kWidth, 3 * kWidth),
+              0)
+        << "row " << y;
+  }
 }
 
 }  // namespace
