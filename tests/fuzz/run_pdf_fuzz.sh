@@ -19,7 +19,7 @@ mkdir -p "${out}/pdf"
 source "${root}/tests/fuzz/fuzz_lib.sh"
 
 bin="${out}/pdf_fuzz"
-sources=("${root}/src/pdf/pdf_document.cc" "${root}/src/base/status.cc")
+sources=("${root}/src/pdf/pdf_document.cc" "${root}/src/pdf/composite.cc" "${root}/src/base/status.cc")
 if [[ ! -x "${bin}" || -n "$(find "${root}/tests/fuzz/pdf_fuzz.cc" "${root}/src/pdf" "${root}/src/base" \
       "${root}/include" -newer "${bin}" -name '*.[ch]*' | head -1)" ]]; then
   echo "== building pdf_fuzz"
