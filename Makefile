@@ -134,17 +134,23 @@ test-thread-safety: deps build/tsa/CMakeCache.txt
 	fi
 	@echo "test-thread-safety: clean build; the known violation is refused"
 
-# The Python front's tests run in both stacks; the transformers-5 pixel parity and the
-# migration of 5.x-made tensors in .venv/hf5 only.
-PY_FRONT_TESTS := tests/python/test_loader_*.py tests/python/test_hf_*.py tests/python/test_demo.py \
-  tests/python/test_doctor.py
+# The Python front's tests that touch transformers, datasets or the Trainer run in both stacks
+# (PY_STACK_TESTS); those of the loader alone (threads, files changing under it, remote
+# storage, elastic state, the GPU stage, torture), which import neither, run once, in today's
+# stack (PY_CORE_TESTS); the transformers-5 pixel parity and the migration of 5.x-made tensors
+# in .venv/hf5 only.
+PY_CORE_TESTS := $(addprefix tests/python/test_loader_,api.py asan.py elastic.py file_change.py \
+  gpu_stage.py remote.py remote_faults.py threads.py torture.py)
+PY_STACK_TESTS := $(filter-out $(PY_CORE_TESTS),$(wildcard tests/python/test_loader_*.py)) \
+  tests/python/test_hf_*.py tests/python/test_demo.py tests/python/test_doctor.py
 HF5_ONLY_TESTS := tests/python/test_donut_parity_hf5.py tests/python/test_migrate_hf5.py
 test-python: build venv python-install
 	DOCFEED_BUILD_DIR=build $(VENV)/bin/python -m pytest -q tests/python tests/kernels \
 	  --ignore-glob='*/test_loader_*' --ignore-glob='*/test_hf_*' --ignore-glob='*/test_demo.py' \
 	  --ignore-glob='*/test_doctor.py' $(addprefix --ignore=,$(HF5_ONLY_TESTS))
-	$(TRAIN_VENV)/bin/python -m pytest -q $(PY_FRONT_TESTS)
-	DOCFEED_BUILD_DIR=build $(HF5_VENV)/bin/python -m pytest -q $(PY_FRONT_TESTS) $(HF5_ONLY_TESTS)
+	$(TRAIN_VENV)/bin/python -m pytest -q $(PY_STACK_TESTS)
+	DOCFEED_BUILD_DIR=build $(HF5_VENV)/bin/python -m pytest -q $(PY_STACK_TESTS) $(PY_CORE_TESTS) \
+	  $(HF5_ONLY_TESTS)
 
 # Each fuzz target briefly (libFuzzer + ASan/UBSan); `tests/fuzz/run_fuzz.sh 600` for long runs.
 test-fuzz: deps

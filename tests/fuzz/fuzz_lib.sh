@@ -28,3 +28,30 @@ run_fuzz_target() {
   fi
   return 1
 }
+
+# fuzz_archive ARCHIVE CXX FLAGS_NAME SOURCE...
+#
+# Compiles each SOURCE with CXX and the flags in the array named FLAGS_NAME (libFuzzer's own main
+# left out: -fsanitize=fuzzer becomes fuzzer-no-link), as many at once as there are cores, into
+# ARCHIVE, which every target of a script then links. A compile that fails fails the whole
+# archive (nothing half-built is kept).
+fuzz_archive() {
+  local archive="$1" cxx="$2"
+  local -n compile_flags="$3"
+  shift 3
+  local cflags=("${compile_flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}")
+  local objs="${archive%.a}-obj" max src name
+  max="$(nproc)"
+  rm -rf "${objs}" "${archive}" && mkdir -p "${objs}"
+  for src in "$@"; do
+    while (( $(jobs -rp | wc -l) >= max )); do wait -n || true; done
+    name="$(echo "${src#"${root:-}"/}" | tr / _)"
+    ( "${cxx}" "${cflags[@]}" -c "${src}" -o "${objs}/${name}.o" || touch "${objs}/FAILED" ) &
+  done
+  wait
+  if [[ -e "${objs}/FAILED" ]]; then
+    echo "== compiling the sources of ${archive} failed (errors above)"
+    return 1
+  fi
+  ar rcs "${archive}" "${objs}"/*.o
+}

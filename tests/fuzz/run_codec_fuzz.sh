@@ -31,13 +31,21 @@ seed() {  # seed <corpus-dir> <magic-hex>
   done
 }
 
+# The codecs are compiled once (in parallel) into an archive every target links; rebuilt only
+# when a source is newer than it, and each target only when it or the archive is newer than the
+# binary (a second `make test` does no extra work).
+lib="${out}/libcodec_fuzz.a"
+if [[ ! -e "${lib}" || -n "$(find "${root}/src/codec" "${root}/src/base" "${root}/include" -newer "${lib}" -name '*.[ch]*' | head -1)" ]]; then
+  echo "== building the codec fuzzers' library"
+  fuzz_archive "${lib}" "${cxx}" flags "${sources[@]}"
+fi
+
 status=0
 for target in jpeg png webp gif ppm tiff; do
   bin="${out}/${target}_decode_fuzz"
-  # Rebuild only when a source is newer than the binary (a second `make test` does no extra work).
-  if [[ ! -x "${bin}" || -n "$(find "${root}/tests/fuzz" "${root}/src/codec" "${root}/src/base" "${root}/include" -newer "${bin}" -name '*.[ch]*' | head -1)" ]]; then
+  if [[ ! -x "${bin}" || "${lib}" -nt "${bin}" || "${root}/tests/fuzz/${target}_decode_fuzz.cc" -nt "${bin}" || "${root}/tests/fuzz/codec_fuzz_common.h" -nt "${bin}" ]]; then
     echo "== building ${target}_decode_fuzz"
-    "${cxx}" "${flags[@]}" "${root}/tests/fuzz/${target}_decode_fuzz.cc" "${sources[@]}" "${libs[@]}" -o "${bin}"
+    "${cxx}" "${flags[@]}" "${root}/tests/fuzz/${target}_decode_fuzz.cc" "${lib}" "${libs[@]}" -o "${bin}"
   fi
   corpus="${out}/${target}/corpus"
   case "${target}" in

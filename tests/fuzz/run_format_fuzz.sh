@@ -33,13 +33,8 @@ lib="${out}/libformat_fuzz.a"
 if [[ ! -e "${lib}" || -n "$(find "${root}/src/base" "${root}/src/format" "${root}/src/codec" \
       "${root}/src/pack" "${root}/src/remote" "${root}/include" -newer "${lib}" -name '*.[ch]*' | head -1)" ]]; then
   echo "== building the format fuzzers' library"
-  objs="${out}/format-obj"
-  rm -rf "${objs}" && mkdir -p "${objs}"
-  for src in "${common[@]}" "${root}/src/pack/image_folder.cc" "${root}/src/pack/tar_source.cc"; do
-    "${cxx}" "${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" -c "${src}" \
-      -o "${objs}/$(echo "${src#"${root}"/}" | tr / _).o"
-  done
-  rm -f "${lib}" && ar rcs "${lib}" "${objs}"/*.o
+  fuzz_archive "${lib}" "${cxx}" flags "${common[@]}" "${root}/src/pack/image_folder.cc" \
+    "${root}/src/pack/tar_source.cc"
 fi
 
 status=0

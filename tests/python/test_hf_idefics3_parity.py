@@ -52,7 +52,7 @@ GENERATED = [
     ("tall-30x2500", 30, 2500, "RGB", SMOLDOCLING),
     ("one-tile-400x300", 400, 300, "RGB", {"longest_edge": 512, "max_image_size": 512}),
     ("odd-edge-999", 640, 480, "RGB", {"longest_edge": 999, "max_image_size": 300}),
-    ("huge-5000x3000", 5000, 3000, "RGB", {"longest_edge": 5000, "max_image_size": 512}),
+    ("huge-3000x1900", 3000, 1900, "RGB", {"longest_edge": 3000, "max_image_size": 512}),  # 6 x 4 tiles
     ("nosplit-600x800", 600, 800, "RGB", NO_SPLIT),
     ("mode-L", 301, 399, "L", SMOLDOCLING),
     ("mode-P", 300, 400, "P", SMOLDOCLING),

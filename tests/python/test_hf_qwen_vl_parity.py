@@ -56,7 +56,7 @@ GENERATED = [
     ("tiny-2x2", 2, 2, "RGB", {}),                         # min_pixels branch
     ("tiny-17x9-rgba", 17, 9, "RGBA", {}),
     ("small-60x80", 60, 80, "L", {"min_pixels": 256 * 256}),
-    ("huge-6000x8000", 6000, 8000, "RGB", {"max_pixels": DEFAULT_MAX}),
+    ("huge-4200x4000", 4200, 4000, "RGB", {"max_pixels": DEFAULT_MAX}),  # 16.8 MP: scaled down
     ("clamped-wide", 5000, 40, "RGB", {"max_pixels": 28 * 28 * 64}),  # h clamped to 28
     ("clamped-tall", 30, 5000, "L", {"max_pixels": 28 * 28 * 16}),
     ("aspect-199", 3980, 20, "RGB", {}),
