@@ -8,14 +8,14 @@ turn:
   * `datasets.load_from_disk(SRC).save_to_disk(DST, num_proc=1)`: datasets' own copy (in a
     subprocess, so both sides pay their start-up);
   * `docfeed pack SRC -o OUT --codec keep --threads 1`: the same rows into a docfeed dataset,
-    which also validates every image as a decode would (`--validate full`, the default) to
-    refuse corrupt ones, writes the index and verifies the output;
-  * the same with `--validate structure` (JPEG/PNG container structure and checksums only).
+    with the default `--validate auto` (for a dataset's images: `structure`, the JPEG/PNG
+    container structure and checksums), writing the index and verifying the output;
+  * the same with `--validate full`, which validates every image as a decode would.
 
 Prints each column's median rows/s and each docfeed column's ratio to datasets (median of the
 per-round ratios), so a noisy, shared machine compares like with like.
 
-    python3 bench/pack/hf_pack_bench.py --build build --rows 400 --rounds 5 [--validate full structure]
+    python3 bench/pack/hf_pack_bench.py --build build --rows 400 --rounds 5 [--validate auto full]
 """
 import argparse
 import json
@@ -63,9 +63,10 @@ def main():
     p.add_argument("--work", default="/tmp/docfeed-hf-pack-bench")
     p.add_argument("--rows", type=int, default=400)
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--validate", nargs="+", choices=["full", "structure"],
-                   default=["full", "structure"],
-                   help="the docfeed columns, each timed in every round (default: both)")
+    p.add_argument("--validate", nargs="+", choices=["auto", "full", "structure"],
+                   default=["auto", "full"],
+                   help="the docfeed columns, each timed in every round (default: auto, the "
+                        "default of `docfeed pack`, and full)")
     a = p.parse_args()
     src = os.path.join(a.work, f"src-{a.rows}")
     if not os.path.exists(src):

@@ -32,23 +32,26 @@ namespace docfeed {
 
 // How the stored images are encoded: the source file's own bytes, or a re-encode (PNG, lossless
 // WebP, JPEG at PackOptions::jpeg_quality). Every image is validated at pack time either way: as
-// a full decode would (the default), or for kKeep with PackValidation::kStructure by its JPEG or
-// PNG container structure and checksums (below).
+// a full decode would, or for kKeep with PackValidation::kStructure by its JPEG or PNG container
+// structure and checksums (below; the default for images already in a Hugging Face dataset).
 enum class PackCodec { kKeep, kPng, kWebp, kJpeg };
 
 // Parses "keep", "png", "webp", "jpeg"; InvalidArgument naming the accepted values otherwise.
 Result<PackCodec> ParsePackCodec(std::string_view name);
 
 // How PackCodec::kKeep validates the stored source bytes (`pack --validate`; src/pack/README.md):
+// kAuto (the default) is kStructure for images already in a Hugging Face dataset (save_to_disk,
+// the datasets cache, Parquet; `datasets`' own copy of them checks nothing) and kFull for files
+// (image folders, tars, documents) and with `strict`; PackFrom takes it as kFull.
 // kFull decodes them as a trainer would (a JPEG entropy-decoded, a PNG inflated and unfiltered),
 // refusing and warning exactly as the full decode; kStructure checks only the container
 // structure and checksums of JPEG and PNG files (PNG: every chunk's length and CRC-32, the
 // chunk order; JPEG: every marker segment, each scan's extent, EOI) without decoding pixels,
 // so damage inside a JPEG scan or a PNG's deflate stream under a valid CRC goes unseen. Other
 // formats are fully validated either way; re-encoding and preprocessing always decode fully.
-enum class PackValidation { kFull, kStructure };
+enum class PackValidation { kFull, kStructure, kAuto };
 
-// Parses "full" or "structure"; InvalidArgument naming the accepted values otherwise.
+// Parses "auto", "full" or "structure"; InvalidArgument naming the accepted values otherwise.
 Result<PackValidation> ParsePackValidation(std::string_view name);
 
 // Token order and categorical rule of the Donut target strings: the fine-tuning notebook's or
@@ -130,7 +133,7 @@ struct PackOptions {
   std::string source;  // Pack: the image folder; PackFrom: unused
   std::string output;  // the dataset directory to create
   PackCodec codec = PackCodec::kKeep;
-  PackValidation validate = PackValidation::kFull;  // for kKeep (ignored otherwise)
+  PackValidation validate = PackValidation::kAuto;  // for kKeep (ignored otherwise)
   int jpeg_quality = 90;                            // 1..100, for kJpeg
   PackPreprocess preprocess;
   int threads = 0;        // encoding threads; 0: one per hardware thread

@@ -90,7 +90,7 @@ def pack_rows(output: str, rows: str, fetch: Callable[[], List[Any]], *, codec: 
               compression: Optional[str] = None, preprocess: str = "",
               size: Optional[Tuple[int, int]] = None, align_long_axis: bool = False,
               hf_version: Optional[int] = None, backend: str = "pil",
-              keep_original: bool = False, max_file_mb: int = 500, validate: str = "full",
+              keep_original: bool = False, max_file_mb: int = 500, validate: str = "auto",
               min_pixels: Optional[int] = None, max_pixels: Optional[int] = None,
               patch_size: Optional[int] = None, merge_size: Optional[int] = None,
               part: Optional[Tuple[int, int]] = None) -> Dict[str, Any]: ...
@@ -102,7 +102,7 @@ def pack_path(source: str, output: str, *, codec: str = "keep", jpeg_quality: in
               hf_version: Optional[int] = None, backend: str = "pil",
               keep_original: bool = False, max_file_mb: int = 500, split: str = "",
               image_root: str = "", dpi: int = 200, pages: str = "auto",
-              validate: str = "full", min_pixels: Optional[int] = None,
+              validate: str = "auto", min_pixels: Optional[int] = None,
               max_pixels: Optional[int] = None, patch_size: Optional[int] = None,
               merge_size: Optional[int] = None,
               part: Optional[Tuple[int, int]] = None) -> Dict[str, Any]: ...

@@ -208,7 +208,7 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
          max_file_mb: int = 500, hf_version: Optional[int] = None,
          backend: Optional[str] = None, split: Optional[str] = None,
          image_root: "Optional[str | os.PathLike[str]]" = None, dpi: int = _DEFAULT_DPI,
-         pages: Union[str, int] = "auto", validate: str = "full",
+         pages: Union[str, int] = "auto", validate: str = "auto",
          min_pixels: Optional[int] = None, max_pixels: Optional[int] = None,
          patch_size: Optional[int] = None, merge_size: Optional[int] = None,
          part: Optional[Tuple[int, int]] = None) -> str:
@@ -233,9 +233,11 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       `text_column`, padded/truncated to `max_length` with -100 in place of padding.
     columns: the other columns to keep (default: every column with str/int/float/bool values).
     codec: keep (default: the stored bytes), png, webp (lossless) or jpeg (at jpeg_quality).
-    validate: how codec="keep" checks each image (`docfeed pack --validate`): "full" (default)
-      decodes it; "structure" checks the JPEG/PNG container and checksums without decoding
-      (faster; src/pack/README.md says what it does not catch).
+    validate: how codec="keep" checks each image (`docfeed pack --validate`): "full" decodes
+      it; "structure" checks the JPEG/PNG container and checksums without decoding (faster;
+      src/pack/README.md says what it does not catch); "auto" (default): "structure" for the
+      images of a Hugging Face dataset (a `datasets.Dataset` in memory, save_to_disk, the
+      cache, Parquet), "full" for files and other rows, and with strict.
     preprocess="donut", size=(height, width), align_long_axis: store the Donut preset's
       deterministic stages (`docfeed pack --preprocess donut --size HxW`); keep_original also
       stores the source file. preprocess="qwen2-vl" or "qwen2.5-vl" with min_pixels,
@@ -297,6 +299,9 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
                                    "(in-memory rows hold one image each)")
     if _arrow_image_dataset(dataset, image_column):
         images: Any = _ArrowImages(dataset, image_column)
+        if (options["validate"] == "auto" and not strict and options["codec"] == "keep"
+                and not options["preprocess"]):
+            options["validate"] = "structure"  # as for a saved dataset (docfeed/pack.h)
         metadata: Iterable[Dict[str, Any]]
         if len(dataset.column_names) > 1:
             metadata = dataset.remove_columns([image_column]).with_format(None)

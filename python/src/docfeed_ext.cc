@@ -1100,7 +1100,7 @@ NB_MODULE(_docfeed, m) {
         "strict"_a = false, "compression"_a = nb::none(), "preprocess"_a = "",
         "size"_a = nb::none(), "align_long_axis"_a = false, "hf_version"_a = nb::none(),
         "backend"_a = "pil", "keep_original"_a = false, "max_file_mb"_a = 500,
-        "validate"_a = "full", "min_pixels"_a = nb::none(), "max_pixels"_a = nb::none(),
+        "validate"_a = "auto", "min_pixels"_a = nb::none(), "max_pixels"_a = nb::none(),
         "patch_size"_a = nb::none(), "merge_size"_a = nb::none(), "part"_a = nb::none(),
         "Packs rows into `output` (docfeed.pack's engine): `rows` is one JSON object per line "
         "(file_name and the other columns, as metadata.jsonl), `fetch()` returns the next "
@@ -1110,7 +1110,7 @@ NB_MODULE(_docfeed, m) {
         "strict"_a = false, "compression"_a = nb::none(), "preprocess"_a = "",
         "size"_a = nb::none(), "align_long_axis"_a = false, "hf_version"_a = nb::none(),
         "backend"_a = "pil", "keep_original"_a = false, "max_file_mb"_a = 500, "split"_a = "",
-        "image_root"_a = "", "dpi"_a = 200, "pages"_a = "auto", "validate"_a = "full",
+        "image_root"_a = "", "dpi"_a = 200, "pages"_a = "auto", "validate"_a = "auto",
         "min_pixels"_a = nb::none(), "max_pixels"_a = nb::none(), "patch_size"_a = nb::none(),
         "merge_size"_a = nb::none(), "part"_a = nb::none(),
         "Packs the image folder or Hugging Face dataset on disk (save_to_disk output, or a "

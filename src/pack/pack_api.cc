@@ -38,7 +38,8 @@ internal::PackOptions ToInternal(const PackOptions& o) {
   p.encode.codec = ToInternal(o.codec);
   p.encode.validation = o.validate == PackValidation::kStructure
                             ? internal::ValidationMode::kStructure
-                            : internal::ValidationMode::kFull;
+                        : o.validate == PackValidation::kAuto ? internal::ValidationMode::kAuto
+                                                              : internal::ValidationMode::kFull;
   p.encode.jpeg_quality = o.jpeg_quality;
   p.encode.preprocess.preset = o.preprocess.preset;
   p.encode.preprocess.height = o.preprocess.height;
@@ -101,8 +102,15 @@ class ListedSource final : public internal::SampleSource {
 
 Result<PackValidation> ParsePackValidation(std::string_view name) {
   DOCFEED_ASSIGN_OR_RETURN(internal::ValidationMode mode, internal::ParseValidationMode(name));
-  return mode == internal::ValidationMode::kStructure ? PackValidation::kStructure
-                                                      : PackValidation::kFull;
+  switch (mode) {
+    case internal::ValidationMode::kStructure:
+      return PackValidation::kStructure;
+    case internal::ValidationMode::kAuto:
+      return PackValidation::kAuto;
+    case internal::ValidationMode::kFull:
+      break;
+  }
+  return PackValidation::kFull;
 }
 
 Result<PackCodec> ParsePackCodec(std::string_view name) {

@@ -522,16 +522,26 @@ Result<PackSummary> PackSaved(const PackOptions& options, const std::string& out
 
 }  // namespace
 
-Result<PackSummary> Pack(const PackOptions& options) {
-  DOCFEED_ASSIGN_OR_RETURN(std::string output, CheckOutput(options));
+ValidationMode ResolveValidation(ValidationMode mode, bool dataset_images, bool strict) {
+  if (mode != ValidationMode::kAuto) return mode;
+  return dataset_images && !strict ? ValidationMode::kStructure : ValidationMode::kFull;
+}
+
+Result<PackSummary> Pack(const PackOptions& requested) {
+  DOCFEED_ASSIGN_OR_RETURN(std::string output, CheckOutput(requested));
   DOCFEED_RETURN_IF_ERROR(
-      CheckOverwriteKeepsSource(options.source, output, EnvOrDefault(options.env)));
+      CheckOverwriteKeepsSource(requested.source, output, EnvOrDefault(requested.env)));
   // Decided from the names of the files, so that one that cannot be read is reported as such.
-  if (IsSavedDataset(options.source, options.env) || IsDatasetsCache(options.source, options.env)) {
-    return PackSaved(options, output, /*parquet=*/false);
+  const bool saved = IsSavedDataset(requested.source, requested.env) ||
+                     IsDatasetsCache(requested.source, requested.env);
+  bool parquet = false;
+  if (!saved) {
+    DOCFEED_ASSIGN_OR_RETURN(parquet, IsParquetSource(requested.source, requested.env));
   }
-  DOCFEED_ASSIGN_OR_RETURN(bool parquet, IsParquetSource(options.source, options.env));
-  if (parquet) return PackSaved(options, output, /*parquet=*/true);
+  PackOptions options = requested;
+  options.encode.validation =
+      ResolveValidation(requested.encode.validation, saved || parquet, requested.strict);
+  if (saved || parquet) return PackSaved(options, output, parquet);
   if (!options.split.empty() || !options.image_root.empty()) {
     return InvalidArgumentError(
         "--split and --image-root are for a Hugging Face dataset on disk or Parquet; " +
@@ -552,7 +562,10 @@ Result<PackSummary> Pack(const PackOptions& options) {
   return PackChecked(*source, options, output, state);
 }
 
-Result<PackSummary> PackFrom(SampleSource& source, const PackOptions& options) {
+Result<PackSummary> PackFrom(SampleSource& source, const PackOptions& requested) {
+  PackOptions options = requested;
+  options.encode.validation =
+      ResolveValidation(requested.encode.validation, /*dataset_images=*/false, requested.strict);
   DOCFEED_ASSIGN_OR_RETURN(std::string output, CheckOutput(options));
   WriteState state;
   state.start = Clock::now();

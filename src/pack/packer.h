@@ -99,7 +99,16 @@ Result<PackSummary> Pack(const PackOptions& options);
 
 // Packs `source` (options.source is ignored); the same encoder, writer, verification and
 // atomic placement as Pack. Errors name the sample by source.Where(i) unless skip_bad.
+// ValidationMode::kAuto is kFull here (the caller knows where the images come from: the Python
+// binding passes kStructure for the images of an in-memory `datasets` dataset).
 Result<PackSummary> PackFrom(SampleSource& source, const PackOptions& options);
+
+// What `--validate auto` (the default) means for kept images: kStructure for images that already
+// sit in a Hugging Face dataset (save_to_disk, the datasets cache, Parquet), which `datasets`
+// wrote and reads back without decoding and whose own copy checks nothing; kFull for files
+// (image folders, tars, documents) and whenever `strict` (only a decode sees the warnings
+// --strict refuses). An explicit kFull or kStructure is kept.
+ValidationMode ResolveValidation(ValidationMode mode, bool dataset_images, bool strict);
 
 }  // namespace docfeed::internal
 

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "base/check.h"
 #include "imaging/donut.h"
 
 namespace docfeed::internal {
@@ -111,6 +112,7 @@ Status CheckDefaultPresetCanResize(int32_t decoded_width, int32_t decoded_height
 // what is refused and what is recorded are what a full decode would give.
 Result<EncodedImage> KeepSource(std::vector<uint8_t> source, const ImageInfo& info,
                                 const EncodeOptions& options) {
+  DOCFEED_CHECK(options.validation != ValidationMode::kAuto);  // resolved by Pack and PackFrom
   DecodeReport report;
   DOCFEED_ASSIGN_OR_RETURN(const DecodedGeometry decoded,
                            options.validation == ValidationMode::kStructure
@@ -144,8 +146,9 @@ Result<CodecChoice> ParseCodecChoice(std::string_view name) {
 Result<ValidationMode> ParseValidationMode(std::string_view name) {
   if (name == "full") return ValidationMode::kFull;
   if (name == "structure") return ValidationMode::kStructure;
+  if (name == "auto") return ValidationMode::kAuto;
   return InvalidArgumentError("unknown validation \"" + std::string(name) +
-                              "\" (expected full or structure)");
+                              "\" (expected auto, full or structure)");
 }
 
 std::string_view CodecChoiceName(CodecChoice choice) {

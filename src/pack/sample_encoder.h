@@ -31,10 +31,11 @@ std::string_view CodecChoiceName(CodecChoice choice);
 // How a source stored as it is (kKeep) is validated: kFull runs codec.h ValidateImage (refuses and
 // warns exactly as DecodeImage); kStructure runs ValidateImageStructure (JPEG and PNG container
 // structure and checksums without entropy decoding or inflating; other formats as kFull).
-// Re-encoding and preprocessing always decode fully.
-enum class ValidationMode { kFull, kStructure };
+// Re-encoding and preprocessing always decode fully. kAuto is Pack's default and is resolved by
+// Pack and PackFrom (ResolveValidation, packer.h) before anything is encoded.
+enum class ValidationMode { kFull, kStructure, kAuto };
 
-// Parses "full" or "structure".
+// Parses "full", "structure" or "auto".
 Result<ValidationMode> ParseValidationMode(std::string_view name);
 
 struct EncodeOptions {

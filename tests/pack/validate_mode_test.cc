@@ -1,4 +1,4 @@
-// `pack --codec keep --validate structure` against the default `--validate full`: the same
+// `pack --codec keep --validate structure` against `--validate full`: the same
 // dataset, byte for byte, from good inputs (tests/data/images: real JPEG, PNG, WebP, GIF, TIFF
 // files, plus the BMP and 12-bit JPEG both modes reject), and a damaged PNG refused naming the
 // file.
@@ -79,7 +79,34 @@ TEST(ValidateMode, DamagedPngIsRefusedNamingTheFile) {
 TEST(ValidateMode, ParsesItsNames) {
   EXPECT_EQ(*ParseValidationMode("full"), ValidationMode::kFull);
   EXPECT_EQ(*ParseValidationMode("structure"), ValidationMode::kStructure);
+  EXPECT_EQ(*ParseValidationMode("auto"), ValidationMode::kAuto);
   EXPECT_FALSE(ParseValidationMode("none").ok());
+}
+
+// --validate auto: structure for a Hugging Face dataset's images, full for files and with
+// --strict; an explicit choice is kept.
+TEST(ValidateMode, AutoResolvesBySourceAndStrict) {
+  EXPECT_EQ(ResolveValidation(ValidationMode::kAuto, /*dataset_images=*/true, /*strict=*/false),
+            ValidationMode::kStructure);
+  EXPECT_EQ(ResolveValidation(ValidationMode::kAuto, true, /*strict=*/true), ValidationMode::kFull);
+  EXPECT_EQ(ResolveValidation(ValidationMode::kAuto, false, false), ValidationMode::kFull);
+  EXPECT_EQ(ResolveValidation(ValidationMode::kFull, true, false), ValidationMode::kFull);
+  EXPECT_EQ(ResolveValidation(ValidationMode::kStructure, false, true), ValidationMode::kStructure);
+}
+
+// An image folder packed with the default reports the JPEG that decodes only with warnings, as
+// --validate full does: auto decodes files.
+TEST(ValidateMode, AutoDecodesAFoldersFiles) {
+  TempDir dir;
+  const std::string src = dir.Join("src");
+  testing::MakeSmallFolder(src);
+  Result<std::vector<uint8_t>> jpeg =
+      ReadFile(std::string(DOCFEED_TEST_DATA_DIR) + "/images/modes/warn_huffman.jpg");
+  ASSERT_TRUE(jpeg.ok());
+  testing::WriteBytes(JoinPath(src, "c.jpg"), *jpeg);  // a listed file
+  Result<PackSummary> summary = Pack(Options(src, dir.Join("out"), ValidationMode::kAuto));
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->decode_warnings.size(), 1u);
 }
 
 }  // namespace

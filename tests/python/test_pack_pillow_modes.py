@@ -80,3 +80,39 @@ def test_a_truncated_jpeg_is_refused_as_pillow_refuses_it(tmp_path):
     proc = run_docfeed("pack", src, "-o", tmp_path / "out", check=False)
     assert proc.returncode == 1
     assert "cmyk_adobe.jpg" in proc.stderr and "truncated" in proc.stderr, proc.stderr
+
+
+def test_validate_auto_checks_a_datasets_structure_and_decodes_files(tmp_path):
+    """`--validate auto` (the default): the images of a save_to_disk dataset get the structure
+    check, so the JPEG with a bad Huffman code, whose scan only a decode reads, packs without a
+    warning; the same JPEG in an image folder is decoded and reported; on the dataset,
+    `--validate full` reports it and `--strict` (which needs a decode) refuses it. A truncated
+    JPEG in the dataset is refused under auto, naming its row, as under full."""
+    features = datasets.Features({"image": datasets.Image(), "n": datasets.Value("int64")})
+    names = ["cmyk_adobe.jpg", "gray16_mixed.png", "warn_huffman.jpg"]
+    rows = {"image": [{"bytes": (MODES / n).read_bytes(), "path": n} for n in names],
+            "n": list(range(len(names)))}
+    datasets.Dataset.from_dict(rows, features=features).save_to_disk(str(tmp_path / "saved"))
+
+    auto = run_docfeed("pack", tmp_path / "saved", "-o", tmp_path / "auto")
+    assert "packed 3 samples" in auto.stdout, auto.stdout
+    assert "warn" not in auto.stdout, auto.stdout
+    full = run_docfeed("pack", tmp_path / "saved", "-o", tmp_path / "full", "--validate", "full")
+    assert "warnings   1 image(s) decoded only with warnings" in full.stdout, full.stdout
+    strict = run_docfeed("pack", tmp_path / "saved", "-o", tmp_path / "strict", "--strict",
+                         check=False)
+    assert strict.returncode == 1 and "refused by strict" in strict.stderr, strict.stderr
+    # The stored rows are the same either way (only the check differs).
+    for out in ("auto", "full"):
+        ds = datasets.load_from_disk(str(tmp_path / out))
+        ds = ds.cast_column("image", datasets.Image(decode=False))
+        assert [r["image"]["bytes"] for r in ds] == [(MODES / n).read_bytes() for n in names]
+    folder = run_docfeed("pack", image_folder(tmp_path), "-o", tmp_path / "folder")
+    assert "warned     warn_huffman.jpg: " in folder.stdout, folder.stdout
+
+    rows["image"][0] = {"bytes": (MODES / "truncated.jpg").read_bytes(), "path": "t.jpg"}
+    datasets.Dataset.from_dict(rows, features=features).save_to_disk(str(tmp_path / "cut"))
+    cut = run_docfeed("pack", tmp_path / "cut", "-o", tmp_path / "cut_out", check=False)
+    assert cut.returncode == 1 and "truncated" in cut.stderr, cut.stderr
+    assert "row 0" in cut.stderr or "t.jpg" in cut.stderr, cut.stderr
+    assert not (tmp_path / "cut_out").exists()

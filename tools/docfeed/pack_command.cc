@@ -44,13 +44,16 @@ constexpr char kPackHelp[] =
     "options:\n"
     "  -o, --output OUT       output directory (written atomically)\n"
     "  --codec C              keep (default: store the file's bytes), png, webp (lossless), jpeg\n"
-    "  --validate V           how --codec keep checks the stored bytes: full (default) decodes\n"
-    "                         them as a trainer will (a JPEG entropy-decoded, a PNG inflated),\n"
-    "                         refusing and warning exactly as that decode; structure checks\n"
-    "                         only the container of a JPEG or PNG (PNG: chunk lengths, CRC-32s,\n"
-    "                         chunk order; JPEG: marker segments, scan extents, EOI) without\n"
-    "                         decoding pixels, so damage inside a JPEG scan or a PNG's deflate\n"
-    "                         stream under a valid CRC is not seen; other formats: full\n"
+    "  --validate V           how --codec keep checks the stored bytes: full decodes them as a\n"
+    "                         trainer will (a JPEG entropy-decoded, a PNG inflated), refusing\n"
+    "                         and warning exactly as that decode; structure checks only the\n"
+    "                         container of a JPEG or PNG (PNG: chunk lengths, CRC-32s, chunk\n"
+    "                         order; JPEG: marker segments, scan extents, EOI) without decoding\n"
+    "                         pixels, so damage inside a JPEG scan or a PNG's deflate stream\n"
+    "                         under a valid CRC is not seen; other formats: full. auto\n"
+    "                         (default): structure for the images of a Hugging Face dataset\n"
+    "                         (save_to_disk, the datasets cache, Parquet), full for files and\n"
+    "                         with --strict\n"
     "  --quality Q            JPEG quality for --codec jpeg (1-100, default 90)\n"
     "  --threads N            encoding threads (default: all cores)\n"
     "  --skip-bad             write bad samples (unreadable images, bad metadata.jsonl rows)\n"
@@ -181,7 +184,7 @@ Result<PackOptions> ToOptions(const ParsedArgs& parsed) {
   o.output = parsed.Get("-o", parsed.Get("--output", ""));
   if (o.output.empty()) return InvalidArgumentError("pack needs -o OUT");
   DOCFEED_ASSIGN_OR_RETURN(o.codec, ParsePackCodec(parsed.Get("--codec", "keep")));
-  Result<PackValidation> validate = ParsePackValidation(parsed.Get("--validate", "full"));
+  Result<PackValidation> validate = ParsePackValidation(parsed.Get("--validate", "auto"));
   if (!validate.ok()) return validate.status().WithContext("--validate");
   o.validate = *validate;
   DOCFEED_ASSIGN_OR_RETURN(o.jpeg_quality,
