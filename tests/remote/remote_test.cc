@@ -10,6 +10,7 @@
 #include "remote/remote_env.h"
 #include "remote/retry.h"
 #include "remote/s3_config.h"
+#include "remote/s3_upload.h"
 #include "remote/s3_xml.h"
 #include "remote/url.h"
 #include "testing/temp_dir.h"
@@ -318,6 +319,20 @@ TEST(RemoteEnvTest, UnreachableServerIsAnErrorNamingTheUrlAfterRetries) {
   EXPECT_NE(r.status().message().find("3 attempt(s)"), std::string::npos) << r.status().ToString();
   EXPECT_EQ(env.stats().retries, 2u);
   EXPECT_EQ(env.stats().errors, 1u);
+}
+
+// What --overwrite of an s3:// output may remove: a dataset's (or DatasetDict's) objects only.
+TEST(S3Upload, DatasetObjectKeys) {
+  for (const char* key :
+       {"docfeed.json", "docfeed.index", "data-00000-of-00002.arrow", "state.json",
+        "dataset_info.json", "rejects.jsonl", "dataset_dict.json", "tokenizer/tokenizer.json",
+        "train/docfeed.json", "train/data-00001-of-00002.arrow", "train/tokenizer/x.model"}) {
+    EXPECT_TRUE(IsDatasetObjectKey(key)) << key;
+  }
+  for (const char* key : {"notes.txt", "data.arrow", "train/notes.txt", "a/b/docfeed.json",
+                          "train/sub/data-00000-of-00001.arrow"}) {
+    EXPECT_FALSE(IsDatasetObjectKey(key)) << key;
+  }
 }
 
 }  // namespace
