@@ -10,9 +10,10 @@ namespace docfeed::internal {
 namespace {
 
 Status ReadOnlyError(const std::string& path, const char* what) {
-  return UnsupportedError(std::string("cannot ") + what + " " + path +
-                          ": docfeed reads remote datasets but does not write them (s3:// and "
-                          "http(s):// are read-only)");
+  return UnsupportedError(
+      std::string("cannot ") + what + " " + path +
+      ": the remote Env is read-only (`docfeed pack` and `merge -o s3://` upload "
+      "a finished dataset; http(s):// cannot be written)");
 }
 
 }  // namespace

@@ -160,7 +160,10 @@ def test_refusals_name_the_url_and_write_nothing(s3, local_pack):
     assert url in proc.stderr and "access denied" in proc.stderr, proc.stderr
     assert "wrong" not in proc.stderr  # no secret in messages
     assert s3_state(s3, prefix) == {"objects": {}, "uploads": []}
-    # An https:// output is refused (HTTP servers are read-only).
+    # Parts are local (merged to S3 afterwards).
+    proc = run("pack", str(SRC), "--part", "0/2", "-o", url)
+    assert proc.returncode != 0 and "merge them with -o s3://" in proc.stderr, proc.stderr
+    # An http(s):// output is refused (HTTP servers are read-only).
     proc = run("pack", str(SRC), "-o", s3["DOCFEED_TEST_HTTP_URL"] + "/out")
     assert proc.returncode != 0 and "s3:// only" in proc.stderr, proc.stderr
 

@@ -3,11 +3,11 @@
 // uploaded by boto3; their addresses come in DOCFEED_TEST_* variables. Run through ctest
 // (Remote.AgainstServers); without the variables every test fails saying how to run it.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <map>
 #include <random>
-#include <unistd.h>
 
 #include "base/file.h"
 #include "docfeed/dataset.h"
@@ -280,8 +280,7 @@ TEST_F(RemoteServerTest, UploadDatasetVerifiesAndReplacesOnlyWithOverwrite) {
   Result<VerifyReport> report = VerifyDatasetReport(url, 20, env.get());
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_TRUE(report->ok());
-  Result<S3UploadSummary> again =
-      UploadDataset(env.get(), docfeed::Env::Default(), local_, url, o);
+  Result<S3UploadSummary> again = UploadDataset(env.get(), docfeed::Env::Default(), local_, url, o);
   ASSERT_EQ(again.status().code(), StatusCode::kAlreadyExists);
   EXPECT_NE(again.status().message().find(url), std::string::npos);
   o.overwrite = true;
