@@ -67,6 +67,17 @@ std::string Sha256Hex(std::span<const uint8_t> bytes) {
   return out;
 }
 
+// Base64 of the MD5 of `bytes`: an upload's Content-MD5, which S3-compatible servers check (and
+// some check instead of x-amz-content-sha256).
+std::string Md5Base64(std::span<const uint8_t> bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  DOCFEED_CHECK(EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_md5(), nullptr) == 1);
+  unsigned char text[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+  const int length = EVP_EncodeBlock(text, digest, static_cast<int>(size));
+  return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(length));
+}
+
 uint64_t RandomBits() {
   thread_local std::mt19937_64 generator{std::random_device{}()};
   return generator();
@@ -284,7 +295,8 @@ namespace {
 // Sets everything a request needs on a freshly reset handle; `headers` receives the list the
 // handle points to (freed by the caller after the transfer).
 void Configure(CURL* h, const HttpRequest& r, const HttpOptions& o, Transfer* t, char* errbuf,
-               const std::string& payload_sha256, curl_slist** headers) {
+               const std::string& payload_sha256, const std::string& content_md5,
+               curl_slist** headers) {
   curl_easy_setopt(h, CURLOPT_URL, r.url.c_str());
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM from resolver timeouts in threads
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
@@ -309,6 +321,9 @@ void Configure(CURL* h, const HttpRequest& r, const HttpOptions& o, Transfer* t,
   } else if (!r.method.empty()) {
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r.method.c_str());
   }
+  if (!content_md5.empty()) {
+    *headers = curl_slist_append(*headers, ("Content-MD5: " + content_md5).c_str());
+  }
   if (!r.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, r.ca_file.c_str());
   std::string range;
   if (r.ranged) {
@@ -332,7 +347,8 @@ void Configure(CURL* h, const HttpRequest& r, const HttpOptions& o, Transfer* t,
 }  // namespace
 
 HttpClient::Attempt HttpClient::PerformOnce(const HttpRequest& r, std::span<uint8_t> into,
-                                            const std::string& payload_sha256) {
+                                            const std::string& payload_sha256,
+                                            const std::string& content_md5) {
   Attempt a;
   Transfer t;
   t.handle = pool_->Acquire();
@@ -342,7 +358,7 @@ HttpClient::Attempt HttpClient::PerformOnce(const HttpRequest& r, std::span<uint
   t.upload = r.upload;
   char errbuf[CURL_ERROR_SIZE] = {0};
   curl_slist* headers = nullptr;
-  Configure(t.handle, r, options_, &t, errbuf, payload_sha256, &headers);
+  Configure(t.handle, r, options_, &t, errbuf, payload_sha256, content_md5, &headers);
   const CURLcode rc = curl_easy_perform(t.handle);
   counters_.requests.fetch_add(1, std::memory_order_relaxed);
   counters_.sent_bytes.fetch_add(t.sent, std::memory_order_relaxed);
@@ -390,11 +406,17 @@ HttpClient::Attempt HttpClient::PerformOnce(const HttpRequest& r, std::span<uint
     return a;
   }
   const long status = a.response.status;
-  if (IsRetryableHttpStatus(status)) {
+  if (IsRetryableHttpStatus(status) || (status == 400 && !r.upload.empty())) {
     const std::string summary = ErrorSummary(
         {reinterpret_cast<const char*>(a.response.body.data()), a.response.body.size()});
-    a.failure = "HTTP " + std::to_string(status) + (summary.empty() ? "" : " " + summary);
-    return a;
+    // An upload the server received damaged (its Content-MD5 or SHA-256 does not match) is sent
+    // again; other 400s are final.
+    const bool damaged =
+        summary.starts_with("BadDigest") || summary.starts_with("XAmzContentSHA256Mismatch");
+    if (status != 400 || damaged) {
+      a.failure = "HTTP " + std::to_string(status) + (summary.empty() ? "" : " " + summary);
+      return a;
+    }
   }
   if (status < 200 || status >= 300 || r.head || !r.method.empty()) {
     a.response.size_bytes = static_cast<int64_t>(content_length);
@@ -422,9 +444,10 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& request, std::span<u
   const std::string payload_sha256 = request.signing == nullptr || request.upload.empty()
                                          ? std::string(kEmptyBodySha256)
                                          : Sha256Hex(request.upload);
+  const std::string content_md5 = request.upload.empty() ? "" : Md5Base64(request.upload);
   int64_t waited_ms = 0;
   for (int attempt = 1;; ++attempt) {
-    Attempt a = PerformOnce(request, into, payload_sha256);
+    Attempt a = PerformOnce(request, into, payload_sha256, content_md5);
     if (!a.error.ok()) {
       counters_.errors.fetch_add(1, std::memory_order_relaxed);
       return a.error;

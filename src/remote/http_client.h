@@ -32,8 +32,9 @@ struct HttpRequest {
   bool head = false;  // HEAD instead of GET
   // "PUT", "POST" or "DELETE" (the S3 write side, s3_upload.h); empty: GET, or HEAD when `head`.
   std::string method;
-  // What PUT and POST send (not copied: it must outlive Perform). Signed requests carry its
-  // SHA-256 as x-amz-content-sha256, which S3 checks against what arrives.
+  // What PUT and POST send (not copied: it must outlive Perform), with its Content-MD5; signed
+  // requests also carry its SHA-256 as x-amz-content-sha256. The server checks what arrives
+  // against them (AWS both; SeaweedFS the MD5 only) and refuses a damaged body.
   std::span<const uint8_t> upload;
   std::string url;   // what is fetched
   std::string name;  // how errors name it (the s3:// URL the user wrote); `url` when empty
@@ -105,7 +106,7 @@ class HttpClient {
   struct Attempt;
 
   Attempt PerformOnce(const HttpRequest& request, std::span<uint8_t> into,
-                      const std::string& payload_sha256);
+                      const std::string& payload_sha256, const std::string& content_md5);
 
   HttpOptions options_;
   std::unique_ptr<HandlePool> pool_;

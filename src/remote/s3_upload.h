@@ -12,8 +12,9 @@
 // invisible (it is no object) and S3 removes it by a lifecycle rule
 // (AbortIncompleteMultipartUpload). Objects written before a failure stay, without a manifest:
 // nothing opens them, and a later upload with overwrite removes them first. Every request is
-// retried as the read side's are (retry.h); an upload's body is signed with its SHA-256, which
-// S3 checks against what arrives, and each object's size is checked with a HEAD once written.
+// retried as the read side's are (retry.h); an upload's body goes with its Content-MD5 and
+// (signed) its SHA-256, which the server checks against what arrives (a damaged body is
+// refused and sent again), and each object's size is checked with a HEAD once written.
 //
 // The RemoteEnv itself stays read-only (its NewWritableFile is Unsupported): these calls send
 // whole objects and parts through its client.

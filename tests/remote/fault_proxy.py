@@ -67,10 +67,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             local.conn = conn
         return conn
 
-    def _forward(self):
+    def _forward(self, flip_upload=False):
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
+        if flip_upload and body:  # the upload damaged on its way to the server
+            damaged = bytearray(body)
+            damaged[len(damaged) // 2] ^= 0x20
+            body = bytes(damaged)
         for attempt in range(2):  # a kept-alive upstream connection may have been closed
             conn = self._upstream()
             try:
@@ -118,7 +122,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 time.sleep(p.latency_s)
             self._send(503, [("Content-Type", "application/xml")], SLOWDOWN, head)
             return
-        status, headers, body = self._forward()
+        uploading = int(self.headers.get("Content-Length") or 0) > 0
+        status, headers, body = self._forward(flip_upload=fault == "flip" and uploading)
+        if fault == "flip" and uploading:
+            self._send(status, headers, body, head)  # the answer as the server gave it
+            return
         if p.latency_s:
             time.sleep(p.latency_s)
         if fault in ("reset", "truncate") and not body and self.command in ("PUT", "POST",
