@@ -68,3 +68,11 @@ def test_merge_to_s3_is_the_local_merge(s3, tmp_path):
     # Refused, not half-done: the prefix now holds a dataset.
     again = run("merge", str(parts / "0"), str(parts / "1"), "-o", url)
     assert again.returncode != 0 and f"{url} already holds" in again.stderr, again.stderr
+
+
+def test_docfeed_pack_to_s3_from_python(s3, local_pack):
+    """docfeed.pack(PATH, "s3://...") goes through the same upload and returns the URL."""
+    prefix, url = fresh_url(s3, "python")
+    assert docfeed.pack(str(SRC), url) == url
+    assert s3_state(s3, prefix)["objects"] == local_state(local_pack)
+    assert_same_batches(epoch(url), epoch(str(local_pack)))

@@ -90,3 +90,32 @@ def test_a_manifest_that_cannot_be_written_leaves_no_dataset(s3, local_pack):
     assert replaced.returncode == 0, replaced.stderr
     assert s3_state(s3, prefix)["objects"] == local_state(local_pack)
     assert run("verify", url).returncode == 0
+
+
+def test_a_dataset_dict_goes_up_split_by_split(s3, tmp_path):
+    """A saved DatasetDict (written by the real `datasets`): the objects are the local pack's,
+    dataset_dict.json and each split's docfeed.json included, and each split verifies."""
+    datasets = pytest.importorskip("datasets")
+    docs = ["sroie/000.jpg", "invoices/simple-invoice.png", "sroie/016.jpg",
+            "receipts/demo_kie.jpeg"]
+    features = datasets.Features({"image": datasets.Image(), "name": datasets.Value("string")})
+
+    def split(names):
+        return datasets.Dataset.from_dict(
+            {"image": [{"bytes": (SRC / n).read_bytes(), "path": None} for n in names],
+             "name": names}, features=features)
+
+    saved = tmp_path / "saved"
+    datasets.DatasetDict({"train": split(docs[:3]), "test": split(docs[3:])}).save_to_disk(
+        str(saved))
+    local = tmp_path / "local"
+    assert run("pack", str(saved), "-o", str(local)).returncode == 0
+    prefix, url = fresh_url(s3, "dict")
+    proc = run("pack", str(saved), "-o", url)
+    assert proc.returncode == 0, proc.stderr
+    objects = s3_state(s3, prefix)["objects"]
+    assert objects == local_state(local)
+    assert {"dataset_dict.json", "train/docfeed.json", "test/docfeed.json"} <= objects.keys()
+    for name in ("train", "test"):
+        verified = run("verify", f"{url}/{name}")
+        assert verified.returncode == 0, verified.stdout + verified.stderr
