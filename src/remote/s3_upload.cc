@@ -253,6 +253,43 @@ Status CheckS3Output(RemoteEnv* remote, const std::string& url, bool overwrite) 
   return Status::Ok();
 }
 
+Result<uint64_t> AbortUploadsInProgress(RemoteEnv* remote, const std::string& url) {
+  DOCFEED_ASSIGN_OR_RETURN(RemoteTarget t, ResolveS3(remote, url));
+  const std::string prefix = t.key.empty() || t.key.ends_with('/') ? t.key : t.key + "/";
+  std::vector<std::pair<std::string, std::string>> uploads;
+  std::string key_marker, id_marker;
+  for (bool more = true; more;) {
+    // Parameters in SigV4's canonical (sorted) order, as listing sends them.
+    std::string query;
+    if (!key_marker.empty()) query += "key-marker=" + UriEncode(key_marker, false) + "&";
+    query += "prefix=" + UriEncode(prefix, false) + "&";
+    if (!id_marker.empty()) query += "upload-id-marker=" + UriEncode(id_marker, false) + "&";
+    query += "uploads=";
+    HttpRequest request = RequestFor(t, t.list_url + "/?" + query,
+                                     url + " (ListMultipartUploads prefix \"" + prefix + "\")");
+    DOCFEED_ASSIGN_OR_RETURN(HttpResponse r, Send(remote, t, request));
+    DOCFEED_ASSIGN_OR_RETURN(S3UploadsPage page,
+                             ParseListMultipartUploads(BodyText(r), request.name));
+    for (auto& u : page.uploads) uploads.push_back(std::move(u));
+    more = page.truncated;
+    key_marker = page.next_key_marker;
+    id_marker = page.next_upload_id_marker;
+  }
+  for (const auto& [key, id] : uploads) {
+    const std::string object = ObjectUrl(url, key.substr(std::min(prefix.size(), key.size())));
+    DOCFEED_ASSIGN_OR_RETURN(RemoteTarget o, ResolveS3(remote, object));
+    HttpRequest request = RequestFor(o, o.http_url + "?uploadId=" + UriEncode(id, false),
+                                     object + " (AbortMultipartUpload)");
+    request.method = "DELETE";
+    Result<HttpResponse> aborted = Send(remote, o, request);
+    // Gone already (completed or aborted meanwhile): nothing to do.
+    if (!aborted.ok() && aborted.status().code() != StatusCode::kNotFound) {
+      return aborted.status();
+    }
+  }
+  return uploads.size();
+}
+
 Status DeleteObject(RemoteEnv* remote, const std::string& url) {
   DOCFEED_ASSIGN_OR_RETURN(RemoteTarget t, ResolveS3(remote, url));
   HttpRequest request = RequestFor(t, t.http_url, t.name);
@@ -298,6 +335,8 @@ Result<S3UploadSummary> UploadDataset(RemoteEnv* remote, Env* local, const std::
       DOCFEED_RETURN_IF_ERROR(DeleteObject(remote, ObjectUrl(url, e.path)));
       summary.replaced_objects += 1;
     }
+    // What killed uploads to this prefix left in progress (invisible, but stored and billed).
+    DOCFEED_ASSIGN_OR_RETURN(summary.aborted_uploads, AbortUploadsInProgress(remote, url));
   }
   DOCFEED_ASSIGN_OR_RETURN(std::vector<TreeEntry> files, local->ListTree(dir));
   for (const TreeEntry& e : files) {

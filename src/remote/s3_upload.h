@@ -49,6 +49,7 @@ struct S3UploadSummary {
   uint64_t multipart_uploads = 0;  // files sent in parts
   uint64_t parts = 0;
   uint64_t replaced_objects = 0;  // removed first (overwrite)
+  uint64_t aborted_uploads = 0;   // multipart uploads in progress below the prefix (overwrite)
 };
 
 // True for a key (relative to the dataset's prefix) that a docfeed dataset or DatasetDict holds:
@@ -64,8 +65,8 @@ Status CheckS3Output(RemoteEnv* remote, const std::string& url, bool overwrite);
 
 // Uploads every file below the local directory `dir` (read through `local`) to `url`, manifests
 // last (above). With overwrite, the dataset objects already at `url` are removed first, its
-// manifests first of all. On failure the error names the object's URL; nothing written since
-// opens as a dataset.
+// manifests first of all, and the multipart uploads in progress below it aborted. On failure the
+// error names the object's URL; nothing written since opens as a dataset.
 Result<S3UploadSummary> UploadDataset(RemoteEnv* remote, Env* local, const std::string& dir,
                                       const std::string& url, const S3UploadOptions& options);
 
@@ -73,6 +74,11 @@ Result<S3UploadSummary> UploadDataset(RemoteEnv* remote, Env* local, const std::
 // options.part_bytes. Adds to `summary`.
 Status UploadFile(RemoteEnv* remote, Env* local, const std::string& path, const std::string& url,
                   const S3UploadOptions& options, S3UploadSummary* summary);
+
+// Aborts every multipart upload in progress below `url` (ListMultipartUploads, then
+// AbortMultipartUpload each): what killed uploads left. Returns how many. Only for a prefix this
+// process is about to replace: it also aborts a concurrent writer's uploads there.
+Result<uint64_t> AbortUploadsInProgress(RemoteEnv* remote, const std::string& url);
 
 // DELETE of one object (S3 answers 204 whether it existed or not).
 Status DeleteObject(RemoteEnv* remote, const std::string& url);

@@ -4,11 +4,14 @@ refused naming the URL before anything is written; transient faults (tests/remot
 fault_proxy.py: 503 SlowDown, resets, damaged upload bodies) are retried into the local pack's
 objects; a part or the manifest that keeps failing ends in an error naming the URL and leaves
 nothing that opens as a dataset and no multipart upload in progress."""
+import os
+import subprocess
 import sys
+import time
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, docfeed_bin
 from s3_pack_helpers import (SRC, fresh_url, local_pack, local_state, run, s3,  # noqa: F401
                              s3_state)
 
@@ -119,3 +122,34 @@ def test_a_dataset_dict_goes_up_split_by_split(s3, tmp_path):
     for name in ("train", "test"):
         verified = run("verify", f"{url}/{name}")
         assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_a_killed_upload_leaves_nothing_that_opens(s3, local_pack):
+    """pack killed (SIGKILL) while its data file's parts are in flight (100 ms added each way by
+    the proxy): no object opens as a dataset, only an invisible multipart upload is left, and
+    `pack --overwrite` aborts it and writes the complete dataset."""
+    import boto3
+    client = boto3.client("s3", endpoint_url=s3["DOCFEED_TEST_S3_ENDPOINT"],
+                          aws_access_key_id=s3["DOCFEED_TEST_S3_ACCESS_KEY"],
+                          aws_secret_access_key=s3["DOCFEED_TEST_S3_SECRET_KEY"],
+                          region_name="us-east-1")
+    bucket = s3["DOCFEED_TEST_S3_BUCKET"]
+    prefix, url = fresh_url(s3, "killed")
+    with ProxyProcess(s3["DOCFEED_TEST_S3_ENDPOINT"], latency_ms=100) as proxy:
+        proc = subprocess.Popen([str(docfeed_bin()), "pack", str(SRC), "-o", url],
+                                env=dict(os.environ, AWS_ENDPOINT_URL=proxy.url),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not client.list_multipart_uploads(Bucket=bucket, Prefix=prefix + "/").get(
+                "Uploads"):
+            assert proc.poll() is None and time.monotonic() < deadline, "no upload began"
+            time.sleep(0.02)
+        proc.kill()
+        proc.wait()
+    state = s3_state(s3, prefix)
+    assert state["uploads"] == [f"{prefix}/data-00000-of-00001.arrow"], state
+    assert "docfeed.json" not in state["objects"], state
+    assert run("verify", url).returncode != 0
+    replaced = run("pack", str(SRC), "-o", url, "--overwrite")
+    assert replaced.returncode == 0, replaced.stderr
+    assert s3_state(s3, prefix) == {"objects": local_state(local_pack), "uploads": []}
