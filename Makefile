@@ -140,7 +140,7 @@ test-thread-safety: deps build/tsa/CMakeCache.txt
 # stack (PY_CORE_TESTS); the transformers-5 pixel parity and the migration of 5.x-made tensors
 # in .venv/hf5 only.
 PY_CORE_TESTS := $(addprefix tests/python/test_loader_,api.py asan.py elastic.py file_change.py \
-  gpu_stage.py remote.py remote_faults.py threads.py torture.py)
+  gpu_stage.py pack_s3.py remote.py remote_faults.py threads.py torture.py)
 PY_STACK_TESTS := $(filter-out $(PY_CORE_TESTS),$(wildcard tests/python/test_loader_*.py)) \
   tests/python/test_hf_*.py tests/python/test_demo.py tests/python/test_doctor.py
 HF5_ONLY_TESTS := tests/python/test_donut_parity_hf5.py tests/python/test_migrate_hf5.py

@@ -16,6 +16,9 @@ pkg_check_modules(BROTLIDEC REQUIRED IMPORTED_TARGET libbrotlidec) # libbrotli-d
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)   # libxxhash-dev
 # Remote datasets (src/remote): HTTP(S), connection reuse and SigV4 signing (CURLOPT_AWS_SIGV4).
 pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl>=7.75) # libcurl4-openssl-dev
+# The MD5 and SHA-256 of what pack -o s3:// uploads (Content-MD5, x-amz-content-sha256, checked
+# by the server): OpenSSL's libcrypto, the one libcurl4-openssl already loads.
+pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto) # libssl-dev
 pkg_check_modules(LIBARCHIVE REQUIRED IMPORTED_TARGET libarchive) # libarchive-dev
 find_package(nlohmann_json 3.10 REQUIRED)                      # nlohmann-json3-dev
 # PDF input of docfeed pack: poppler's core API (PDFDoc, SplashOutputDev), the calls pdftoppm

@@ -15,6 +15,7 @@ packages=(
   libsnappy-dev zlib1g-dev libbrotli-dev             # Parquet pages: SNAPPY, GZIP, BROTLI
   libxxhash-dev                                      # XXH3-64 checksums
   libcurl4-openssl-dev                               # remote datasets: HTTP(S), SigV4 signing (src/remote)
+  libssl-dev                                         # pack -o s3://: MD5, SHA-256 of uploaded bodies (libcrypto)
   nginx openssl                                      # tests: a static HTTP(S) server with Range requests, its test CA (tests/remote)
   libarchive-dev                                     # WebDataset tar shards (tar, tar.gz)
   nlohmann-json3-dev                                 # JSON (metadata.jsonl, manifests)

@@ -52,6 +52,13 @@ struct MergeSummary {
   uint64_t output_bytes = 0;      // every file of the output directory
   bool already_complete = false;  // OUT already was this merge, verified: nothing was written
   double seconds = 0;
+  // With an s3:// output: as PackSummary's (the merge is made in a local staging directory,
+  // hard links to the parts' data files where it can, then uploaded).
+  uint64_t uploaded_objects = 0;
+  uint64_t uploaded_bytes = 0;
+  uint64_t upload_requests = 0;
+  uint64_t upload_retries = 0;
+  double upload_seconds = 0;
 };
 
 Result<MergeSummary> Merge(const MergeOptions& options);

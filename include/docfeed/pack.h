@@ -212,7 +212,15 @@ struct PackSummary {
   int32_t pdf_dpi = 0;                  // what they were rendered at; 0 without PDFs
   uint64_t tiff_documents = 0;          // TIFF files split into pages (PackPages kAll, kFirst)
   uint64_t tiff_pages = 0;              // page samples listed from them (packed or rejected)
-  double seconds = 0;
+  double seconds = 0;                   // the whole run, the upload included
+  // With an s3:// output (written, verified and placed in a local staging directory, then
+  // uploaded): the objects written, the request bodies sent (retries included), the HTTP
+  // requests of the upload and their retries, and its seconds.
+  uint64_t uploaded_objects = 0;
+  uint64_t uploaded_bytes = 0;
+  uint64_t upload_requests = 0;
+  uint64_t upload_retries = 0;
+  double upload_seconds = 0;
   // With PackOptions::part_count: the output already held this part, verified; it was kept and
   // the counts above are its manifest's (the listing fields and warnings are not filled).
   bool already_complete = false;

@@ -17,6 +17,8 @@
 #include "format/shard_writer.h"
 #include "format/verify.h"
 #include "pack/part.h"
+#include "pack/remote_output.h"
+#include "remote/url.h"
 
 namespace docfeed::internal {
 namespace {
@@ -396,11 +398,45 @@ Result<MergeSummary> MergeParts(const MergeOptions& options) {
   return result;
 }
 
+// -o s3://...: the merge made in a staging directory next to the first part (so that its data
+// files are hard links), then uploaded (remote_output.h).
+Result<MergeSummary> MergeToRemote(const MergeOptions& options) {
+  if (options.parts.empty()) return InvalidArgumentError("no parts given to merge");
+  const auto start = std::chrono::steady_clock::now();
+  auto written = start;
+  MergeSummary summary;
+  const std::string first = options.parts[0];
+  std::string root = ParentPath(first.ends_with('/') ? first.substr(0, first.size() - 1) : first);
+  if (root.empty()) root = ".";
+  DOCFEED_ASSIGN_OR_RETURN(
+      S3UploadSummary uploaded,
+      WriteToRemote(EnvOrDefault(options.env), options.output, options.overwrite, root,
+                    [&](const std::string& local) -> Status {
+                      MergeOptions staged = options;
+                      staged.output = local;
+                      staged.overwrite = false;
+                      DOCFEED_ASSIGN_OR_RETURN(summary, MergeParts(staged));
+                      written = std::chrono::steady_clock::now();
+                      return Status::Ok();
+                    }));
+  const auto now = std::chrono::steady_clock::now();
+  summary.uploaded_objects = uploaded.objects;
+  summary.uploaded_bytes = uploaded.sent_bytes;
+  summary.upload_requests = uploaded.requests;
+  summary.upload_retries = uploaded.retries;
+  summary.upload_seconds = std::chrono::duration<double>(now - written).count();
+  summary.seconds = std::chrono::duration<double>(now - start).count();
+  return summary;
+}
+
 }  // namespace
 }  // namespace docfeed::internal
 
 namespace docfeed {
 
-Result<MergeSummary> Merge(const MergeOptions& options) { return internal::MergeParts(options); }
+Result<MergeSummary> Merge(const MergeOptions& options) {
+  if (internal::IsRemotePath(options.output)) return internal::MergeToRemote(options);
+  return internal::MergeParts(options);
+}
 
 }  // namespace docfeed

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -17,9 +18,11 @@
 #include "migrate/source.h"
 #include "pack/image_folder.h"
 #include "pack/parquet_source.h"
+#include "pack/remote_output.h"
 #include "pack/saved_dataset_source.h"
 #include "pack/tar_source.h"
 #include "pdf/pdf_document.h"
+#include "remote/url.h"
 
 namespace docfeed::internal {
 namespace {
@@ -520,6 +523,38 @@ Result<PackSummary> PackSaved(const PackOptions& options, const std::string& out
   return PackChecked(*splits[0].second, options, output, state);
 }
 
+// -o s3://...: `pack` (Pack or PackFrom) into a local staging directory, then the upload
+// (remote_output.h).
+Result<PackSummary> PackToRemote(
+    const PackOptions& options,
+    const std::function<Result<PackSummary>(const PackOptions&)>& pack) {
+  if (options.part.is_part()) {
+    return UnsupportedError("--part with " + options.output +
+                            ": parts are written locally; merge them with -o s3://...");
+  }
+  const auto start = Clock::now();
+  auto written = start;
+  PackSummary summary;
+  DOCFEED_ASSIGN_OR_RETURN(
+      S3UploadSummary uploaded,
+      WriteToRemote(EnvOrDefault(options.env), options.output, options.overwrite,
+                    DefaultStagingRoot(), [&](const std::string& local) -> Status {
+                      PackOptions staged = options;
+                      staged.output = local;
+                      staged.overwrite = false;
+                      DOCFEED_ASSIGN_OR_RETURN(summary, pack(staged));
+                      written = Clock::now();
+                      return Status::Ok();
+                    }));
+  summary.uploaded_objects = uploaded.objects;
+  summary.uploaded_bytes = uploaded.sent_bytes;
+  summary.upload_requests = uploaded.requests;
+  summary.upload_retries = uploaded.retries;
+  summary.upload_seconds = std::chrono::duration<double>(Clock::now() - written).count();
+  summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return summary;
+}
+
 }  // namespace
 
 ValidationMode ResolveValidation(ValidationMode mode, bool dataset_images, bool strict) {
@@ -528,6 +563,7 @@ ValidationMode ResolveValidation(ValidationMode mode, bool dataset_images, bool 
 }
 
 Result<PackSummary> Pack(const PackOptions& requested) {
+  if (IsRemotePath(requested.output)) return PackToRemote(requested, Pack);
   DOCFEED_ASSIGN_OR_RETURN(std::string output, CheckOutput(requested));
   DOCFEED_RETURN_IF_ERROR(
       CheckOverwriteKeepsSource(requested.source, output, EnvOrDefault(requested.env)));
@@ -563,6 +599,9 @@ Result<PackSummary> Pack(const PackOptions& requested) {
 }
 
 Result<PackSummary> PackFrom(SampleSource& source, const PackOptions& requested) {
+  if (IsRemotePath(requested.output)) {
+    return PackToRemote(requested, [&](const PackOptions& o) { return PackFrom(source, o); });
+  }
   PackOptions options = requested;
   options.encode.validation =
       ResolveValidation(requested.encode.validation, /*dataset_images=*/false, requested.strict);

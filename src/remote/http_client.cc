@@ -1,6 +1,7 @@
 #include "remote/http_client.h"
 
 #include <curl/curl.h>
+#include <openssl/evp.h>
 #include <strings.h>
 
 #include <charconv>
@@ -52,6 +53,31 @@ bool IsRetryableCurlCode(CURLcode code) {
   }
 }
 
+// Lowercase hex SHA-256 of `bytes`: the x-amz-content-sha256 of a signed upload.
+std::string Sha256Hex(std::span<const uint8_t> bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  DOCFEED_CHECK(EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr) == 1);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < size; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 15];
+  }
+  return out;
+}
+
+// Base64 of the MD5 of `bytes`: an upload's Content-MD5, which S3-compatible servers check (and
+// some check instead of x-amz-content-sha256).
+std::string Md5Base64(std::span<const uint8_t> bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  DOCFEED_CHECK(EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_md5(), nullptr) == 1);
+  unsigned char text[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+  const int length = EVP_EncodeBlock(text, digest, static_cast<int>(size));
+  return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(length));
+}
+
 uint64_t RandomBits() {
   thread_local std::mt19937_64 generator{std::random_device{}()};
   return generator();
@@ -63,9 +89,12 @@ struct Transfer {
   const HttpRequest* request = nullptr;
   std::span<uint8_t> into;               // ranged GETs
   std::vector<uint8_t>* body = nullptr;  // whole GETs and error documents
+  std::span<const uint8_t> upload;       // PUT and POST bodies
+  uint64_t sent = 0;
   uint64_t received = 0;
   long status = 0;
   std::string content_range;
+  std::string etag;
   enum class Abort { kNone, kTooLarge, kOverlong, kIgnoredRange } abort = Abort::kNone;
 };
 
@@ -80,14 +109,37 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const std::string_view line(data, size * count);
   constexpr std::string_view kContentRange = "content-range:";
+  constexpr std::string_view kEtag = "etag:";
   if (line.starts_with("HTTP/")) {  // a new response (after a 100 Continue, say)
     t->content_range.clear();
+    t->etag.clear();
     t->status = 0;
+  } else if (line.size() > kEtag.size() &&
+             strncasecmp(line.data(), kEtag.data(), kEtag.size()) == 0) {
+    t->etag = std::string(TrimHeaderValue(line.substr(kEtag.size())));
   } else if (line.size() > kContentRange.size() &&
              strncasecmp(line.data(), kContentRange.data(), kContentRange.size()) == 0) {
     t->content_range = std::string(TrimHeaderValue(line.substr(kContentRange.size())));
   }
   return size * count;
+}
+
+// Feeds an upload's body to curl (from the start again when curl rewinds it).
+size_t OnRead(char* buffer, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = std::min<size_t>(size * count, t->upload.size() - t->sent);
+  std::memcpy(buffer, t->upload.data() + t->sent, n);
+  t->sent += n;
+  return n;
+}
+
+int OnSeek(void* user, curl_off_t offset, int origin) {
+  auto* t = static_cast<Transfer*>(user);
+  if (origin != SEEK_SET || offset < 0 || static_cast<uint64_t>(offset) > t->upload.size()) {
+    return CURL_SEEKFUNC_CANTSEEK;
+  }
+  t->sent = static_cast<uint64_t>(offset);
+  return CURL_SEEKFUNC_OK;
 }
 
 // Writes a 2xx body where it belongs, refusing more than was asked for.
@@ -222,7 +274,8 @@ struct HttpClient::Attempt {
 };
 
 std::string DescribeRequest(const HttpRequest& r) {
-  std::string out = (r.head ? "HEAD " : "GET ") + (r.name.empty() ? r.url : r.name);
+  const std::string method = !r.method.empty() ? r.method : r.head ? "HEAD" : "GET";
+  std::string out = method + " " + (r.name.empty() ? r.url : r.name);
   if (r.ranged) {
     out += " (bytes " + std::to_string(r.offset) + "-" +
            std::to_string(r.offset + r.length - (r.length > 0 ? 1 : 0)) + ")";
@@ -242,6 +295,7 @@ namespace {
 // Sets everything a request needs on a freshly reset handle; `headers` receives the list the
 // handle points to (freed by the caller after the transfer).
 void Configure(CURL* h, const HttpRequest& r, const HttpOptions& o, Transfer* t, char* errbuf,
+               const std::string& payload_sha256, const std::string& content_md5,
                curl_slist** headers) {
   curl_easy_setopt(h, CURLOPT_URL, r.url.c_str());
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM from resolver timeouts in threads
@@ -255,6 +309,21 @@ void Configure(CURL* h, const HttpRequest& r, const HttpOptions& o, Transfer* t,
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, t);
   if (r.head) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+  if (r.method == "PUT" || r.method == "POST") {
+    // An upload (PUT) renamed when it is a POST, so both send `upload` with its Content-Length.
+    curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(h, CURLOPT_READFUNCTION, OnRead);
+    curl_easy_setopt(h, CURLOPT_READDATA, t);
+    curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, OnSeek);
+    curl_easy_setopt(h, CURLOPT_SEEKDATA, t);
+    curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(r.upload.size()));
+    if (r.method == "POST") curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "POST");
+  } else if (!r.method.empty()) {
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+  }
+  if (!content_md5.empty()) {
+    *headers = curl_slist_append(*headers, ("Content-MD5: " + content_md5).c_str());
+  }
   if (!r.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, r.ca_file.c_str());
   std::string range;
   if (r.ranged) {
@@ -267,8 +336,7 @@ void Configure(CURL* h, const HttpRequest& r, const HttpOptions& o, Transfer* t,
     curl_easy_setopt(h, CURLOPT_AWS_SIGV4, provider.c_str());
     curl_easy_setopt(h, CURLOPT_USERNAME, s.access_key_id.c_str());
     curl_easy_setopt(h, CURLOPT_PASSWORD, s.secret_access_key.c_str());
-    *headers = curl_slist_append(
-        *headers, (std::string("x-amz-content-sha256: ") + kEmptyBodySha256).c_str());
+    *headers = curl_slist_append(*headers, ("x-amz-content-sha256: " + payload_sha256).c_str());
     if (!s.session_token.empty()) {
       *headers = curl_slist_append(*headers, ("x-amz-security-token: " + s.session_token).c_str());
     }
@@ -278,18 +346,23 @@ void Configure(CURL* h, const HttpRequest& r, const HttpOptions& o, Transfer* t,
 
 }  // namespace
 
-HttpClient::Attempt HttpClient::PerformOnce(const HttpRequest& r, std::span<uint8_t> into) {
+HttpClient::Attempt HttpClient::PerformOnce(const HttpRequest& r, std::span<uint8_t> into,
+                                            const std::string& payload_sha256,
+                                            const std::string& content_md5) {
   Attempt a;
   Transfer t;
   t.handle = pool_->Acquire();
   t.request = &r;
   t.into = into;
   t.body = &a.response.body;
+  t.upload = r.upload;
   char errbuf[CURL_ERROR_SIZE] = {0};
   curl_slist* headers = nullptr;
-  Configure(t.handle, r, options_, &t, errbuf, &headers);
+  Configure(t.handle, r, options_, &t, errbuf, payload_sha256, content_md5, &headers);
   const CURLcode rc = curl_easy_perform(t.handle);
   counters_.requests.fetch_add(1, std::memory_order_relaxed);
+  counters_.sent_bytes.fetch_add(t.sent, std::memory_order_relaxed);
+  a.response.etag = std::move(t.etag);
   curl_easy_getinfo(t.handle, CURLINFO_RESPONSE_CODE, &a.response.status);
   curl_off_t content_length = -1;
   curl_easy_getinfo(t.handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &content_length);
@@ -333,13 +406,19 @@ HttpClient::Attempt HttpClient::PerformOnce(const HttpRequest& r, std::span<uint
     return a;
   }
   const long status = a.response.status;
-  if (IsRetryableHttpStatus(status)) {
+  if (IsRetryableHttpStatus(status) || (status == 400 && !r.upload.empty())) {
     const std::string summary = ErrorSummary(
         {reinterpret_cast<const char*>(a.response.body.data()), a.response.body.size()});
-    a.failure = "HTTP " + std::to_string(status) + (summary.empty() ? "" : " " + summary);
-    return a;
+    // An upload the server received damaged (its Content-MD5 or SHA-256 does not match) is sent
+    // again; other 400s are final.
+    const bool damaged =
+        summary.starts_with("BadDigest") || summary.starts_with("XAmzContentSHA256Mismatch");
+    if (status != 400 || damaged) {
+      a.failure = "HTTP " + std::to_string(status) + (summary.empty() ? "" : " " + summary);
+      return a;
+    }
   }
-  if (status < 200 || status >= 300 || r.head) {
+  if (status < 200 || status >= 300 || r.head || !r.method.empty()) {
     a.response.size_bytes = static_cast<int64_t>(content_length);
     return a;
   }
@@ -361,9 +440,14 @@ HttpClient::Attempt HttpClient::PerformOnce(const HttpRequest& r, std::span<uint
 Result<HttpResponse> HttpClient::Perform(const HttpRequest& request, std::span<uint8_t> into) {
   DOCFEED_CHECK(!request.ranged || into.size() == request.length);
   const auto start = std::chrono::steady_clock::now();
+  // S3 requires the header on every signed request; for an upload it is checked against the body.
+  const std::string payload_sha256 = request.signing == nullptr || request.upload.empty()
+                                         ? std::string(kEmptyBodySha256)
+                                         : Sha256Hex(request.upload);
+  const std::string content_md5 = request.upload.empty() ? "" : Md5Base64(request.upload);
   int64_t waited_ms = 0;
   for (int attempt = 1;; ++attempt) {
-    Attempt a = PerformOnce(request, into);
+    Attempt a = PerformOnce(request, into, payload_sha256, content_md5);
     if (!a.error.ok()) {
       counters_.errors.fetch_add(1, std::memory_order_relaxed);
       return a.error;

@@ -30,8 +30,14 @@ struct HttpSigning {
 
 struct HttpRequest {
   bool head = false;  // HEAD instead of GET
-  std::string url;    // what is fetched
-  std::string name;   // how errors name it (the s3:// URL the user wrote); `url` when empty
+  // "PUT", "POST" or "DELETE" (the S3 write side, s3_upload.h); empty: GET, or HEAD when `head`.
+  std::string method;
+  // What PUT and POST send (not copied: it must outlive Perform), with its Content-MD5; signed
+  // requests also carry its SHA-256 as x-amz-content-sha256. The server checks what arrives
+  // against them (AWS both; SeaweedFS the MD5 only) and refuses a damaged body.
+  std::span<const uint8_t> upload;
+  std::string url;   // what is fetched
+  std::string name;  // how errors name it (the s3:// URL the user wrote); `url` when empty
   const HttpSigning* signing = nullptr;  // null: unsigned
   // https: a PEM file of the certificate authorities to trust instead of the system's store
   // (RemoteTarget::ca_file); empty: the system's.
@@ -53,6 +59,7 @@ struct HttpResponse {
   // Ranged GETs: the bytes written to `into`; fewer than asked when the object ends inside the
   // range (a short read for the caller to report).
   uint64_t received_bytes = 0;
+  std::string etag;  // the ETag header as sent (quotes included); "" when none
 };
 
 struct HttpOptions {
@@ -69,6 +76,7 @@ struct HttpCounters {
   std::atomic<uint64_t> requests{0};     // attempts sent, retries included
   std::atomic<uint64_t> connections{0};  // new connections opened (the rest reused one)
   std::atomic<uint64_t> bytes{0};        // body bytes of successful responses
+  std::atomic<uint64_t> sent_bytes{0};   // request bodies sent (PUT, POST), retries included
   std::atomic<uint64_t> retries{0};
   std::atomic<uint64_t> errors{0};  // requests that failed for good (after their retries)
 };
@@ -97,14 +105,15 @@ class HttpClient {
   class HandlePool;
   struct Attempt;
 
-  Attempt PerformOnce(const HttpRequest& request, std::span<uint8_t> into);
+  Attempt PerformOnce(const HttpRequest& request, std::span<uint8_t> into,
+                      const std::string& payload_sha256, const std::string& content_md5);
 
   HttpOptions options_;
   std::unique_ptr<HandlePool> pool_;
   HttpCounters counters_;
 };
 
-// "GET NAME (bytes A-B)" / "HEAD NAME": how messages name a request.
+// "GET NAME (bytes A-B)" / "HEAD NAME" / "PUT NAME": how messages name a request.
 std::string DescribeRequest(const HttpRequest& request);
 
 }  // namespace docfeed::internal

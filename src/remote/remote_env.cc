@@ -10,13 +10,14 @@ namespace docfeed::internal {
 namespace {
 
 Status ReadOnlyError(const std::string& path, const char* what) {
-  return UnsupportedError(std::string("cannot ") + what + " " + path +
-                          ": docfeed reads remote datasets but does not write them (s3:// and "
-                          "http(s):// are read-only)");
+  return UnsupportedError(
+      std::string("cannot ") + what + " " + path +
+      ": the remote Env is read-only (`docfeed pack` and `merge -o s3://` upload "
+      "a finished dataset; http(s):// cannot be written)");
 }
 
-// A request to `url` on behalf of target `t`: named as errors name it, signed and trusting the
-// certificate authorities as `t` was resolved.
+}  // namespace
+
 HttpRequest RequestFor(const RemoteTarget& t, std::string url, std::string name) {
   HttpRequest request;
   request.url = std::move(url);
@@ -26,8 +27,6 @@ HttpRequest RequestFor(const RemoteTarget& t, std::string url, std::string name)
   return request;
 }
 
-// Maps a final non-2xx response to the Env's error codes, naming the request, the server's
-// answer and, for S3 access errors, where the credentials came from.
 Status ResponseError(const HttpRequest& request, const HttpResponse& r, const RemoteTarget& t) {
   const std::string summary =
       ErrorSummary({reinterpret_cast<const char*>(r.body.data()), r.body.size()});
@@ -44,6 +43,8 @@ Status ResponseError(const HttpRequest& request, const HttpResponse& r, const Re
   }
   return IOError(what + ": " + answer);
 }
+
+namespace {
 
 // The object URL of an S3 key: path-style under a configured endpoint, else AWS's virtual-hosted
 // form (path-style for bucket names with dots, which TLS certificates of *.s3 do not cover).

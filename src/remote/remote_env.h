@@ -57,6 +57,15 @@ struct RemoteTarget {
   std::string ca_file;
 };
 
+// A request to `url` on behalf of target `t`: named `name` in errors, signed and trusting the
+// certificate authorities as `t` was resolved.
+HttpRequest RequestFor(const RemoteTarget& t, std::string url, std::string name);
+
+// A final non-2xx response as the Env's error: NotFound for 404/410, "access denied" with where
+// the credentials came from for S3's 401/403, IOError otherwise; naming the request and the
+// server's answer (S3's error code and message).
+Status ResponseError(const HttpRequest& request, const HttpResponse& r, const RemoteTarget& t);
+
 class RemoteEnv : public Env {
  public:
   explicit RemoteEnv(RemoteEnvOptions options = {});
@@ -67,6 +76,8 @@ class RemoteEnv : public Env {
 
   Result<RemoteTarget> Resolve(const std::string& url);
   RemoteStats stats() const;
+  // The client every request goes through (the write side, s3_upload.h, sends its own).
+  HttpClient& client() { return client_; }
 
   // One ranged GET of `out.size()` bytes at `offset` (RemoteFile::ReadAt): exactly those bytes,
   // the Env's short read when the object ends first, or the mapped HTTP error.

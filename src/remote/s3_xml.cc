@@ -126,4 +126,24 @@ Result<S3ListPage> ParseListObjectsV2(std::string_view xml, const std::string& n
   return page;
 }
 
+Result<S3UploadsPage> ParseListMultipartUploads(std::string_view xml, const std::string& name) {
+  S3UploadsPage page;
+  for (std::string_view upload : Elements(xml, "Upload")) {
+    std::string key = XmlElementText(upload, "Key"), id = XmlElementText(upload, "UploadId");
+    if (key.empty() || id.empty()) {
+      return CorruptionError(name +
+                             ": a ListMultipartUploads <Upload> without a <Key> or an "
+                             "<UploadId>");
+    }
+    page.uploads.emplace_back(std::move(key), std::move(id));
+  }
+  page.truncated = XmlElementText(xml, "IsTruncated") == "true";
+  page.next_key_marker = XmlElementText(xml, "NextKeyMarker");
+  page.next_upload_id_marker = XmlElementText(xml, "NextUploadIdMarker");
+  if (page.truncated && page.next_key_marker.empty() && page.next_upload_id_marker.empty()) {
+    return CorruptionError(name + ": a truncated ListMultipartUploads page without markers");
+  }
+  return page;
+}
+
 }  // namespace docfeed::internal

@@ -34,6 +34,17 @@ struct S3ListPage {
 // number, or a truncated page has no continuation token.
 Result<S3ListPage> ParseListObjectsV2(std::string_view xml, const std::string& name);
 
+// One page of ListMultipartUploads: the uploads in progress (key, upload id).
+struct S3UploadsPage {
+  std::vector<std::pair<std::string, std::string>> uploads;
+  bool truncated = false;
+  std::string next_key_marker, next_upload_id_marker;  // when truncated
+};
+
+// Errors: Corruption naming `name` when an <Upload> lacks its <Key> or <UploadId>, or a
+// truncated page has no markers.
+Result<S3UploadsPage> ParseListMultipartUploads(std::string_view xml, const std::string& name);
+
 }  // namespace docfeed::internal
 
 #endif  // DOCFEED_REMOTE_S3_XML_H_

@@ -9,12 +9,18 @@ address still verify upstream) and damages some answers on purpose:
 * ``reset``: the status, the headers and half the body, then a TCP reset (SO_LINGER 0);
 * ``truncate``: the full Content-Length announced, half the body sent, then the connection closed;
 * ``flip``: the whole body, with one byte flipped (XOR 0x20) in its middle;
+* on uploads (PUT, POST, DELETE: ``docfeed pack -o s3://``), ``slowdown`` answers 503 without
+  forwarding; ``reset`` and ``truncate`` forward the request and then reset the connection
+  before any answer when the server's answer has no body (a part stored whose ETag never
+  arrives: the retry must be harmless), else damage the answer's body as for a GET;
 * ``latency``: every request waits ``--latency-ms`` before it is forwarded and again before its
   answer is sent (so 10 ms each way adds 20 ms to a round trip).
 
 A fault hits every ``--every``-th request that it applies to (ranged GETs only with
 ``--ranged-only``, which keeps the manifest and index reads intact; ranges of at least
-``--min-range`` bytes only, which also spares the small reads of metadata). With ``--every`` above 1
+``--min-range`` bytes only, which also spares the small reads of metadata; requests whose
+method and path match the regular expression ``--match`` only, e.g. ``PUT .*partNumber=2&`` for
+the second part of every multipart upload, or ``docfeed[.]json`` for a dataset's manifest). With ``--every`` above 1
 the faults are transient: the next request for the same URL and range after a damaged one is
 always served intact (as a retry usually is), so a test's outcome does not depend on how
 concurrent requests interleave. ``--every 1`` is a persistent fault: every request is hit. ``GET /__faultproxy__/stats`` answers the counts as JSON (requests forwarded,
@@ -61,10 +67,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             local.conn = conn
         return conn
 
-    def _forward(self):
+    def _forward(self, flip_upload=False):
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
+        if flip_upload and body:  # the upload damaged on its way to the server
+            damaged = bytearray(body)
+            damaged[len(damaged) // 2] ^= 0x20
+            body = bytes(damaged)
         for attempt in range(2):  # a kept-alive upstream connection may have been closed
             conn = self._upstream()
             try:
@@ -102,15 +112,27 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
         ranged = rng is not None and int(rng.group(2)) - int(rng.group(1)) + 1 >= p.min_range
         key = (self.command, self.path, self.headers.get("Range"))
-        fault = p.next_fault(ranged and not head, key)
+        matched = p.match is None or p.match.search(f"{self.command} {self.path}") is not None
+        fault = p.next_fault(ranged and not head, key) if matched else p.next_fault(None, key)
         if fault == "slowdown":
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(length)  # an upload's body, unread upstream: the connection stays usable
             if p.latency_s:
                 time.sleep(p.latency_s)
             self._send(503, [("Content-Type", "application/xml")], SLOWDOWN, head)
             return
-        status, headers, body = self._forward()
+        uploading = int(self.headers.get("Content-Length") or 0) > 0
+        status, headers, body = self._forward(flip_upload=fault == "flip" and uploading)
+        if fault == "flip" and uploading:
+            self._send(status, headers, body, head)  # the answer as the server gave it
+            return
         if p.latency_s:
             time.sleep(p.latency_s)
+        if fault in ("reset", "truncate") and not body and self.command in ("PUT", "POST",
+                                                                           "DELETE"):
+            self._reset()
+            return
         if head or fault == "none" or not body:
             self._send(status, headers, body, head)
             return
@@ -130,17 +152,29 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.flush()
         self.close_connection = True
         if fault == "reset":
-            # Closed with SO_LINGER 0 and no FIN first (_Server.shutdown_request): a reset.
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                       struct.pack("ii", 1, 0))
-            with p._lock:
-                p.reset_sockets.add(self.connection.fileno())
+            self._reset()
+
+    def _reset(self):
+        # Closed with SO_LINGER 0 and no FIN first (_Server.shutdown_request): a reset.
+        self.close_connection = True
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        with self.proxy._lock:
+            self.proxy.reset_sockets.add(self.connection.fileno())
 
     def do_GET(self):
         self._handle(False)
 
     def do_HEAD(self):
         self._handle(True)
+
+    def do_PUT(self):
+        self._handle(False)
+
+    def do_POST(self):
+        self._handle(False)
+
+    def do_DELETE(self):
+        self._handle(False)
 
 
 class _Server(http.server.ThreadingHTTPServer):
@@ -161,8 +195,10 @@ class FaultProxy:
     """The proxy, serving in a daemon thread of this process until close()."""
 
     def __init__(self, upstream: str, fault: str = "none", every: int = 0,
-                 latency_ms: float = 0, ranged_only: bool = False, min_range: int = 0):
+                 latency_ms: float = 0, ranged_only: bool = False, min_range: int = 0,
+                 match: "str | None" = None):
         self.min_range = min_range
+        self.match = re.compile(match) if match else None
         if fault not in FAULTS:
             raise ValueError(f"fault must be one of {FAULTS}")
         u = urllib.parse.urlsplit(upstream)
@@ -182,10 +218,12 @@ class FaultProxy:
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._thread.start()
 
-    def next_fault(self, ranged_get: bool, key) -> str:
+    def next_fault(self, ranged_get, key) -> str:
+        """The fault for one request; `ranged_get` None: a request --match excludes."""
         with self._lock:
             self._counts["requests"] += 1
-            if self.fault == "none" or self.every <= 0 or (self.ranged_only and not ranged_get):
+            if (self.fault == "none" or self.every <= 0 or ranged_get is None
+                    or (self.ranged_only and not ranged_get)):
                 return "none"
             if key in self._damaged:  # the retry of a damaged request (transient faults)
                 self._damaged.discard(key)
@@ -219,9 +257,10 @@ class ProxyProcess:
 
     def __init__(self, upstream: str, fault: str = "none", every: int = 0,
                  latency_ms: float = 0, ranged_only: bool = False, min_range: int = 0,
-                 python: str = sys.executable):
+                 match: "str | None" = None, python: str = sys.executable):
         args = [python, __file__, "--upstream", upstream, "--fault", fault, "--every", str(every),
                 "--latency-ms", str(latency_ms), "--min-range", str(min_range)]
+        args += ["--match", match] if match else []
         args += ["--ranged-only"] if ranged_only else []
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
@@ -262,9 +301,11 @@ def main() -> int:
                         help="faults only on ranged GETs (the samples' reads)")
     parser.add_argument("--min-range", type=int, default=0,
                         help="with --ranged-only: ranges of at least this many bytes only")
+    parser.add_argument("--match", default=None,
+                        help="faults only on requests whose 'METHOD PATH' this regex matches")
     args = parser.parse_args()
     proxy = FaultProxy(args.upstream, args.fault, args.every, args.latency_ms, args.ranged_only,
-                       args.min_range)
+                       args.min_range, args.match)
     print(json.dumps({"url": proxy.url}), flush=True)
     sys.stdin.read()
     proxy.close()

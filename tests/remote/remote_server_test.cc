@@ -3,9 +3,11 @@
 // uploaded by boto3; their addresses come in DOCFEED_TEST_* variables. Run through ctest
 // (Remote.AgainstServers); without the variables every test fails saying how to run it.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <map>
+#include <random>
 
 #include "base/file.h"
 #include "docfeed/dataset.h"
@@ -14,6 +16,7 @@
 #include "format/dataset.h"
 #include "format/verify.h"
 #include "remote/remote_env.h"
+#include "remote/s3_upload.h"
 
 namespace docfeed::internal {
 namespace {
@@ -216,6 +219,79 @@ TEST_F(RemoteServerTest, RetryBudgetEndsInAnErrorNamingTheUrl) {
   EXPECT_NE(m.find("HTTP 503 SlowDown"), std::string::npos) << m;
   EXPECT_NE(m.find("after 5 attempt(s)"), std::string::npos) << m;
   EXPECT_EQ(env->stats().errors, 1u);
+}
+
+// The write side (s3_upload.h): a file above the part size goes up in parts, in parallel, and
+// reads back byte for byte; a small one is one PUT; DELETE removes them.
+TEST_F(RemoteServerTest, UploadFileInPartsAndWholeReadsBackTheSameBytes) {
+  auto env = Env();
+  const std::string dir = ::testing::TempDir();
+  std::vector<uint8_t> big((uint64_t{11} << 20) + 12345), small(1000);
+  std::mt19937_64 random(17);
+  for (uint8_t& b : big) b = static_cast<uint8_t>(random());
+  for (uint8_t& b : small) b = static_cast<uint8_t>(random());
+  ASSERT_TRUE(WriteFile(JoinPath(dir, "big.bin"), big).ok());
+  ASSERT_TRUE(WriteFile(JoinPath(dir, "small.bin"), small).ok());
+  const std::string base =
+      "s3://" + Var("DOCFEED_TEST_S3_BUCKET") + "/cc-upload-" + std::to_string(getpid());
+  S3UploadOptions o;
+  o.part_bytes = uint64_t{5} << 20;
+  o.threads = 3;
+  S3UploadSummary summary;
+  Status up = UploadFile(env.get(), docfeed::Env::Default(), JoinPath(dir, "big.bin"),
+                         base + "/big.bin", o, &summary);
+  ASSERT_TRUE(up.ok()) << up.ToString();
+  EXPECT_EQ(summary.multipart_uploads, 1u);
+  EXPECT_EQ(summary.parts, 3u);  // 5 + 5 + 1.01 MiB
+  up = UploadFile(env.get(), docfeed::Env::Default(), JoinPath(dir, "small.bin"),
+                  base + "/small.bin", o, &summary);
+  ASSERT_TRUE(up.ok()) << up.ToString();
+  EXPECT_EQ(summary.multipart_uploads, 1u);
+  EXPECT_EQ(summary.objects, 2u);
+  EXPECT_EQ(summary.dataset_bytes, big.size() + small.size());
+  Result<std::vector<uint8_t>> got = env->ReadFile(base + "/big.bin");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(*got == big);
+  got = env->ReadFile(base + "/small.bin");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(*got == small);
+  // Not a dataset's object: --overwrite refuses the prefix, naming it.
+  Status check = CheckS3Output(env.get(), base, /*overwrite=*/true);
+  EXPECT_EQ(check.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(check.message().find(base + "/big.bin"), std::string::npos) << check.ToString();
+  for (const char* name : {"big.bin", "small.bin"}) {
+    ASSERT_TRUE(DeleteObject(env.get(), base + "/" + name).ok());
+    EXPECT_EQ(env->FileSize(base + "/" + name).status().code(), StatusCode::kNotFound);
+  }
+  EXPECT_TRUE(CheckS3Output(env.get(), base, /*overwrite=*/false).ok());
+}
+
+// A dataset directory uploaded reads back as the local one (verify), refuses a second upload
+// without overwrite, and is replaced (old objects removed first) with it.
+TEST_F(RemoteServerTest, UploadDatasetVerifiesAndReplacesOnlyWithOverwrite) {
+  auto env = Env();
+  const std::string url =
+      "s3://" + Var("DOCFEED_TEST_S3_BUCKET") + "/cc-dataset-" + std::to_string(getpid());
+  S3UploadOptions o;
+  Result<S3UploadSummary> s = UploadDataset(env.get(), docfeed::Env::Default(), local_, url, o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->objects, 5u);
+  EXPECT_GE(s->sent_bytes, s->dataset_bytes);
+  Result<VerifyReport> report = VerifyDatasetReport(url, 20, env.get());
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->ok());
+  Result<S3UploadSummary> again = UploadDataset(env.get(), docfeed::Env::Default(), local_, url, o);
+  ASSERT_EQ(again.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(again.status().message().find(url), std::string::npos);
+  o.overwrite = true;
+  again = UploadDataset(env.get(), docfeed::Env::Default(), local_, url, o);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->replaced_objects, 5u);
+  EXPECT_TRUE(VerifyDatasetReport(url, 20, env.get())->ok());
+  // A wrong secret: access denied naming the URL, before anything is written.
+  Status denied = CheckS3Output(Env("wrong").get(), url + "-2", false);
+  EXPECT_NE(denied.message().find("access denied"), std::string::npos) << denied.ToString();
+  EXPECT_NE(denied.message().find(url + "-2"), std::string::npos) << denied.ToString();
 }
 
 }  // namespace

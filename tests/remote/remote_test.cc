@@ -10,6 +10,7 @@
 #include "remote/remote_env.h"
 #include "remote/retry.h"
 #include "remote/s3_config.h"
+#include "remote/s3_upload.h"
 #include "remote/s3_xml.h"
 #include "remote/url.h"
 #include "testing/temp_dir.h"
@@ -318,6 +319,42 @@ TEST(RemoteEnvTest, UnreachableServerIsAnErrorNamingTheUrlAfterRetries) {
   EXPECT_NE(r.status().message().find("3 attempt(s)"), std::string::npos) << r.status().ToString();
   EXPECT_EQ(env.stats().retries, 2u);
   EXPECT_EQ(env.stats().errors, 1u);
+}
+
+// ListMultipartUploads pages: the uploads in progress, the markers of a truncated page.
+TEST(S3Upload, ParsesListMultipartUploads) {
+  Result<S3UploadsPage> page = ParseListMultipartUploads(
+      "<ListMultipartUploadsResult><Bucket>b</Bucket><IsTruncated>true</IsTruncated>"
+      "<NextKeyMarker>ds/b</NextKeyMarker><NextUploadIdMarker>u2</NextUploadIdMarker>"
+      "<Upload><Key>ds/a&amp;x</Key><UploadId>u1</UploadId></Upload>"
+      "<Upload><Key>ds/b</Key><UploadId>u2</UploadId></Upload></ListMultipartUploadsResult>",
+      "s3://b/ds");
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  ASSERT_EQ(page->uploads.size(), 2u);
+  EXPECT_EQ(page->uploads[0].first, "ds/a&x");
+  EXPECT_EQ(page->uploads[1].second, "u2");
+  EXPECT_TRUE(page->truncated);
+  EXPECT_EQ(page->next_key_marker, "ds/b");
+  Result<S3UploadsPage> bad =
+      ParseListMultipartUploads("<Upload><Key>ds/a</Key></Upload>", "s3://b/ds");
+  EXPECT_EQ(bad.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(bad.status().message().find("s3://b/ds"), std::string::npos);
+  EXPECT_EQ(ParseListMultipartUploads("<IsTruncated>true</IsTruncated>", "u").status().code(),
+            StatusCode::kCorruption);
+}
+
+// What --overwrite of an s3:// output may remove: a dataset's (or DatasetDict's) objects only.
+TEST(S3Upload, DatasetObjectKeys) {
+  for (const char* key :
+       {"docfeed.json", "docfeed.index", "data-00000-of-00002.arrow", "state.json",
+        "dataset_info.json", "rejects.jsonl", "dataset_dict.json", "tokenizer/tokenizer.json",
+        "train/docfeed.json", "train/data-00001-of-00002.arrow", "train/tokenizer/x.model"}) {
+    EXPECT_TRUE(IsDatasetObjectKey(key)) << key;
+  }
+  for (const char* key : {"notes.txt", "data.arrow", "train/notes.txt", "a/b/docfeed.json",
+                          "train/sub/data-00000-of-00001.arrow"}) {
+    EXPECT_FALSE(IsDatasetObjectKey(key)) << key;
+  }
 }
 
 }  // namespace

@@ -67,6 +67,10 @@ int RunMerge(const Args& args, Env* env) {
               static_cast<unsigned long long>(s->linked_files),
               static_cast<unsigned long long>(s->copied_files));
   std::printf("  bytes out  %s\n", FormatBytes(s->output_bytes).c_str());
+  if (s->uploaded_objects > 0) {
+    PrintUpload(s->uploaded_objects, s->uploaded_bytes, s->upload_requests, s->upload_retries,
+                s->upload_seconds);
+  }
   return 0;
 }
 

@@ -261,6 +261,10 @@ void PrintSummary(const PackOptions& o, const PackSummary& s) {
     for (const std::string& split : s.splits) names += (names.empty() ? "" : ", ") + split;
     std::printf("  splits     %s (a DatasetDict: OUT/<split>/ each)\n", names.c_str());
   }
+  if (s.uploaded_objects > 0) {
+    PrintUpload(s.uploaded_objects, s.uploaded_bytes, s.upload_requests, s.upload_retries,
+                s.upload_seconds);
+  }
   if (!o.labels.tokenizer_dir.empty()) {
     std::printf("  labels     %llu new token(s), tokenizer size %llu (saved in %s/tokenizer)\n",
                 static_cast<unsigned long long>(s.new_tokens),

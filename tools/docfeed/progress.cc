@@ -56,4 +56,14 @@ std::string FormatSeconds(double seconds) {
   return buf;
 }
 
+void PrintUpload(uint64_t objects, uint64_t bytes, uint64_t requests, uint64_t retries,
+                 double seconds) {
+  std::printf(
+      "  uploaded   %llu object(s), %s sent (%llu bytes) in %llu request(s), %llu "
+      "retried, in %s\n",
+      static_cast<unsigned long long>(objects), FormatBytes(bytes).c_str(),
+      static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(requests),
+      static_cast<unsigned long long>(retries), FormatSeconds(seconds).c_str());
+}
+
 }  // namespace docfeed::tools

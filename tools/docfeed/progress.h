@@ -24,6 +24,10 @@ class ProgressBar {
 
 std::string FormatBytes(uint64_t bytes);    // "12.3 MB"
 std::string FormatSeconds(double seconds);  // "1:02" / "0.41 s"
+// The "uploaded" line of pack and merge with an s3:// output: objects, bytes sent (exact count
+// too, retries included), requests, retries, seconds.
+void PrintUpload(uint64_t objects, uint64_t bytes, uint64_t requests, uint64_t retries,
+                 double seconds);
 
 }  // namespace docfeed::tools
 

@@ -1,0 +1,155 @@
+"""`docfeed pack -o s3://...` failures against SeaweedFS, CLI only (the project's .venv): a
+missing bucket, a wrong secret, a prefix already used, a local part, an http(s) output are
+refused naming the URL before anything is written; transient faults (tests/remote/
+fault_proxy.py: 503 SlowDown, resets, damaged upload bodies) are retried into the local pack's
+objects; a part or the manifest that keeps failing ends in an error naming the URL and leaves
+nothing that opens as a dataset and no multipart upload in progress."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, docfeed_bin
+from s3_pack_helpers import (SRC, fresh_url, local_pack, local_state, run, s3,  # noqa: F401
+                             s3_state)
+
+sys.path.insert(0, str(REPO / "tests" / "remote"))
+from fault_proxy import ProxyProcess  # noqa: E402
+
+
+def test_refusals_name_the_url_and_write_nothing(s3, local_pack):
+    missing = "s3://no-such-bucket-docfeed/ds"
+    proc = run("pack", str(SRC), "-o", missing)
+    assert proc.returncode != 0
+    assert missing in proc.stderr and "NoSuchBucket" in proc.stderr, proc.stderr
+    prefix, url = fresh_url(s3, "denied")
+    proc = run("pack", str(SRC), "-o", url, AWS_SECRET_ACCESS_KEY="wrong")
+    assert proc.returncode != 0
+    assert url in proc.stderr and "access denied" in proc.stderr, proc.stderr
+    assert "wrong" not in proc.stderr  # no secret in messages
+    assert s3_state(s3, prefix) == {"objects": {}, "uploads": []}
+    # Parts are local (merged to S3 afterwards).
+    proc = run("pack", str(SRC), "--part", "0/2", "-o", url)
+    assert proc.returncode != 0 and "merge them with -o s3://" in proc.stderr, proc.stderr
+    # An http(s):// output is refused (HTTP servers are read-only).
+    proc = run("pack", str(SRC), "-o", s3["DOCFEED_TEST_HTTP_URL"] + "/out")
+    assert proc.returncode != 0 and "s3:// only" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("fault,match", [("slowdown", None), ("reset", None), ("flip", "^PUT")])
+def test_transient_faults_are_retried(s3, local_pack, fault, match):
+    """Every second request fails (503 SlowDown; a reset after the server stored a part, so the
+    part is sent again; a PUT's body damaged on the way, which the server refuses by its
+    Content-MD5): the upload retries and the dataset is the local one. (A damaged
+    CompleteMultipartUpload document is refused by SeaweedFS as MalformedXML, a final error.)"""
+    prefix, url = fresh_url(s3, fault)
+    with ProxyProcess(s3["DOCFEED_TEST_S3_ENDPOINT"], fault=fault, every=2,
+                      match=match) as proxy:
+        proc = run("pack", str(SRC), "-o", url, AWS_ENDPOINT_URL=proxy.url)
+        assert proxy.stats()["faults"] > 0
+    assert proc.returncode == 0, proc.stderr
+    assert " 0 retried" not in proc.stdout, proc.stdout
+    state = s3_state(s3, prefix)
+    assert state["objects"] == local_state(local_pack) and state["uploads"] == []
+
+
+@pytest.mark.parametrize("fault,code", [("slowdown", "SlowDown"), ("flip", "BadDigest")])
+def test_a_part_that_keeps_failing_leaves_nothing(s3, fault, code):
+    """The second part of the data file fails every time (503; or its body arrives damaged and
+    the server refuses it by its Content-MD5): the retries give up, the error names the URL and
+    the part, the multipart upload is aborted and no object is left."""
+    prefix, url = fresh_url(s3, "part")
+    with ProxyProcess(s3["DOCFEED_TEST_S3_ENDPOINT"], fault=fault, every=1,
+                      match=r"^PUT .*partNumber=2&") as proxy:
+        proc = run("pack", str(SRC), "-o", url, AWS_ENDPOINT_URL=proxy.url,
+                   DOCFEED_REMOTE_MAX_ATTEMPTS="3")
+        assert proxy.stats()["faults"] == 3
+    assert proc.returncode != 0
+    assert f"uploading to {url}" in proc.stderr and "(part 2)" in proc.stderr, proc.stderr
+    assert code in proc.stderr and "gave up after 3 attempt(s)" in proc.stderr, proc.stderr
+    assert s3_state(s3, prefix) == {"objects": {}, "uploads": []}
+    assert run("verify", url).returncode != 0
+
+
+def test_a_manifest_that_cannot_be_written_leaves_no_dataset(s3, local_pack):
+    """Everything but docfeed.json is stored: the prefix does not open (verify, inspect), a new
+    pack there is refused, and --overwrite replaces the leftovers with the complete dataset."""
+    prefix, url = fresh_url(s3, "manifest")
+    with ProxyProcess(s3["DOCFEED_TEST_S3_ENDPOINT"], fault="slowdown", every=1,
+                      match=r"^PUT .*/docfeed\.json") as proxy:
+        proc = run("pack", str(SRC), "-o", url, AWS_ENDPOINT_URL=proxy.url,
+                   DOCFEED_REMOTE_MAX_ATTEMPTS="2")
+        assert proxy.stats()["faults"] == 2
+    assert proc.returncode != 0 and f"{url}/docfeed.json" in proc.stderr, proc.stderr
+    left = s3_state(s3, prefix)["objects"]
+    assert "docfeed.json" not in left and "data-00000-of-00001.arrow" in left
+    assert run("verify", url).returncode != 0
+    assert run("inspect", url).returncode != 0
+    again = run("pack", str(SRC), "-o", url)
+    assert again.returncode != 0 and "--overwrite" in again.stderr, again.stderr
+    replaced = run("pack", str(SRC), "-o", url, "--overwrite")
+    assert replaced.returncode == 0, replaced.stderr
+    assert s3_state(s3, prefix)["objects"] == local_state(local_pack)
+    assert run("verify", url).returncode == 0
+
+
+def test_a_dataset_dict_goes_up_split_by_split(s3, tmp_path):
+    """A saved DatasetDict (written by the real `datasets`): the objects are the local pack's,
+    dataset_dict.json and each split's docfeed.json included, and each split verifies."""
+    datasets = pytest.importorskip("datasets")
+    docs = ["sroie/000.jpg", "invoices/simple-invoice.png", "sroie/016.jpg",
+            "receipts/demo_kie.jpeg"]
+    features = datasets.Features({"image": datasets.Image(), "name": datasets.Value("string")})
+
+    def split(names):
+        return datasets.Dataset.from_dict(
+            {"image": [{"bytes": (SRC / n).read_bytes(), "path": None} for n in names],
+             "name": names}, features=features)
+
+    saved = tmp_path / "saved"
+    datasets.DatasetDict({"train": split(docs[:3]), "test": split(docs[3:])}).save_to_disk(
+        str(saved))
+    local = tmp_path / "local"
+    assert run("pack", str(saved), "-o", str(local)).returncode == 0
+    prefix, url = fresh_url(s3, "dict")
+    proc = run("pack", str(saved), "-o", url)
+    assert proc.returncode == 0, proc.stderr
+    objects = s3_state(s3, prefix)["objects"]
+    assert objects == local_state(local)
+    assert {"dataset_dict.json", "train/docfeed.json", "test/docfeed.json"} <= objects.keys()
+    for name in ("train", "test"):
+        verified = run("verify", f"{url}/{name}")
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_a_killed_upload_leaves_nothing_that_opens(s3, local_pack):
+    """pack killed (SIGKILL) while its data file's parts are in flight (100 ms added each way by
+    the proxy): no object opens as a dataset, only an invisible multipart upload is left, and
+    `pack --overwrite` aborts it and writes the complete dataset."""
+    import boto3
+    client = boto3.client("s3", endpoint_url=s3["DOCFEED_TEST_S3_ENDPOINT"],
+                          aws_access_key_id=s3["DOCFEED_TEST_S3_ACCESS_KEY"],
+                          aws_secret_access_key=s3["DOCFEED_TEST_S3_SECRET_KEY"],
+                          region_name="us-east-1")
+    bucket = s3["DOCFEED_TEST_S3_BUCKET"]
+    prefix, url = fresh_url(s3, "killed")
+    with ProxyProcess(s3["DOCFEED_TEST_S3_ENDPOINT"], latency_ms=100) as proxy:
+        proc = subprocess.Popen([str(docfeed_bin()), "pack", str(SRC), "-o", url],
+                                env=dict(os.environ, AWS_ENDPOINT_URL=proxy.url),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not client.list_multipart_uploads(Bucket=bucket, Prefix=prefix + "/").get(
+                "Uploads"):
+            assert proc.poll() is None and time.monotonic() < deadline, "no upload began"
+            time.sleep(0.02)
+        proc.kill()
+        proc.wait()
+    state = s3_state(s3, prefix)
+    assert state["uploads"] == [f"{prefix}/data-00000-of-00001.arrow"], state
+    assert "docfeed.json" not in state["objects"], state
+    assert run("verify", url).returncode != 0
+    replaced = run("pack", str(SRC), "-o", url, "--overwrite")
+    assert replaced.returncode == 0, replaced.stderr
+    assert s3_state(s3, prefix) == {"objects": local_state(local_pack), "uploads": []}
