@@ -1,0 +1,301 @@
+#include "imaging/pix2struct.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace docfeed::internal {
+namespace {
+
+constexpr int32_t kMaxPatches = 65536;
+constexpr int32_t kMaxPatchSide = 256;
+
+std::string Dims(int64_t height, int64_t width) {
+  return std::to_string(width) + "x" + std::to_string(height);
+}
+
+// numpy's pairwise float32 summation of n values (FLOAT_pairwise_sum, which np.sum, np.mean
+// and np.var use on a contiguous float32 array; np.add.reduce starts from 0): blocks of at most
+// 128 values are summed by `leaf`; larger runs split at half, rounded down to a multiple of 8.
+template <typename Leaf>
+float PairwiseSum(int64_t begin, int64_t n, const Leaf& leaf) {
+  if (n <= 128) return leaf(begin, n);
+  int64_t half = n / 2;
+  half -= half % 8;
+  return PairwiseSum(begin, half, leaf) + PairwiseSum(begin + half, n - half, leaf);
+}
+
+// numpy's leaf of at most 128 values: fewer than 8 summed in order from 0; otherwise eight
+// running sums over the multiple-of-8 part, combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) +
+// (r6 + r7)), then the rest added in order.
+float LeafSum(const float* a, int64_t n) {
+  if (n < 8) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) sum += a[i];
+    return sum;
+  }
+  float r[8];
+  for (int k = 0; k < 8; ++k) r[k] = a[k];
+  int64_t i = 8;
+  for (; i < n - (n % 8); i += 8) {
+    for (int k = 0; k < 8; ++k) r[k] += a[i + k];
+  }
+  float sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+  for (; i < n; ++i) sum += a[i];
+  return sum;
+}
+
+// The page as the processor's HWC uint8 array of 3 channels (a gray page's value thrice),
+// contiguous: `page`'s own bytes when they already are, else `storage`.
+const uint8_t* ContiguousRgb(const ImageView& page, std::vector<uint8_t>& storage) {
+  const size_t row = static_cast<size_t>(page.width) * 3;
+  if (page.channels == 3 && page.stride_bytes == static_cast<ptrdiff_t>(row)) return page.data;
+  storage.resize(row * static_cast<size_t>(page.height));
+  for (int32_t y = 0; y < page.height; ++y) {
+    const uint8_t* src = page.data + y * page.stride_bytes;
+    uint8_t* dst = storage.data() + static_cast<size_t>(y) * row;
+    if (page.channels == 3) {
+      std::memcpy(dst, src, row);
+    } else {
+      for (int32_t x = 0; x < page.width; ++x) dst[3 * x] = dst[3 * x + 1] = dst[3 * x + 2] = src[x];
+    }
+  }
+  return storage.data();
+}
+
+// Pix2StructImageProcessor.normalize of a uint8 page, as a table of the standardized value of
+// each uint8 value v: (float32(v) - mean) / std in float32, with mean and std as numpy computes
+// them over the n values of the HWC array `rgb`:
+//   mean = float32(float64(pairwise sum) / n)              (np.mean: float32 sum, then /intp)
+//   var  = float32(float64(pairwise sum of float32((x - mean)^2)) / n)   (np.var, ddof 0)
+//   std  = sqrt(var) in float32; adjusted = max(std, 1.0 / math.sqrt(n)), Python's max, so a
+//   float64 floor wins only when strictly larger, and is then cast to float32 by the division.
+std::array<float, 256> StandardizeTable(const uint8_t* rgb, int64_t n) {
+  // The sum of uint8 values: every partial sum inside a leaf is an integer below 2^24 (128
+  // values of at most 255), so numpy's float32 leaf is the exact integer sum.
+  const auto mean_leaf = [rgb](int64_t begin, int64_t count) {
+    int32_t sum = 0;
+    for (int64_t i = 0; i < count; ++i) sum += rgb[begin + i];
+    return static_cast<float>(sum);
+  };
+  const float sum = PairwiseSum(0, n, mean_leaf);
+  const auto mean = static_cast<float>(static_cast<double>(sum) / static_cast<double>(n));
+
+  std::array<float, 256> square;
+  for (int v = 0; v < 256; ++v) {
+    const float d = static_cast<float>(v) - mean;
+    square[static_cast<size_t>(v)] = d * d;
+  }
+  const auto var_leaf = [rgb, &square](int64_t begin, int64_t count) {
+    float values[128];
+    for (int64_t i = 0; i < count; ++i) values[i] = square[rgb[begin + i]];
+    return LeafSum(values, count);
+  };
+  const float squares = PairwiseSum(0, n, var_leaf);
+  const auto var = static_cast<float>(static_cast<double>(squares) / static_cast<double>(n));
+  float std_dev = std::sqrt(var);
+  const double floor = 1.0 / std::sqrt(static_cast<double>(n));
+  if (floor > static_cast<double>(std_dev)) std_dev = static_cast<float>(floor);
+
+  std::array<float, 256> table;
+  for (int v = 0; v < 256; ++v) {
+    table[static_cast<size_t>(v)] = (static_cast<float>(v) - mean) / std_dev;
+  }
+  return table;
+}
+
+// ATen's antialiased linear weights along one axis for float32 tensors (UpSampleKernel.cpp,
+// HelperInterpLinear with _compute_indices_min_size_weights_aa; scalar_t = float), with each
+// of its float / double promotions: the scale is float(in) / out in float; the centre, the
+// inverse scale and the filter's argument go through double and are rounded to float where the
+// C++ assigns them; the weights are summed and divided in float.
+struct AaAxis {
+  std::vector<int64_t> first;   // first source index of each output index
+  std::vector<int64_t> count;   // source indices used
+  std::vector<float> weights;   // [out][taps]
+  int64_t taps = 0;
+};
+
+float TriangleFilter(float x) {  // HelperInterpLinear::aa_filter<float>
+  x = std::abs(x);
+  if (x < 1.0) return static_cast<float>(1.0 - static_cast<double>(x));
+  return 0.0f;
+}
+
+AaAxis AntialiasWeights(int64_t in, int64_t out) {
+  AaAxis axis;
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  const float support = scale >= 1.0 ? static_cast<float>(1.0 * static_cast<double>(scale)) : 1.0f;
+  axis.taps = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+  const float invscale = scale >= 1.0 ? static_cast<float>(1.0 / static_cast<double>(scale)) : 1.0f;
+  axis.first.resize(static_cast<size_t>(out));
+  axis.count.resize(static_cast<size_t>(out));
+  axis.weights.assign(static_cast<size_t>(out * axis.taps), 0.0f);
+  for (int64_t i = 0; i < out; ++i) {
+    const auto center =
+        static_cast<float>(static_cast<double>(scale) * (static_cast<double>(i) + 0.5));
+    const int64_t xmin =
+        std::max(static_cast<int64_t>(static_cast<double>(center - support) + 0.5), int64_t{0});
+    int64_t xsize =
+        std::min(static_cast<int64_t>(static_cast<double>(center + support) + 0.5), in) - xmin;
+    xsize = std::clamp(xsize, int64_t{0}, axis.taps);
+    float* w = axis.weights.data() + i * axis.taps;
+    float total = 0.0f;
+    for (int64_t j = 0; j < xsize; ++j) {
+      const float offset = static_cast<float>(j + xmin) - center;
+      w[j] = TriangleFilter(static_cast<float>((static_cast<double>(offset) + 0.5) *
+                                               static_cast<double>(invscale)));
+      total += w[j];
+    }
+    if (total != 0.0f) {
+      for (int64_t j = 0; j < xsize; ++j) w[j] /= total;
+    }
+    axis.first[static_cast<size_t>(i)] = xmin;
+    axis.count[static_cast<size_t>(i)] = xsize;
+  }
+  return axis;
+}
+
+}  // namespace
+
+Status ValidatePix2StructConfig(const Pix2StructConfig& config) {
+  if (config.max_patches < 1 || config.max_patches > kMaxPatches) {
+    return InvalidArgumentError("pix2struct: max_patches must be in 1.." +
+                                std::to_string(kMaxPatches) + ", got " +
+                                std::to_string(config.max_patches));
+  }
+  if (config.patch_height < 1 || config.patch_height > kMaxPatchSide || config.patch_width < 1 ||
+      config.patch_width > kMaxPatchSide) {
+    return InvalidArgumentError("pix2struct: patch_size height and width must be in 1.." +
+                                std::to_string(kMaxPatchSide) + ", got " +
+                                std::to_string(config.patch_height) + " x " +
+                                std::to_string(config.patch_width));
+  }
+  if (config.hf_version != 4 && config.hf_version != 5) {
+    return InvalidArgumentError("pix2struct: hf_version must be 4 or 5, got " +
+                                std::to_string(config.hf_version));
+  }
+  return Status::Ok();
+}
+
+int64_t Pix2StructRowValues(const Pix2StructConfig& config) {
+  return 2 + 3 * int64_t{config.patch_height} * config.patch_width;
+}
+
+Result<Pix2StructGrid> ComputePix2StructGrid(int64_t height, int64_t width,
+                                             const Pix2StructConfig& config) {
+  if (height < 1 || width < 1 || height > (int64_t{1} << 30) || width > (int64_t{1} << 30)) {
+    return InvalidArgumentError("pix2struct: page size " + Dims(height, width) +
+                                " is empty or too large");
+  }
+  const double ph = config.patch_height;
+  const double pw = config.patch_width;
+  const double max_patches = config.max_patches;
+  // max_patches * (ph / height) * (pw / width), left to right; 4.x takes math.sqrt, 5.x ** 0.5.
+  const double area = max_patches * (ph / static_cast<double>(height)) *
+                      (pw / static_cast<double>(width));
+  const double scale = config.hf_version == 4 ? std::sqrt(area) : std::pow(area, 0.5);
+  const auto feasible = [&](double side, double patch) {
+    const double n = std::floor(scale * side / patch);
+    return static_cast<int32_t>(std::max(std::min(n, max_patches), 1.0));
+  };
+  Pix2StructGrid grid{feasible(static_cast<double>(height), ph),
+                      feasible(static_cast<double>(width), pw)};
+  if (int64_t{grid.rows} * grid.cols > config.max_patches) {  // floors make this impossible
+    return InvalidArgumentError("pix2struct: page " + Dims(height, width) + " gives " +
+                                std::to_string(grid.rows) + " x " + std::to_string(grid.cols) +
+                                " patches, more than max_patches");
+  }
+  return grid;
+}
+
+Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, float* out) {
+  if (page.data == nullptr || (page.channels != 1 && page.channels != 3) ||
+      page.stride_bytes < static_cast<ptrdiff_t>(page.width) * page.channels) {
+    return InvalidArgumentError("pix2struct: the page must have 1 or 3 channels");
+  }
+  DOCFEED_ASSIGN_OR_RETURN(const Pix2StructGrid grid,
+                           ComputePix2StructGrid(page.height, page.width, config));
+  const int64_t in_h = page.height, in_w = page.width;
+  const int64_t ph = config.patch_height, pw = config.patch_width;
+  const int64_t out_h = grid.rows * ph, out_w = grid.cols * pw;
+
+  std::vector<uint8_t> storage;
+  const uint8_t* rgb = ContiguousRgb(page, storage);
+  const std::array<float, 256> table = StandardizeTable(rgb, 3 * in_h * in_w);
+
+  // ATen resizes the width first (the contiguous dimension), then the height, skipping a
+  // dimension whose size does not change. Planes are channel-major, as the CHW tensor.
+  std::vector<float> wide(static_cast<size_t>(3 * in_h * out_w));
+  if (out_w == in_w) {
+    for (int64_t c = 0; c < 3; ++c) {
+      float* plane = wide.data() + c * in_h * out_w;
+      for (int64_t i = 0; i < in_h * in_w; ++i) plane[i] = table[rgb[3 * i + c]];
+    }
+  } else {
+    const AaAxis ax = AntialiasWeights(in_w, out_w);
+    for (int64_t y = 0; y < in_h; ++y) {
+      const uint8_t* row = rgb + 3 * y * in_w;
+      for (int64_t x = 0; x < out_w; ++x) {
+        const float* w = ax.weights.data() + x * ax.taps;
+        const uint8_t* src = row + 3 * ax.first[static_cast<size_t>(x)];
+        const int64_t count = ax.count[static_cast<size_t>(x)];
+        for (int64_t c = 0; c < 3; ++c) {
+          float sum = table[src[c]] * w[0];
+          for (int64_t j = 1; j < count; ++j) sum += table[src[3 * j + c]] * w[j];
+          wide[static_cast<size_t>((c * in_h + y) * out_w + x)] = sum;
+        }
+      }
+    }
+  }
+  std::vector<float> resized_storage;
+  const float* resized = wide.data();
+  if (out_h != in_h) {
+    resized_storage.resize(static_cast<size_t>(3 * out_h * out_w));
+    const AaAxis ax = AntialiasWeights(in_h, out_h);
+    for (int64_t c = 0; c < 3; ++c) {
+      const float* plane = wide.data() + c * in_h * out_w;
+      for (int64_t y = 0; y < out_h; ++y) {
+        const float* w = ax.weights.data() + y * ax.taps;
+        const int64_t first = ax.first[static_cast<size_t>(y)];
+        const int64_t count = ax.count[static_cast<size_t>(y)];
+        float* dst = resized_storage.data() + (c * out_h + y) * out_w;
+        const float* src = plane + first * out_w;
+        for (int64_t x = 0; x < out_w; ++x) dst[x] = src[x] * w[0];
+        for (int64_t j = 1; j < count; ++j) {
+          const float* s = src + j * out_w;
+          const float wj = w[j];
+          for (int64_t x = 0; x < out_w; ++x) dst[x] += s[x] * wj;
+        }
+      }
+    }
+    resized = resized_storage.data();
+  }
+
+  // Row r * cols + c: [r + 1, c + 1, then (y, x, channel) of the patch], then zero rows.
+  const int64_t row_values = Pix2StructRowValues(config);
+  const int64_t plane = out_h * out_w;
+  float* o = out;
+  for (int64_t r = 0; r < grid.rows; ++r) {
+    for (int64_t col = 0; col < grid.cols; ++col) {
+      *o++ = static_cast<float>(r + 1);
+      *o++ = static_cast<float>(col + 1);
+      for (int64_t y = 0; y < ph; ++y) {
+        const float* src = resized + (r * ph + y) * out_w + col * pw;
+        for (int64_t x = 0; x < pw; ++x) {
+          *o++ = src[x];
+          *o++ = src[plane + x];
+          *o++ = src[2 * plane + x];
+        }
+      }
+    }
+  }
+  const int64_t used = int64_t{grid.rows} * grid.cols;
+  std::fill(o, o + (config.max_patches - used) * row_values, 0.0f);
+  return Status::Ok();
+}
+
+}  // namespace docfeed::internal
