@@ -60,7 +60,8 @@ const uint8_t* ContiguousRgb(const ImageView& page, std::vector<uint8_t>& storag
     if (page.channels == 3) {
       std::memcpy(dst, src, row);
     } else {
-      for (int32_t x = 0; x < page.width; ++x) dst[3 * x] = dst[3 * x + 1] = dst[3 * x + 2] = src[x];
+      for (int32_t x = 0; x < page.width; ++x)
+        dst[3 * x] = dst[3 * x + 1] = dst[3 * x + 2] = src[x];
     }
   }
   return storage.data();
@@ -113,11 +114,20 @@ std::array<float, 256> StandardizeTable(const uint8_t* rgb, int64_t n) {
 // inverse scale and the filter's argument go through double and are rounded to float where the
 // C++ assigns them; the weights are summed and divided in float.
 struct AaAxis {
-  std::vector<int64_t> first;   // first source index of each output index
-  std::vector<int64_t> count;   // source indices used
-  std::vector<float> weights;   // [out][taps]
+  std::vector<int64_t> first;  // first source index of each output index
+  std::vector<int64_t> count;  // source indices used
+  std::vector<float> weights;  // [out][taps]
   int64_t taps = 0;
+  // Whether the sums fuse each multiply-add (one rounding), as measured against torch 2.15's
+  // CPU kernel: it does on an enlarged axis and does not on a reduced one (see
+  // docs/pix2struct-preprocessing.md, "Exactness", for what is known and what is not).
+  bool fused = false;
 };
+
+// One term of ATen's `output += t * wts`, fused or rounded twice.
+inline float Accumulate(bool fused, float sum, float t, float w) {
+  return fused ? std::fma(t, w, sum) : sum + t * w;
+}
 
 float TriangleFilter(float x) {  // HelperInterpLinear::aa_filter<float>
   x = std::abs(x);
@@ -130,6 +140,7 @@ AaAxis AntialiasWeights(int64_t in, int64_t out) {
   const float scale = static_cast<float>(in) / static_cast<float>(out);
   const float support = scale >= 1.0 ? static_cast<float>(1.0 * static_cast<double>(scale)) : 1.0f;
   axis.taps = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+  axis.fused = scale < 1.0f;
   const float invscale = scale >= 1.0 ? static_cast<float>(1.0 / static_cast<double>(scale)) : 1.0f;
   axis.first.resize(static_cast<size_t>(out));
   axis.count.resize(static_cast<size_t>(out));
@@ -146,8 +157,8 @@ AaAxis AntialiasWeights(int64_t in, int64_t out) {
     float total = 0.0f;
     for (int64_t j = 0; j < xsize; ++j) {
       const float offset = static_cast<float>(j + xmin) - center;
-      w[j] = TriangleFilter(static_cast<float>((static_cast<double>(offset) + 0.5) *
-                                               static_cast<double>(invscale)));
+      w[j] = TriangleFilter(
+          static_cast<float>((static_cast<double>(offset) + 0.5) * static_cast<double>(invscale)));
       total += w[j];
     }
     if (total != 0.0f) {
@@ -195,8 +206,8 @@ Result<Pix2StructGrid> ComputePix2StructGrid(int64_t height, int64_t width,
   const double pw = config.patch_width;
   const double max_patches = config.max_patches;
   // max_patches * (ph / height) * (pw / width), left to right; 4.x takes math.sqrt, 5.x ** 0.5.
-  const double area = max_patches * (ph / static_cast<double>(height)) *
-                      (pw / static_cast<double>(width));
+  const double area =
+      max_patches * (ph / static_cast<double>(height)) * (pw / static_cast<double>(width));
   const double scale = config.hf_version == 4 ? std::sqrt(area) : std::pow(area, 0.5);
   const auto feasible = [&](double side, double patch) {
     const double n = std::floor(scale * side / patch);
@@ -245,7 +256,8 @@ Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, 
         const int64_t count = ax.count[static_cast<size_t>(x)];
         for (int64_t c = 0; c < 3; ++c) {
           float sum = table[src[c]] * w[0];
-          for (int64_t j = 1; j < count; ++j) sum += table[src[3 * j + c]] * w[j];
+          for (int64_t j = 1; j < count; ++j)
+            sum = Accumulate(ax.fused, sum, table[src[3 * j + c]], w[j]);
           wide[static_cast<size_t>((c * in_h + y) * out_w + x)] = sum;
         }
       }
@@ -268,7 +280,11 @@ Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, 
         for (int64_t j = 1; j < count; ++j) {
           const float* s = src + j * out_w;
           const float wj = w[j];
-          for (int64_t x = 0; x < out_w; ++x) dst[x] += s[x] * wj;
+          if (ax.fused) {
+            for (int64_t x = 0; x < out_w; ++x) dst[x] = std::fma(s[x], wj, dst[x]);
+          } else {
+            for (int64_t x = 0; x < out_w; ++x) dst[x] += s[x] * wj;
+          }
         }
       }
     }

@@ -1,7 +1,8 @@
 // docfeed preprocess: runs one image through a model preset (Donut, Qwen2-VL, Nougat, Idefics3,
-// Pix2Struct) and writes a stage of it as .npy or .png. Mostly a parity and benchmarking aid: tests/python/
-// test_donut_parity.py, test_hf_qwen_vl_parity.py, test_hf_nougat_parity.py and
-// test_hf_idefics3_parity.py and test_hf_pix2struct_parity.py compare its output with the transformers processors.
+// Pix2Struct) and writes a stage of it as .npy or .png. Mostly a parity and benchmarking aid:
+// tests/python/ test_donut_parity.py, test_hf_qwen_vl_parity.py, test_hf_nougat_parity.py and
+// test_hf_idefics3_parity.py and test_hf_pix2struct_parity.py compare its output with the
+// transformers processors.
 #include <charconv>
 #include <cstdio>
 #include <ctime>
@@ -419,11 +420,12 @@ Status Run(const Options& o) {
 }  // namespace
 
 int RunPreprocess(const Args& args, Env* env) {
-  Result<ParsedArgs> parsed = ParseArgs(
-      args, {"--fast", "--align-long-axis", "--no-image-splitting", "--help", "-h"},
-      {"--preset", "--size", "--pad", "--seed", "--stage", "--layout", "--dtype", "--repeat", "-o",
-       "--hf-version", "--backend", "--min-pixels", "--max-pixels", "--patch-size",
-       "--temporal-patch-size", "--merge-size", "--longest-edge", "--max-image-size", "--max-patches"});
+  Result<ParsedArgs> parsed =
+      ParseArgs(args, {"--fast", "--align-long-axis", "--no-image-splitting", "--help", "-h"},
+                {"--preset", "--size", "--pad", "--seed", "--stage", "--layout", "--dtype",
+                 "--repeat", "-o", "--hf-version", "--backend", "--min-pixels", "--max-pixels",
+                 "--patch-size", "--temporal-patch-size", "--merge-size", "--longest-edge",
+                 "--max-image-size", "--max-patches"});
   if (parsed.ok() && (parsed->Has("--help") || parsed->Has("-h"))) {
     std::fputs(kUsage, stdout);
     return 0;
