@@ -202,8 +202,8 @@ class Loader:
         (B, max_patches) float32, as the processor returns them (no pixel_values).
         max_patches and patch_size (an int or {"height": h, "width": w}) default to
         google/pix2struct-base's 2048 and 16 x 16; hf_version 4 (Pix2StructImageProcessor of
-        4.x) or 5 (Pix2StructImageProcessorPil). Bit-identical except on reduced axes of the
-        resize, within 2 float32 ulp (docs/pix2struct-preprocessing.md). float32 and layout
+        4.x) or 5 (Pix2StructImageProcessorPil), bit-identical to it
+        (docs/pix2struct-preprocessing.md). float32 and layout
         "chw" only; image_size, pad, align_long_axis do not apply. Original images only.
         "nougat" (NougatImageProcessor): crop_margin, then Donut's geometry (align_long_axis,
         resize, thumbnail) and padding to image_size, normalized with ImageNet's mean/std unless

@@ -118,13 +118,16 @@ struct AaAxis {
   std::vector<int64_t> count;  // source indices used
   std::vector<float> weights;  // [out][taps]
   int64_t taps = 0;
-  // Whether the sums fuse each multiply-add (one rounding), as measured against torch 2.15's
-  // CPU kernel: it does on an enlarged axis and does not on a reduced one (see
-  // docs/pix2struct-preprocessing.md, "Exactness", for what is known and what is not).
-  bool fused = false;
 };
 
-// One term of ATen's `output += t * wts`, fused or rounded twice.
+// How torch's compiled kernel rounds `output = t0 * w0; for j >= 1: output += tj * wj` over
+// `count` terms (interpolate_aa_single_dim and its zero-strides twin, as built in the x86-64
+// wheels of torch 2.15): the products of terms 1..Unfused(count) are computed four at a time
+// (rounded), then added in order; the remaining terms are fused multiply-adds (one rounding).
+// Measured term by term against torch (docs/pix2struct-preprocessing.md, "Exactness").
+inline int64_t Unfused(int64_t count) { return 4 * ((count - 1) / 4); }
+
+// One term: fused (std::fma) or rounded twice.
 inline float Accumulate(bool fused, float sum, float t, float w) {
   return fused ? std::fma(t, w, sum) : sum + t * w;
 }
@@ -140,7 +143,6 @@ AaAxis AntialiasWeights(int64_t in, int64_t out) {
   const float scale = static_cast<float>(in) / static_cast<float>(out);
   const float support = scale >= 1.0 ? static_cast<float>(1.0 * static_cast<double>(scale)) : 1.0f;
   axis.taps = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
-  axis.fused = scale < 1.0f;
   const float invscale = scale >= 1.0 ? static_cast<float>(1.0 / static_cast<double>(scale)) : 1.0f;
   axis.first.resize(static_cast<size_t>(out));
   axis.count.resize(static_cast<size_t>(out));
@@ -254,10 +256,11 @@ Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, 
         const float* w = ax.weights.data() + x * ax.taps;
         const uint8_t* src = row + 3 * ax.first[static_cast<size_t>(x)];
         const int64_t count = ax.count[static_cast<size_t>(x)];
+        const int64_t unfused = Unfused(count);
         for (int64_t c = 0; c < 3; ++c) {
           float sum = table[src[c]] * w[0];
           for (int64_t j = 1; j < count; ++j)
-            sum = Accumulate(ax.fused, sum, table[src[3 * j + c]], w[j]);
+            sum = Accumulate(j > unfused, sum, table[src[3 * j + c]], w[j]);
           wide[static_cast<size_t>((c * in_h + y) * out_w + x)] = sum;
         }
       }
@@ -280,7 +283,7 @@ Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, 
         for (int64_t j = 1; j < count; ++j) {
           const float* s = src + j * out_w;
           const float wj = w[j];
-          if (ax.fused) {
+          if (j > Unfused(count)) {
             for (int64_t x = 0; x < out_w; ++x) dst[x] = std::fma(s[x], wj, dst[x]);
           } else {
             for (int64_t x = 0; x < out_w; ++x) dst[x] += s[x] * wj;

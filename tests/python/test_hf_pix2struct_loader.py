@@ -4,12 +4,11 @@ Runs in both transformers environments (the test_hf_* modules run under .venv/tr
 and .venv/hf5, 5.x). The dataset is the sample documents packed as they are; the reference for
 each batch is the running generation's numpy processor (4.x Pix2StructImageProcessor, 5.x
 Pix2StructImageProcessorPil) given the batch's pages as `datasets.load_from_disk(path)[id]
-["image"]`. attention_mask and the row / column ids must be equal; flattened_patches equal bit
-for bit or, where the resize reduces an axis, within 2 float32 ulp of the batch's largest value
-(docs/pix2struct-preprocessing.md, "Exactness"). Also: batches do not depend on the number of
+["image"]`: flattened_patches and attention_mask equal bit for bit (on a CPU where torch
+dispatches its DEFAULT kernels the comparison is skipped, saying so: docs/pix2struct-
+preprocessing.md, "Exactness"). Also: batches do not depend on the number of
 threads, and the pix2struct-only options are refused elsewhere.
 """
-import numpy as np
 import pytest
 
 from conftest import SAMPLE_DOCS, run_docfeed
@@ -50,6 +49,9 @@ def batches(loader):
 
 
 def test_batches_equal_the_processor(packed):
+    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
+        pytest.skip("torch's DEFAULT CPU kernels round the resize differently; docfeed "
+                    "reproduces the AVX2 / AVX512 ones")
     rows = datasets.load_from_disk(str(packed))
     proc = Processor(max_patches=MAX_PATCHES)
     got = batches(make_loader(packed, drop_last=False))
@@ -61,9 +63,7 @@ def test_batches_equal_the_processor(packed):
         assert ours.dtype == torch.float32 and ours.shape == ref.shape
         assert ours.shape[1:] == (MAX_PATCHES, 2 + 3 * 16 * 16)
         assert torch.equal(b["attention_mask"], want["attention_mask"])
-        assert torch.equal(ours[..., :2], ref[..., :2])
-        diff = (ours - ref).abs().max().item()
-        assert diff <= 2 * float(np.spacing(ref.abs().max().numpy())), diff
+        assert torch.equal(ours, ref)
 
 
 def test_threads_do_not_change_batches(packed):

@@ -6,12 +6,11 @@ Runs in both transformers environments (`make test-python` runs the test_hf_* mo
   * 4.x: Pix2StructImageProcessor,
   * 5.x: Pix2StructImageProcessorPil (5.x's default Pix2StructImageProcessor is the torchvision
     one, which uses torch's unbiased std; docfeed does not reproduce it).
-Exactness (docs/pix2struct-preprocessing.md, "Exactness"): the standardization, the resize
-weights, the patch layout and attention_mask are bit-identical; the resize sums are too wherever
-both axes are enlarged (pages smaller than the patch budget). Where an axis is reduced, torch's
-compiled kernel rounds some sums differently from the sequential order docfeed reproduces, by
-one or two float32 units in the last place of the largest value: those cases assert |diff| <= 2 such ulp and identical
-ids and attention_mask, and print the measured difference.
+Compared bit for bit (torch.equal): flattened_patches and attention_mask, on every sample
+document at max_patches 256, two at the checkpoints' default 2048, and generated pages (smaller
+than one patch, gray, RGBA, wide, tall, landscape, huge). The reference's resize sums round as
+torch's AVX2 / AVX512 kernels do (docs/pix2struct-preprocessing.md, "Exactness"); on a CPU where
+torch dispatches its DEFAULT kernel the test is skipped, saying so.
 """
 import numpy as np
 import pytest
@@ -29,7 +28,10 @@ if HF_VERSION >= 5:
 else:
     from transformers import Pix2StructImageProcessor as Processor
 
-ULPS = 2  # the largest difference allowed, in float32 ulp of the output's largest |value|
+if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
+    pytest.skip("torch dispatches its DEFAULT CPU kernels here, whose resize rounds every term "
+                "separately; docfeed reproduces the AVX2 / AVX512 kernels",
+                allow_module_level=True)
 
 # (name, width, height, mode, max_patches). Heights 1, 3 and 4 are avoided: the 4.x processor
 # then takes the first axis for channels (infer_channel_dimension_format) and fails.
@@ -51,15 +53,6 @@ def reference(path, max_patches):
     return out["flattened_patches"][0], out["attention_mask"][0]
 
 
-def enlarged(path, max_patches):
-    """Whether the processor enlarges both sides of the page (no reduced axis)."""
-    w, h = Image.open(path).size
-    scale = (max_patches * (16 / h) * (16 / w)) ** 0.5
-    rows = max(min(int(scale * h / 16), max_patches), 1)
-    cols = max(min(int(scale * w / 16), max_patches), 1)
-    return rows * 16 >= h and cols * 16 >= w
-
-
 def check(path, max_patches, tmp_path):
     out = tmp_path / "p.npy"
     run_docfeed("preprocess", path, "--preset", "pix2struct", "--max-patches", max_patches,
@@ -70,16 +63,8 @@ def check(path, max_patches, tmp_path):
     assert torch.equal(ours[:, :2], ref[:, :2])  # row and column ids, zero rows
     mask = torch.from_numpy((ours.numpy().sum(axis=-1) != 0).astype(np.float32))
     assert torch.equal(mask, ref_mask)
-    if torch.equal(ours, ref):
-        return 0.0
-    diff = (ours - ref).abs()
-    # Units of the last place of the largest value: a sum near 0 keeps its terms' rounding.
-    ulps = diff.max().item() / float(np.spacing(ref.abs().max().numpy()))
-    print(f"{path}: max |diff| {diff.max().item():.3g} ({ulps:.2f} ulp) on "
-          f"{(ours != ref).sum().item()} of {ours.numel()}")
-    assert not enlarged(path, max_patches), "enlarged pages must be bit-identical"
-    assert ulps <= ULPS
-    return ulps
+    assert torch.equal(ours, ref), (
+        f"max |diff| {(ours - ref).abs().max().item():.3g} on {(ours != ref).sum().item()} values")
 
 
 @pytest.mark.parametrize("name,width,height,mode,max_patches", GENERATED,
