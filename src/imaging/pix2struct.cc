@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/simd_mode.h"
+
 namespace docfeed::internal {
 namespace {
 
@@ -19,19 +21,37 @@ std::string Dims(int64_t height, int64_t width) {
 
 // numpy's pairwise float32 summation of n values (FLOAT_pairwise_sum, which np.sum, np.mean
 // and np.var use on a contiguous float32 array; np.add.reduce starts from 0): blocks of at most
-// 128 values are summed by `leaf`; larger runs split at half, rounded down to a multiple of 8.
-template <typename Leaf>
-float PairwiseSum(int64_t begin, int64_t n, const Leaf& leaf) {
-  if (n <= 128) return leaf(begin, n);
+// 128 values are leaves; larger runs split at half, rounded down to a multiple of 8, and the
+// halves' sums are added. PairwiseLeaves lists the leaves in order (they depend on n only);
+// PairwiseCombine adds their sums back up the same tree.
+struct Leaf {
+  int64_t begin, count;
+};
+
+void PairwiseLeaves(int64_t begin, int64_t n, std::vector<Leaf>& leaves) {
+  if (n <= 128) {
+    leaves.push_back({begin, n});
+    return;
+  }
   int64_t half = n / 2;
   half -= half % 8;
-  return PairwiseSum(begin, half, leaf) + PairwiseSum(begin + half, n - half, leaf);
+  PairwiseLeaves(begin, half, leaves);
+  PairwiseLeaves(begin + half, n - half, leaves);
+}
+
+float PairwiseCombine(int64_t n, const float*& leaf_sums) {
+  if (n <= 128) return *leaf_sums++;
+  int64_t half = n / 2;
+  half -= half % 8;
+  const float first = PairwiseCombine(half, leaf_sums);
+  const float second = PairwiseCombine(n - half, leaf_sums);
+  return first + second;
 }
 
 // numpy's leaf of at most 128 values: fewer than 8 summed in order from 0; otherwise eight
 // running sums over the multiple-of-8 part, combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) +
 // (r6 + r7)), then the rest added in order.
-float LeafSum(const float* a, int64_t n) {
+[[gnu::always_inline]] inline float LeafSum(const float* a, int64_t n) {
   if (n < 8) {
     float sum = 0.0f;
     for (int64_t i = 0; i < n; ++i) sum += a[i];
@@ -74,28 +94,35 @@ const uint8_t* ContiguousRgb(const ImageView& page, std::vector<uint8_t>& storag
 //   var  = float32(float64(pairwise sum of float32((x - mean)^2)) / n)   (np.var, ddof 0)
 //   std  = sqrt(var) in float32; adjusted = max(std, 1.0 / math.sqrt(n)), Python's max, so a
 //   float64 floor wins only when strictly larger, and is then cast to float32 by the division.
-std::array<float, 256> StandardizeTable(const uint8_t* rgb, int64_t n) {
-  // The sum of uint8 values: every partial sum inside a leaf is an integer below 2^24 (128
-  // values of at most 255), so numpy's float32 leaf is the exact integer sum.
-  const auto mean_leaf = [rgb](int64_t begin, int64_t count) {
+[[gnu::always_inline]] inline std::array<float, 256> StandardizeTable(const uint8_t* rgb,
+                                                                      int64_t n) {
+  std::vector<Leaf> leaves;
+  PairwiseLeaves(0, n, leaves);
+  std::vector<float> sums(leaves.size());
+  for (size_t l = 0; l < leaves.size(); ++l) {
     int32_t sum = 0;
-    for (int64_t i = 0; i < count; ++i) sum += rgb[begin + i];
-    return static_cast<float>(sum);
-  };
-  const float sum = PairwiseSum(0, n, mean_leaf);
+    for (int64_t i = 0; i < leaves[l].count; ++i) sum += rgb[leaves[l].begin + i];
+    sums[l] = static_cast<float>(sum);
+  }
+  const float* next = sums.data();
+  const float sum = PairwiseCombine(n, next);
   const auto mean = static_cast<float>(static_cast<double>(sum) / static_cast<double>(n));
+  // (The mean's leaves above: every partial sum inside a leaf of uint8 values is an integer
+  // below 2^24, so numpy's float32 leaf is the exact integer sum.)
 
   std::array<float, 256> square;
   for (int v = 0; v < 256; ++v) {
     const float d = static_cast<float>(v) - mean;
     square[static_cast<size_t>(v)] = d * d;
   }
-  const auto var_leaf = [rgb, &square](int64_t begin, int64_t count) {
-    float values[128];
-    for (int64_t i = 0; i < count; ++i) values[i] = square[rgb[begin + i]];
-    return LeafSum(values, count);
-  };
-  const float squares = PairwiseSum(0, n, var_leaf);
+  float values[128];
+  for (size_t l = 0; l < leaves.size(); ++l) {
+    const uint8_t* p = rgb + leaves[l].begin;
+    for (int64_t i = 0; i < leaves[l].count; ++i) values[i] = square[p[i]];
+    sums[l] = LeafSum(values, leaves[l].count);
+  }
+  next = sums.data();
+  const float squares = PairwiseCombine(n, next);
   const auto var = static_cast<float>(static_cast<double>(squares) / static_cast<double>(n));
   float std_dev = std::sqrt(var);
   const double floor = 1.0 / std::sqrt(static_cast<double>(n));
@@ -172,6 +199,129 @@ AaAxis AntialiasWeights(int64_t in, int64_t out) {
   return axis;
 }
 
+// The passes, written so that the compiler vectorizes them: the horizontal pass takes eight rows
+// at once (each lane one row, the same weights), the vertical pass a whole output row. Every
+// lane does the scalar arithmetic of its own output value, so the results do not depend on the
+// vector width. Compiled twice (below): for AVX2 + FMA, and for the baseline.
+constexpr int64_t kLanes = 8;
+
+[[gnu::always_inline]] inline void HorizontalPass(const uint8_t* rgb, int64_t in_h, int64_t in_w,
+                                                  const std::array<float, 256>& table,
+                                                  const AaAxis& ax, int64_t out_w, float* wide) {
+  // Eight rows of one channel, standardized and transposed: column x of row y0 + r at x * 8 + r.
+  std::vector<float> block(static_cast<size_t>(in_w * kLanes));
+  float* t = block.data();
+  for (int64_t c = 0; c < 3; ++c) {
+    for (int64_t y0 = 0; y0 < in_h; y0 += kLanes) {
+      const int64_t lanes = std::min(kLanes, in_h - y0);
+      for (int64_t x = 0; x < in_w; ++x) {
+        for (int64_t r = 0; r < kLanes; ++r) {
+          t[x * kLanes + r] = r < lanes ? table[rgb[3 * ((y0 + r) * in_w + x) + c]] : 0.0f;
+        }
+      }
+      for (int64_t x = 0; x < out_w; ++x) {
+        const float* w = ax.weights.data() + x * ax.taps;
+        const float* src = t + ax.first[static_cast<size_t>(x)] * kLanes;
+        const int64_t count = ax.count[static_cast<size_t>(x)];
+        const int64_t unfused = Unfused(count);
+        float acc[kLanes];
+        for (int64_t r = 0; r < kLanes; ++r) acc[r] = src[r] * w[0];
+        for (int64_t j = 1; j < count; ++j) {
+          const float* v = src + j * kLanes;
+          const float wj = w[j];
+          if (j > unfused) {
+            for (int64_t r = 0; r < kLanes; ++r) acc[r] = std::fma(v[r], wj, acc[r]);
+          } else {
+            for (int64_t r = 0; r < kLanes; ++r) acc[r] += v[r] * wj;
+          }
+        }
+        for (int64_t r = 0; r < lanes; ++r) wide[(c * in_h + y0 + r) * out_w + x] = acc[r];
+      }
+    }
+  }
+}
+
+[[gnu::always_inline]] inline void VerticalPass(const float* wide, int64_t in_h, const AaAxis& ax,
+                                                int64_t out_h, int64_t out_w, float* out) {
+  for (int64_t c = 0; c < 3; ++c) {
+    const float* plane = wide + c * in_h * out_w;
+    for (int64_t y = 0; y < out_h; ++y) {
+      const float* w = ax.weights.data() + y * ax.taps;
+      const int64_t count = ax.count[static_cast<size_t>(y)];
+      const int64_t unfused = Unfused(count);
+      float* dst = out + (c * out_h + y) * out_w;
+      const float* src = plane + ax.first[static_cast<size_t>(y)] * out_w;
+      for (int64_t x = 0; x < out_w; ++x) dst[x] = src[x] * w[0];
+      for (int64_t j = 1; j < count; ++j) {
+        const float* v = src + j * out_w;
+        const float wj = w[j];
+        if (j > unfused) {
+          for (int64_t x = 0; x < out_w; ++x) dst[x] = std::fma(v[x], wj, dst[x]);
+        } else {
+          for (int64_t x = 0; x < out_w; ++x) dst[x] += v[x] * wj;
+        }
+      }
+    }
+  }
+}
+
+// ATen resizes the width first (the contiguous dimension), then the height, skipping a
+// dimension whose size does not change. Planes are channel-major, as the CHW tensor. Returns
+// the resized planes (in `wide` or `resized`).
+[[gnu::always_inline]] inline const float* ResizeBody(
+    const uint8_t* rgb, int64_t in_h, int64_t in_w, const std::array<float, 256>& table,
+    int64_t out_h, int64_t out_w, std::vector<float>& wide, std::vector<float>& resized) {
+  wide.resize(static_cast<size_t>(3 * in_h * out_w));
+  if (out_w == in_w) {
+    for (int64_t c = 0; c < 3; ++c) {
+      float* plane = wide.data() + c * in_h * out_w;
+      for (int64_t i = 0; i < in_h * in_w; ++i) plane[i] = table[rgb[3 * i + c]];
+    }
+  } else {
+    HorizontalPass(rgb, in_h, in_w, table, AntialiasWeights(in_w, out_w), out_w, wide.data());
+  }
+  if (out_h == in_h) return wide.data();
+  resized.resize(static_cast<size_t>(3 * out_h * out_w));
+  VerticalPass(wide.data(), in_h, AntialiasWeights(in_h, out_h), out_h, out_w, resized.data());
+  return resized.data();
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define DOCFEED_PIX2STRUCT_AVX2 1
+[[gnu::target("avx2,fma")]] const float* ResizeAvx2(const uint8_t* rgb, int64_t in_h, int64_t in_w,
+                                                    const std::array<float, 256>& table,
+                                                    int64_t out_h, int64_t out_w,
+                                                    std::vector<float>& wide,
+                                                    std::vector<float>& resized) {
+  return ResizeBody(rgb, in_h, in_w, table, out_h, out_w, wide, resized);
+}
+
+[[gnu::target("avx2,fma")]] std::array<float, 256> StandardizeAvx2(const uint8_t* rgb, int64_t n) {
+  return StandardizeTable(rgb, n);
+}
+
+bool UseAvx2() {
+  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return supported && CurrentSimdMode() != SimdMode::kScalar;
+}
+#endif
+
+const float* Resize(const uint8_t* rgb, int64_t in_h, int64_t in_w,
+                    const std::array<float, 256>& table, int64_t out_h, int64_t out_w,
+                    std::vector<float>& wide, std::vector<float>& resized) {
+#ifdef DOCFEED_PIX2STRUCT_AVX2
+  if (UseAvx2()) return ResizeAvx2(rgb, in_h, in_w, table, out_h, out_w, wide, resized);
+#endif
+  return ResizeBody(rgb, in_h, in_w, table, out_h, out_w, wide, resized);
+}
+
+std::array<float, 256> Standardize(const uint8_t* rgb, int64_t n) {
+#ifdef DOCFEED_PIX2STRUCT_AVX2
+  if (UseAvx2()) return StandardizeAvx2(rgb, n);
+#endif
+  return StandardizeTable(rgb, n);
+}
+
 }  // namespace
 
 Status ValidatePix2StructConfig(const Pix2StructConfig& config) {
@@ -238,61 +388,10 @@ Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, 
 
   std::vector<uint8_t> storage;
   const uint8_t* rgb = ContiguousRgb(page, storage);
-  const std::array<float, 256> table = StandardizeTable(rgb, 3 * in_h * in_w);
+  const std::array<float, 256> table = Standardize(rgb, 3 * in_h * in_w);
 
-  // ATen resizes the width first (the contiguous dimension), then the height, skipping a
-  // dimension whose size does not change. Planes are channel-major, as the CHW tensor.
-  std::vector<float> wide(static_cast<size_t>(3 * in_h * out_w));
-  if (out_w == in_w) {
-    for (int64_t c = 0; c < 3; ++c) {
-      float* plane = wide.data() + c * in_h * out_w;
-      for (int64_t i = 0; i < in_h * in_w; ++i) plane[i] = table[rgb[3 * i + c]];
-    }
-  } else {
-    const AaAxis ax = AntialiasWeights(in_w, out_w);
-    for (int64_t y = 0; y < in_h; ++y) {
-      const uint8_t* row = rgb + 3 * y * in_w;
-      for (int64_t x = 0; x < out_w; ++x) {
-        const float* w = ax.weights.data() + x * ax.taps;
-        const uint8_t* src = row + 3 * ax.first[static_cast<size_t>(x)];
-        const int64_t count = ax.count[static_cast<size_t>(x)];
-        const int64_t unfused = Unfused(count);
-        for (int64_t c = 0; c < 3; ++c) {
-          float sum = table[src[c]] * w[0];
-          for (int64_t j = 1; j < count; ++j)
-            sum = Accumulate(j > unfused, sum, table[src[3 * j + c]], w[j]);
-          wide[static_cast<size_t>((c * in_h + y) * out_w + x)] = sum;
-        }
-      }
-    }
-  }
-  std::vector<float> resized_storage;
-  const float* resized = wide.data();
-  if (out_h != in_h) {
-    resized_storage.resize(static_cast<size_t>(3 * out_h * out_w));
-    const AaAxis ax = AntialiasWeights(in_h, out_h);
-    for (int64_t c = 0; c < 3; ++c) {
-      const float* plane = wide.data() + c * in_h * out_w;
-      for (int64_t y = 0; y < out_h; ++y) {
-        const float* w = ax.weights.data() + y * ax.taps;
-        const int64_t first = ax.first[static_cast<size_t>(y)];
-        const int64_t count = ax.count[static_cast<size_t>(y)];
-        float* dst = resized_storage.data() + (c * out_h + y) * out_w;
-        const float* src = plane + first * out_w;
-        for (int64_t x = 0; x < out_w; ++x) dst[x] = src[x] * w[0];
-        for (int64_t j = 1; j < count; ++j) {
-          const float* s = src + j * out_w;
-          const float wj = w[j];
-          if (j > Unfused(count)) {
-            for (int64_t x = 0; x < out_w; ++x) dst[x] = std::fma(s[x], wj, dst[x]);
-          } else {
-            for (int64_t x = 0; x < out_w; ++x) dst[x] += s[x] * wj;
-          }
-        }
-      }
-    }
-    resized = resized_storage.data();
-  }
+  std::vector<float> wide, resized_storage;
+  const float* resized = Resize(rgb, in_h, in_w, table, out_h, out_w, wide, resized_storage);
 
   // Row r * cols + c: [r + 1, c + 1, then (y, x, channel) of the patch], then zero rows.
   const int64_t row_values = Pix2StructRowValues(config);
