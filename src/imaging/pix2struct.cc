@@ -214,9 +214,12 @@ constexpr int64_t kLanes = 8;
   for (int64_t c = 0; c < 3; ++c) {
     for (int64_t y0 = 0; y0 < in_h; y0 += kLanes) {
       const int64_t lanes = std::min(kLanes, in_h - y0);
-      for (int64_t x = 0; x < in_w; ++x) {
-        for (int64_t r = 0; r < kLanes; ++r) {
-          t[x * kLanes + r] = r < lanes ? table[rgb[3 * ((y0 + r) * in_w + x) + c]] : 0.0f;
+      for (int64_t r = 0; r < kLanes; ++r) {
+        if (r < lanes) {
+          const uint8_t* row = rgb + 3 * (y0 + r) * in_w + c;
+          for (int64_t x = 0; x < in_w; ++x) t[x * kLanes + r] = table[row[3 * x]];
+        } else {
+          for (int64_t x = 0; x < in_w; ++x) t[x * kLanes + r] = 0.0f;
         }
       }
       for (int64_t x = 0; x < out_w; ++x) {
@@ -249,11 +252,11 @@ constexpr int64_t kLanes = 8;
       const float* w = ax.weights.data() + y * ax.taps;
       const int64_t count = ax.count[static_cast<size_t>(y)];
       const int64_t unfused = Unfused(count);
-      float* dst = out + (c * out_h + y) * out_w;
-      const float* src = plane + ax.first[static_cast<size_t>(y)] * out_w;
+      float* __restrict dst = out + (c * out_h + y) * out_w;
+      const float* __restrict src = plane + ax.first[static_cast<size_t>(y)] * out_w;
       for (int64_t x = 0; x < out_w; ++x) dst[x] = src[x] * w[0];
       for (int64_t j = 1; j < count; ++j) {
-        const float* v = src + j * out_w;
+        const float* __restrict v = src + j * out_w;
         const float wj = w[j];
         if (j > unfused) {
           for (int64_t x = 0; x < out_w; ++x) dst[x] = std::fma(v[x], wj, dst[x]);
@@ -386,11 +389,13 @@ Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, 
   const int64_t ph = config.patch_height, pw = config.patch_width;
   const int64_t out_h = grid.rows * ph, out_w = grid.cols * pw;
 
-  std::vector<uint8_t> storage;
+  thread_local std::vector<uint8_t> storage;
   const uint8_t* rgb = ContiguousRgb(page, storage);
   const std::array<float, 256> table = Standardize(rgb, 3 * in_h * in_w);
 
-  std::vector<float> wide, resized_storage;
+  // Per-thread scratch, kept between pages: a loader worker then allocates (and page-faults)
+  // only when a page needs more than any before it on that thread.
+  thread_local std::vector<float> wide, resized_storage;
   const float* resized = Resize(rgb, in_h, in_w, table, out_h, out_w, wide, resized_storage);
 
   // Row r * cols + c: [r + 1, c + 1, then (y, x, channel) of the patch], then zero rows.
