@@ -1,8 +1,9 @@
 """docfeed.Loader(path, preset="pix2struct") against the Pix2Struct image processor, batch by batch.
 
 Runs in both transformers environments (the test_hf_* modules run under .venv/train, 4.57.6,
-and .venv/hf5, 5.x). The dataset is the sample documents packed as they are; the reference for
-each batch is the running generation's numpy processor (4.x Pix2StructImageProcessor, 5.x
+and .venv/hf5, 5.x). The dataset is the sample invoices packed as they are (every sample
+document is compared in test_hf_pix2struct_parity.py; these keep the test short); the reference
+for each batch is the running generation's numpy processor (4.x Pix2StructImageProcessor, 5.x
 Pix2StructImageProcessorPil) given the batch's pages as `datasets.load_from_disk(path)[id]
 ["image"]`: flattened_patches and attention_mask equal bit for bit (on a CPU where torch
 dispatches its DEFAULT kernels the comparison is skipped, saying so: docs/pix2struct-
@@ -31,7 +32,7 @@ MAX_PATCHES = 128  # small, to keep the reference fast
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory):
     out = tmp_path_factory.mktemp("pix2struct") / "ds"
-    run_docfeed("pack", SAMPLE_DOCS, "-o", out)
+    run_docfeed("pack", SAMPLE_DOCS / "invoices", "-o", out)
     return out
 
 
@@ -67,8 +68,8 @@ def test_batches_equal_the_processor(packed):
 
 
 def test_threads_do_not_change_batches(packed):
-    one = batches(make_loader(packed, num_threads=1))
-    three = batches(make_loader(packed, num_threads=3))
+    one = batches(make_loader(packed, num_threads=1, batch_size=2))
+    three = batches(make_loader(packed, num_threads=3, batch_size=2))
     assert len(one) == len(three)
     for a, b in zip(one, three):
         assert torch.equal(a["sample_ids"], b["sample_ids"])
@@ -82,6 +83,7 @@ def test_options_are_checked(packed):
         make_loader(packed, dtype="bfloat16")
     with pytest.raises(docfeed.InvalidArgumentError, match="max_patches"):
         make_loader(packed, max_patches=0)
-    loader = make_loader(packed, patch_size={"height": 8, "width": 16}, max_patches=32)
+    loader = make_loader(packed, patch_size={"height": 8, "width": 16}, max_patches=32,
+                         batch_size=2)
     batch = next(iter(loader))
-    assert tuple(batch["flattened_patches"].shape) == (4, 32, 2 + 3 * 8 * 16)
+    assert tuple(batch["flattened_patches"].shape) == (2, 32, 2 + 3 * 8 * 16)
