@@ -14,7 +14,8 @@
 // Qwen2.5-VL (Qwen2VLImageProcessor: docs/qwen-vl-preprocessing.md), whose output size follows
 // the page, Nougat (NougatImageProcessor: docs/nougat-preprocessing.md), and Idefics3 / SmolVLM /
 // SmolDocling (Idefics3ImageProcessor: docs/idefics3-preprocessing.md), whose tile count follows
-// the page.
+// the page, and Pix2Struct (Pix2StructImageProcessor: docs/pix2struct-preprocessing.md), whose
+// output is max_patches rows of flattened patches.
 //
 // Thread safety: a Preset is immutable; copies share it. Prepare and Finish may run on any
 // number of threads at once (each with its own output).
