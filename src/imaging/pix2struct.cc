@@ -425,12 +425,13 @@ Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, 
   const int64_t ph = config.patch_height, pw = config.patch_width;
   const int64_t out_h = grid.rows * ph, out_w = grid.cols * pw;
 
-  thread_local std::vector<uint8_t> storage;
+  std::vector<uint8_t> storage;  // a gray page as RGB: not kept (3 x H x W bytes)
   const uint8_t* rgb = ContiguousRgb(page, storage);
   const std::array<float, 256> table = Standardize(rgb, 3 * in_h * in_w);
 
   // Per-thread scratch, kept between pages: a loader worker then allocates (and page-faults)
-  // only when a page needs more than any before it on that thread.
+  // only when a page needs more than any before it on that thread. It holds 3 x H x out_w and
+  // 3 x out_h x out_w floats of the largest page (about 50 MB for a 4961 x 7016 scan).
   thread_local std::vector<float> wide, resized_storage;
   const float* resized = Resize(rgb, in_h, in_w, table, out_h, out_w, wide, resized_storage);
 
