@@ -1,5 +1,5 @@
 """What the per-model preprocessing benchmarks (qwen_vl_bench.py, nougat_bench.py,
-idefics3_bench.py) share: the Python processors timed in a child process on one thread, and
+idefics3_bench.py, pix2struct_bench.py) share: the Python processors timed in a child process on one thread, and
 `docfeed preprocess --repeat N`'s own CPU time per image."""
 import json
 import os

@@ -14,7 +14,8 @@
 // Qwen2.5-VL (Qwen2VLImageProcessor: docs/qwen-vl-preprocessing.md), whose output size follows
 // the page, Nougat (NougatImageProcessor: docs/nougat-preprocessing.md), and Idefics3 / SmolVLM /
 // SmolDocling (Idefics3ImageProcessor: docs/idefics3-preprocessing.md), whose tile count follows
-// the page.
+// the page, and Pix2Struct (Pix2StructImageProcessor: docs/pix2struct-preprocessing.md), whose
+// output is max_patches rows of flattened patches.
 //
 // Thread safety: a Preset is immutable; copies share it. Prepare and Finish may run on any
 // number of threads at once (each with its own output).
@@ -167,6 +168,28 @@ struct Idefics3Config {
   int32_t hf_version = 4;
 };
 
+// Pix2StructImageProcessor's settings, under its own names; the defaults are the processor's,
+// which the public checkpoints (google/pix2struct-base and its fine-tunes) keep: max_patches
+// 2048, patch_size 16 x 16. docs/pix2struct-preprocessing.md has the processor's steps:
+//   RGB -> per-image standardization (the page's own mean and std over every value, std floored
+//   at 1 / sqrt(values)) -> aspect-preserving resize (torch's antialiased bilinear on float32)
+//   to rows x cols patches, rows * cols <= max_patches -> each patch flattened (row, column,
+//   channel order) after its 1-based row and column ids -> zero rows up to max_patches.
+// The output has a fixed shape, max_patches x (2 + 3 * patch_height * patch_width) float32
+// ("flattened_patches"); attention_mask is derived from it as the processor does. Generations
+// (hf_version): 4 = Pix2StructImageProcessor of 4.x (checked against 4.57.6: RGB conversion as
+// image.convert("RGB"), alpha dropped); 5 = Pix2StructImageProcessorPil of 5.x (checked against
+// 5.23.0: transparency composited onto white). Only the PIL/numpy path (5.x's default
+// torchvision Pix2StructImageProcessor uses torch's unbiased std: docs/pix2struct-
+// preprocessing.md). is_vqa (a header rendered with a downloaded font) and do_normalize=False
+// (which sends uint8 pixels through torch's uint8 resize) are not offered.
+struct Pix2StructConfig {
+  int32_t max_patches = 2048;
+  int32_t patch_height = 16;  // patch_size["height"]
+  int32_t patch_width = 16;   // patch_size["width"]
+  int32_t hf_version = 4;
+};
+
 // The processor's padding: random offsets (random_padding=True, the training default) or
 // centred.
 enum class PadMode { kRandom, kCenter };
@@ -174,7 +197,7 @@ enum class PadMode { kRandom, kCenter };
 // Which preset, with its parameters: "donut" reads `donut` and `pad`; "qwen2-vl" and
 // "qwen2.5-vl" (the same processor) read `qwen_vl`; "nougat" reads `nougat` and `pad` (the
 // processor pads centred; kRandom is docfeed's augmentation, as for Donut); "idefics3" reads
-// `idefics3`. Each preset reads the struct it knows.
+// `idefics3`; "pix2struct" reads `pix2struct`. Each preset reads the struct it knows.
 struct PresetOptions {
   std::string name = "donut";
   DonutConfig donut;
@@ -182,6 +205,7 @@ struct PresetOptions {
   QwenVLConfig qwen_vl;
   NougatConfig nougat;
   Idefics3Config idefics3;
+  Pix2StructConfig pix2struct;
 };
 
 // How Prepare decodes. kFast trades exactness for speed where a preset allows it (Donut: a

@@ -65,6 +65,32 @@ def _str(name: str, value: Any) -> str:
     return value
 
 
+def _pix2struct_args(preset: str, max_patches: Any, patch_size: Any, dtype: Any,
+                     layout: str) -> Dict[str, int]:
+    """max_patches and patch_size (an int, or {"height": h, "width": w} as the processor's) for
+    the pix2struct preset (defaults: google/pix2struct-base's 2048 and 16 x 16); refused for the
+    others. Its output is float32 rows of patches: other dtypes and layout="hwc" are refused."""
+    if preset != "pix2struct":
+        if max_patches is not None:
+            raise InvalidArgumentError(f"max_patches applies to the pix2struct preset, not "
+                                       f"preset={preset!r}")
+        return {"max_patches": 2048, "patch_height": 16, "patch_width": 16}
+    if isinstance(patch_size, dict):
+        if set(patch_size) != {"height", "width"}:
+            raise InvalidArgumentError(f"patch_size must be an int or {{'height', 'width'}}, got "
+                                       f"{patch_size!r}")
+        ph, pw = patch_size["height"], patch_size["width"]
+    else:
+        ph = pw = 16 if patch_size is None else patch_size
+    if _dtype_name(dtype) != "float32":
+        raise InvalidArgumentError("preset='pix2struct' yields float32 flattened_patches, as the "
+                                   "processor; convert after loading")
+    if layout != "chw":
+        raise InvalidArgumentError(f"layout={layout!r} does not apply to preset='pix2struct'")
+    return {"max_patches": _int("max_patches", 2048 if max_patches is None else max_patches),
+            "patch_height": _int("patch_size", ph), "patch_width": _int("patch_size", pw)}
+
+
 def _distributed_defaults(rank: Optional[int], world_size: Optional[int]) -> Tuple[int, int]:
     if rank is not None and world_size is not None:
         return _int("rank", rank), _int("world_size", world_size)
@@ -171,6 +197,14 @@ class Loader:
         (Idefics3ImageProcessorPil). image_size, pad, align_long_axis and layout do not apply.
         pixel_values is a view of the loader's buffer when every page has the same tile count,
         else a padded copy. Original images only (a dataset packed with --preprocess is refused).
+        "pix2struct" (Pix2StructImageProcessor): a batch holds flattened_patches (B,
+        max_patches, 2 + 3 * ph * pw) float32 (a view of the loader's buffer) and attention_mask
+        (B, max_patches) float32, as the processor returns them (no pixel_values).
+        max_patches and patch_size (an int or {"height": h, "width": w}) default to
+        google/pix2struct-base's 2048 and 16 x 16; hf_version 4 (Pix2StructImageProcessor of
+        4.x) or 5 (Pix2StructImageProcessorPil), bit-identical to it
+        (docs/pix2struct-preprocessing.md). float32 and layout
+        "chw" only; image_size, pad, align_long_axis do not apply. Original images only.
         "nougat" (NougatImageProcessor): crop_margin, then Donut's geometry (align_long_axis,
         resize, thumbnail) and padding to image_size, normalized with ImageNet's mean/std unless
         image_mean/image_std are given; hf_version 4 (NougatImageProcessor of 4.x, alpha dropped
@@ -204,17 +238,22 @@ class Loader:
                  patch_size: Optional[int] = None, temporal_patch_size: Optional[int] = None,
                  merge_size: Optional[int] = None, longest_edge: Optional[int] = None,
                  max_image_size: Optional[int] = None,
-                 do_image_splitting: Optional[bool] = None, range_prefetch: str = "auto",
+                 do_image_splitting: Optional[bool] = None, max_patches: Optional[int] = None,
+                 range_prefetch: str = "auto",
                  prefetch_bytes: int = 64 << 20, prefetch_requests: int = 8) -> None:
         import os
 
         preset = _str("preset", preset)
         self._patched = preset in ("qwen2-vl", "qwen2.5-vl")
         self._tiled = preset == "idefics3"
-        if (self._patched or self._tiled) and device is not None:
+        self._flattened = preset == "pix2struct"
+        if (self._patched or self._tiled or self._flattened) and device is not None:
             raise InvalidArgumentError(f"device={device!r} is not supported with preset={preset!r} yet: "
                              "the GPU stage normalizes padded pages; use device=None and move "
                              "pixel_values to the GPU")
+        pix2struct_args = _pix2struct_args(preset, max_patches, patch_size, dtype, layout)
+        if self._flattened:
+            patch_size = None  # Pix2Struct's, read above
         qwen = {"min_pixels": (min_pixels, 56 * 56), "max_pixels": (max_pixels, 12845056),
                 "patch_size": (patch_size, 14), "temporal_patch_size": (temporal_patch_size, 2),
                 "merge_size": (merge_size, 2)}
@@ -276,7 +315,8 @@ class Loader:
             preset=preset, range_prefetch=_str("range_prefetch", range_prefetch),
             prefetch_bytes=_int("prefetch_bytes", prefetch_bytes),
             prefetch_requests=_int("prefetch_requests", prefetch_requests), **qwen_args,
-            **idefics3_args)
+            **idefics3_args, **pix2struct_args)
+        self._max_patches = pix2struct_args["max_patches"]
         self._closed = False
         self._pid = os.getpid()
         self._loader_core = _docfeed.Loader(**self._core_args)
@@ -515,11 +555,26 @@ class Loader:
                 [torch.ones((grid.shape[0], 1), dtype=torch.int64), grid], dim=1)
         if self._tiled:
             self._tile(out)
+        if self._flattened:
+            self._flatten(out)
         out.epoch = raw.epoch
         out.index = raw.index
         # This batch's own (self._state may already be another thread's next batch).
         out.resume_state = dict(state)
         return out
+
+    def _flatten(self, out: Batch) -> None:
+        """pixel_values (B * max_patches, values) -> the processor's flattened_patches
+        (B, max_patches, values), a view of the buffer, and attention_mask (B, max_patches)
+        float32 computed as the processor does: numpy's sum of each row != 0."""
+        import numpy as np
+        import torch
+
+        pixels = out.pop("pixel_values")  # (B * max_patches, values)
+        patches = pixels.view(-1, self._max_patches, pixels.shape[-1])
+        out["flattened_patches"] = patches
+        out["attention_mask"] = torch.from_numpy(
+            (patches.numpy().sum(axis=-1) != 0).astype(np.float32))
 
     def _tile(self, out: Batch) -> None:
         """pixel_values (sum of tiles, 3 * S * S) -> the processor's (B, max_tiles, 3, S, S), plus

@@ -226,8 +226,8 @@ struct PyBatch {
   DType dtype = DType::kFloat32;
   OutputLayout layout = OutputLayout::kChw;
   int32_t height = 0, width = 0;
-  // A variable-size preset (Qwen2-VL): pixels are rows of `row` values, as many as the batch's
-  // pages have patches together.
+  // A variable-size preset (Qwen2-VL) or one of rows (Pix2Struct): pixels are rows of `row`
+  // values, as many as the batch's pages have together.
   bool variable = false;
   size_t row = 0;
 
@@ -292,7 +292,8 @@ LoaderOptions MakeOptions(
     const std::optional<std::array<double, 3>>& image_std, nb::handle allocator,
     const std::string& preset, nb::handle min_pixels, nb::handle max_pixels, nb::handle patch_size,
     nb::handle temporal_patch_size, nb::handle merge_size, nb::handle longest_edge,
-    nb::handle max_image_size, bool do_image_splitting, const std::string& range_prefetch,
+    nb::handle max_image_size, bool do_image_splitting, nb::handle max_patches,
+    nb::handle patch_height, nb::handle patch_width, const std::string& range_prefetch,
     nb::handle prefetch_bytes, nb::handle prefetch_requests) {
   constexpr int kIntMax = std::numeric_limits<int>::max();
   LoaderOptions opt;
@@ -339,6 +340,17 @@ LoaderOptions MakeOptions(
     RaiseInvalid(
         "backend=\"torchvision\" is Donut's; the idefics3 preset reproduces the PIL processors "
         "(Idefics3ImageProcessor of 4.x, Idefics3ImageProcessorPil of 5.x)");
+  }
+  // Pix2Struct: its own patch budget and patch size; its generation is Donut's argument.
+  Pix2StructConfig& pix2struct = opt.preset.pix2struct;
+  pix2struct.max_patches = ToInt<int32_t>("max_patches", max_patches, 1, 65536);
+  pix2struct.patch_height = ToInt<int32_t>("patch_size height", patch_height, 1, 256);
+  pix2struct.patch_width = ToInt<int32_t>("patch_size width", patch_width, 1, 256);
+  pix2struct.hf_version = opt.preset.donut.hf_version;
+  if (preset == "pix2struct" && opt.preset.donut.backend != DonutBackend::kPil) {
+    RaiseInvalid(
+        "backend=\"torchvision\" is Donut's; the pix2struct preset reproduces the numpy "
+        "processors (Pix2StructImageProcessor of 4.x, Pix2StructImageProcessorPil of 5.x)");
   }
   opt.batch_size = ToInt<uint32_t>("batch_size", batch_size, 1);
   opt.shuffle = shuffle;
@@ -588,6 +600,7 @@ void InitLoader(PyLoader* self, const std::string& path, nb::int_ height, nb::in
                 const std::string& preset, nb::int_ min_pixels, nb::int_ max_pixels,
                 nb::int_ patch_size, nb::int_ temporal_patch_size, nb::int_ merge_size,
                 nb::int_ longest_edge, nb::int_ max_image_size, bool do_image_splitting,
+                nb::int_ max_patches, nb::int_ patch_height, nb::int_ patch_width,
                 const std::string& range_prefetch, nb::int_ prefetch_bytes,
                 nb::int_ prefetch_requests) {
   const LoaderOptions opt = MakeOptions(
@@ -595,7 +608,8 @@ void InitLoader(PyLoader* self, const std::string& path, nb::int_ height, nb::in
       dtype, layout, rank, world_size, remainder, num_threads, prefetch, max_held, label_column,
       label_length, on_error, max_bad_samples, image_mean, image_std, allocator, preset, min_pixels,
       max_pixels, patch_size, temporal_patch_size, merge_size, longest_edge, max_image_size,
-      do_image_splitting, range_prefetch, prefetch_bytes, prefetch_requests);
+      do_image_splitting, max_patches, patch_height, patch_width, range_prefetch, prefetch_bytes,
+      prefetch_requests);
   Result<std::unique_ptr<Loader>> created = [&] {
     nb::gil_scoped_release nogil;
     return Loader::Create(opt);
@@ -604,7 +618,9 @@ void InitLoader(PyLoader* self, const std::string& path, nb::int_ height, nb::in
   Result<Preset> shape = Preset::Create(opt.preset);  // Create checked these options already
   if (!shape.ok()) Raise(shape.status());
   new (self) PyLoader(std::move(created).value());
-  self->variable = shape->variable_size();
+  // Rows of values (a variable-size preset, or Pix2Struct's fixed max_patches rows, whose
+  // output is one channel of rows x values) are given as (rows, row) rather than as pages.
+  self->variable = shape->variable_size() || shape->output_shape().channels == 1;
   self->row = static_cast<size_t>(shape->output_shape().width);
 }
 
@@ -1020,7 +1036,10 @@ NB_MODULE(_docfeed, m) {
            "longest_edge"_a = kDefaults.preset.idefics3.longest_edge,
            "max_image_size"_a = kDefaults.preset.idefics3.max_image_size,
            "do_image_splitting"_a = kDefaults.preset.idefics3.do_image_splitting,
-           "range_prefetch"_a = "auto", "prefetch_bytes"_a = kDefaults.prefetch_bytes,
+           "max_patches"_a = kDefaults.preset.pix2struct.max_patches,
+           "patch_height"_a = kDefaults.preset.pix2struct.patch_height,
+           "patch_width"_a = kDefaults.preset.pix2struct.patch_width, "range_prefetch"_a = "auto",
+           "prefetch_bytes"_a = kDefaults.prefetch_bytes,
            "prefetch_requests"_a = kDefaults.prefetch_requests,
            "Opens `path` and starts epoch 0. Integers out of range, unknown names and bad "
            "combinations raise docfeed.InvalidArgumentError (a ValueError) naming the "

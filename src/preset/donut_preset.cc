@@ -137,8 +137,10 @@ Result<std::unique_ptr<const Preset>> MakePreset(const PresetParams& params) {
   if (IsQwenVLPreset(params.name)) return MakeQwenVLPreset(params);
   if (params.name == kPresetNougat) return MakeNougatPreset(params);
   if (params.name == kPresetIdefics3) return MakeIdefics3Preset(params);
-  return InvalidArgumentError("unknown preset \"" + params.name +
-                              "\" (known: donut, qwen2-vl, qwen2.5-vl, nougat, idefics3)");
+  if (params.name == kPresetPix2Struct) return MakePix2StructPreset(params);
+  return InvalidArgumentError(
+      "unknown preset \"" + params.name +
+      "\" (known: donut, qwen2-vl, qwen2.5-vl, nougat, idefics3, pix2struct)");
 }
 
 Result<std::unique_ptr<const Preset>> PresetForStored(const PreprocessInfo& stored) {

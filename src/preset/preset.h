@@ -136,6 +136,10 @@ Result<std::unique_ptr<const Preset>> MakeNougatPreset(const PresetParams& param
 inline constexpr char kPresetIdefics3[] = "idefics3";
 Result<std::unique_ptr<const Preset>> MakeIdefics3Preset(const PresetParams& params);
 
+// The Pix2Struct preset (pix2struct_preset.cc).
+inline constexpr char kPresetPix2Struct[] = "pix2struct";
+Result<std::unique_ptr<const Preset>> MakePix2StructPreset(const PresetParams& params);
+
 // What every preset's Prepare starts with: decode `bytes`, apply request.orientation, then the
 // RGB conversion of `conversion`'s processor generation (donut.h ToDonutInput: 4.x drops alpha,
 // 5.x composites it onto white; gray stays one channel). The time goes to times->decode.

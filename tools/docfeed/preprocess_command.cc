@@ -1,7 +1,8 @@
-// docfeed preprocess: runs one image through a model preset (Donut, Qwen2-VL, Nougat, Idefics3)
-// and writes a stage of it as .npy or .png. Mostly a parity and benchmarking aid: tests/python/
-// test_donut_parity.py, test_hf_qwen_vl_parity.py, test_hf_nougat_parity.py and
-// test_hf_idefics3_parity.py compare its output with the transformers processors.
+// docfeed preprocess: runs one image through a model preset (Donut, Qwen2-VL, Nougat, Idefics3,
+// Pix2Struct) and writes a stage of it as .npy or .png. Mostly a parity and benchmarking aid:
+// tests/python/ test_donut_parity.py, test_hf_qwen_vl_parity.py, test_hf_nougat_parity.py and
+// test_hf_idefics3_parity.py and test_hf_pix2struct_parity.py compare its output with the
+// transformers processors.
 #include <charconv>
 #include <cstdio>
 #include <ctime>
@@ -36,6 +37,9 @@ constexpr char kUsage[] =
     "       docfeed preprocess IMAGE --preset idefics3 [--longest-edge N]\n"
     "       [--max-image-size N] [--no-image-splitting] [--stage resized|normalized]\n"
     "       [--dtype float32|float16] [--hf-version 4|5] [--repeat N] -o OUT.npy|OUT.png\n"
+    "       docfeed preprocess IMAGE --preset pix2struct [--max-patches N]\n"
+    "       [--patch-size N|HxW] [--stage resized|normalized] [--hf-version 4|5] [--repeat N]\n"
+    "       -o OUT.npy|OUT.png\n"
     "\n"
     "  --size HxW     output height x width (default: the processor's, 2560x1920 for donut,\n"
     "                 896x672 for nougat). A legacy list size=[1200, 1553] in a processor\n"
@@ -60,6 +64,9 @@ constexpr char kUsage[] =
     "                 max_image_size 512): normalized is pixel_values of the page (tiles x 3 x\n"
     "                 S x S: rows x cols crops, then the global image); resized is the prepared\n"
     "                 page (the grid with the global image in a band below it)\n"
+    "  pix2struct (Pix2StructImageProcessor; google/pix2struct-base's max_patches 2048,\n"
+    "                 patch 16x16): normalized is flattened_patches (max_patches x 2 + 3*ph*pw\n"
+    "                 float32); resized is the decoded RGB page (the preset resizes floats)\n"
     "\n" DOCFEED_GENERATION_HELP;
 
 enum class Stage { kResized, kPadded, kNormalized };
@@ -71,6 +78,7 @@ struct Options {
   QwenVLConfig qwen_vl;
   NougatConfig nougat;
   Idefics3Config idefics3;
+  Pix2StructConfig pix2struct;
   PrepareMode mode = PrepareMode::kExact;
   Stage stage = Stage::kNormalized;
   bool random_pad = false;
@@ -125,8 +133,9 @@ Status ParseEnums(const ParsedArgs& p, Options& o) {
   const std::string dtype = p.Get("--dtype", "float32");
   o.preset = p.Get("--preset", "donut");
   if (o.preset != "donut" && o.preset != "qwen2-vl" && o.preset != "qwen2.5-vl" &&
-      o.preset != "nougat" && o.preset != "idefics3") {
-    return InvalidArgumentError("--preset must be donut, qwen2-vl, qwen2.5-vl, nougat or idefics3");
+      o.preset != "nougat" && o.preset != "idefics3" && o.preset != "pix2struct") {
+    return InvalidArgumentError(
+        "--preset must be donut, qwen2-vl, qwen2.5-vl, nougat, idefics3 or pix2struct");
   }
   if (o.preset != "donut" && o.preset != "nougat" && stage == "padded") {
     return InvalidArgumentError("--stage padded is Donut's and Nougat's; " + o.preset +
@@ -146,6 +155,32 @@ Status ParseEnums(const ParsedArgs& p, Options& o) {
   o.random_pad = pad == "random";
   o.layout = layout == "chw" ? OutputLayout::kChw : OutputLayout::kHwc;
   o.dtype = dtype == "float32" ? DType::kFloat32 : DType::kFloat16;
+  return Status::Ok();
+}
+
+// --max-patches and --patch-size N (square) or HxW, Pix2StructImageProcessor's max_patches and
+// patch_size; float32 output only, as the processor's.
+Status ParsePix2Struct(const ParsedArgs& p, const Generation& generation, Options& o) {
+  Pix2StructConfig& c = o.pix2struct;
+  if (p.Has("--fast") || generation.backend != "pil") {
+    return InvalidArgumentError(
+        "--fast and --backend torchvision are Donut's; pix2struct reproduces the PIL processors");
+  }
+  if (o.dtype != DType::kFloat32) {
+    return InvalidArgumentError("pix2struct writes float32 flattened_patches (--dtype float32)");
+  }
+  c.hf_version = generation.hf_version;
+  DOCFEED_ASSIGN_OR_RETURN(c.max_patches,
+                           ParseInt("--max-patches", p.Get("--max-patches", "2048"), 1, 65536));
+  const std::string patch = p.Get("--patch-size", "16");
+  const size_t x = patch.find('x');
+  DOCFEED_ASSIGN_OR_RETURN(c.patch_height,
+                           ParseInt("--patch-size height", patch.substr(0, x), 1, 256));
+  c.patch_width = c.patch_height;
+  if (x != std::string::npos) {
+    DOCFEED_ASSIGN_OR_RETURN(c.patch_width,
+                             ParseInt("--patch-size width", patch.substr(x + 1), 1, 256));
+  }
   return Status::Ok();
 }
 
@@ -181,8 +216,12 @@ Result<Options> ParseOptions(const ParsedArgs& p) {
                            ParseInt64("--min-pixels", p.Get("--min-pixels", "3136"), 1, kMaxArea));
   DOCFEED_ASSIGN_OR_RETURN(
       q.max_pixels, ParseInt64("--max-pixels", p.Get("--max-pixels", "12845056"), 1, kMaxArea));
-  DOCFEED_ASSIGN_OR_RETURN(q.patch_size,
-                           ParseInt("--patch-size", p.Get("--patch-size", "14"), 1, 1024));
+  if (o.preset == "pix2struct") {
+    DOCFEED_RETURN_IF_ERROR(ParsePix2Struct(p, generation, o));
+  } else {
+    DOCFEED_ASSIGN_OR_RETURN(q.patch_size,
+                             ParseInt("--patch-size", p.Get("--patch-size", "14"), 1, 1024));
+  }
   DOCFEED_ASSIGN_OR_RETURN(
       q.temporal_patch_size,
       ParseInt("--temporal-patch-size", p.Get("--temporal-patch-size", "2"), 1, 1024));
@@ -276,6 +315,11 @@ Status RunOnce(const Options& o, const Preset& preset, std::span<const uint8_t> 
     }
     return Status::Ok();
   }
+  if (o.preset == "pix2struct") {  // flattened_patches[0]
+    out.descr = "<f4";
+    out.shape = {preset.output_shape().height, preset.output_shape().width};
+    return Status::Ok();
+  }
   if (o.stage == Stage::kPadded) {
     out.shape = {o.config.height, o.config.width, 3};
     out.descr = "|u1";
@@ -356,6 +400,7 @@ Status Run(const Options& o) {
   preset_options.qwen_vl = o.qwen_vl;
   preset_options.nougat = o.nougat;
   preset_options.idefics3 = o.idefics3;
+  preset_options.pix2struct = o.pix2struct;
   preset_options.pad = o.random_pad ? PadMode::kRandom : PadMode::kCenter;
   DOCFEED_ASSIGN_OR_RETURN(const Preset preset, Preset::Create(preset_options));
   Env* env = o.env != nullptr ? o.env : Env::Default();
@@ -375,11 +420,12 @@ Status Run(const Options& o) {
 }  // namespace
 
 int RunPreprocess(const Args& args, Env* env) {
-  Result<ParsedArgs> parsed = ParseArgs(
-      args, {"--fast", "--align-long-axis", "--no-image-splitting", "--help", "-h"},
-      {"--preset", "--size", "--pad", "--seed", "--stage", "--layout", "--dtype", "--repeat", "-o",
-       "--hf-version", "--backend", "--min-pixels", "--max-pixels", "--patch-size",
-       "--temporal-patch-size", "--merge-size", "--longest-edge", "--max-image-size"});
+  Result<ParsedArgs> parsed =
+      ParseArgs(args, {"--fast", "--align-long-axis", "--no-image-splitting", "--help", "-h"},
+                {"--preset", "--size", "--pad", "--seed", "--stage", "--layout", "--dtype",
+                 "--repeat", "-o", "--hf-version", "--backend", "--min-pixels", "--max-pixels",
+                 "--patch-size", "--temporal-patch-size", "--merge-size", "--longest-edge",
+                 "--max-image-size", "--max-patches"});
   if (parsed.ok() && (parsed->Has("--help") || parsed->Has("-h"))) {
     std::fputs(kUsage, stdout);
     return 0;

@@ -1,0 +1,461 @@
+#include "imaging/pix2struct.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/simd_mode.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace docfeed::internal {
+namespace {
+
+constexpr int32_t kMaxPatches = 65536;
+constexpr int32_t kMaxPatchSide = 256;
+
+std::string Dims(int64_t height, int64_t width) {
+  return std::to_string(width) + "x" + std::to_string(height);
+}
+
+// numpy's pairwise float32 summation of n values (FLOAT_pairwise_sum, which np.sum, np.mean
+// and np.var use on a contiguous float32 array; np.add.reduce starts from 0): blocks of at most
+// 128 values are leaves; larger runs split at half, rounded down to a multiple of 8, and the
+// halves' sums are added. PairwiseLeaves lists the leaves in order (they depend on n only);
+// PairwiseCombine adds their sums back up the same tree.
+struct Leaf {
+  int64_t begin, count;
+};
+
+void PairwiseLeaves(int64_t begin, int64_t n, std::vector<Leaf>& leaves) {
+  if (n <= 128) {
+    leaves.push_back({begin, n});
+    return;
+  }
+  int64_t half = n / 2;
+  half -= half % 8;
+  PairwiseLeaves(begin, half, leaves);
+  PairwiseLeaves(begin + half, n - half, leaves);
+}
+
+float PairwiseCombine(int64_t n, const float*& leaf_sums) {
+  if (n <= 128) return *leaf_sums++;
+  int64_t half = n / 2;
+  half -= half % 8;
+  const float first = PairwiseCombine(half, leaf_sums);
+  const float second = PairwiseCombine(n - half, leaf_sums);
+  return first + second;
+}
+
+// numpy's leaf of at most 128 values: fewer than 8 summed in order from 0; otherwise eight
+// running sums over the multiple-of-8 part, combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) +
+// (r6 + r7)), then the rest added in order.
+[[gnu::always_inline]] inline float LeafSum(const float* a, int64_t n) {
+  if (n < 8) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) sum += a[i];
+    return sum;
+  }
+  float r[8];
+  for (int k = 0; k < 8; ++k) r[k] = a[k];
+  int64_t i = 8;
+  for (; i < n - (n % 8); i += 8) {
+    for (int k = 0; k < 8; ++k) r[k] += a[i + k];
+  }
+  float sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+  for (; i < n; ++i) sum += a[i];
+  return sum;
+}
+
+// The page as the processor's HWC uint8 array of 3 channels (a gray page's value thrice),
+// contiguous: `page`'s own bytes when they already are, else `storage`.
+const uint8_t* ContiguousRgb(const ImageView& page, std::vector<uint8_t>& storage) {
+  const size_t row = static_cast<size_t>(page.width) * 3;
+  if (page.channels == 3 && page.stride_bytes == static_cast<ptrdiff_t>(row)) return page.data;
+  storage.resize(row * static_cast<size_t>(page.height));
+  for (int32_t y = 0; y < page.height; ++y) {
+    const uint8_t* src = page.data + y * page.stride_bytes;
+    uint8_t* dst = storage.data() + static_cast<size_t>(y) * row;
+    if (page.channels == 3) {
+      std::memcpy(dst, src, row);
+    } else {
+      for (int32_t x = 0; x < page.width; ++x)
+        dst[3 * x] = dst[3 * x + 1] = dst[3 * x + 2] = src[x];
+    }
+  }
+  return storage.data();
+}
+
+// Pix2StructImageProcessor.normalize of a uint8 page, as a table of the standardized value of
+// each uint8 value v: (float32(v) - mean) / std in float32, with mean and std as numpy computes
+// them over the n values of the HWC array `rgb`:
+//   mean = float32(float64(pairwise sum) / n)              (np.mean: float32 sum, then /intp)
+//   var  = float32(float64(pairwise sum of float32((x - mean)^2)) / n)   (np.var, ddof 0)
+//   std  = sqrt(var) in float32; adjusted = max(std, 1.0 / math.sqrt(n)), Python's max, so a
+//   float64 floor wins only when strictly larger, and is then cast to float32 by the division.
+// numpy's float32 leaf (LeafSum) of the squared deviations square[p[i]], i < count.
+struct SquareLeafScalar {
+  float operator()(const uint8_t* p, int64_t count, const float* square) const {
+    float values[128];
+    for (int64_t i = 0; i < count; ++i) values[i] = square[p[i]];
+    return LeafSum(values, count);
+  }
+};
+
+template <typename SquareLeaf>
+[[gnu::always_inline]] inline std::array<float, 256> StandardizeTable(const uint8_t* rgb,
+                                                                      int64_t n) {
+  std::vector<Leaf> leaves;
+  PairwiseLeaves(0, n, leaves);
+  std::vector<float> sums(leaves.size());
+  for (size_t l = 0; l < leaves.size(); ++l) {
+    int32_t sum = 0;
+    for (int64_t i = 0; i < leaves[l].count; ++i) sum += rgb[leaves[l].begin + i];
+    sums[l] = static_cast<float>(sum);
+  }
+  const float* next = sums.data();
+  const float sum = PairwiseCombine(n, next);
+  const auto mean = static_cast<float>(static_cast<double>(sum) / static_cast<double>(n));
+  // (The mean's leaves above: every partial sum inside a leaf of uint8 values is an integer
+  // below 2^24, so numpy's float32 leaf is the exact integer sum.)
+
+  std::array<float, 256> square;
+  for (int v = 0; v < 256; ++v) {
+    const float d = static_cast<float>(v) - mean;
+    square[static_cast<size_t>(v)] = d * d;
+  }
+  for (size_t l = 0; l < leaves.size(); ++l) {
+    sums[l] = SquareLeaf()(rgb + leaves[l].begin, leaves[l].count, square.data());
+  }
+  next = sums.data();
+  const float squares = PairwiseCombine(n, next);
+  const auto var = static_cast<float>(static_cast<double>(squares) / static_cast<double>(n));
+  float std_dev = std::sqrt(var);
+  const double floor = 1.0 / std::sqrt(static_cast<double>(n));
+  if (floor > static_cast<double>(std_dev)) std_dev = static_cast<float>(floor);
+
+  std::array<float, 256> table;
+  for (int v = 0; v < 256; ++v) {
+    table[static_cast<size_t>(v)] = (static_cast<float>(v) - mean) / std_dev;
+  }
+  return table;
+}
+
+// ATen's antialiased linear weights along one axis for float32 tensors (UpSampleKernel.cpp,
+// HelperInterpLinear with _compute_indices_min_size_weights_aa; scalar_t = float), with each
+// of its float / double promotions: the scale is float(in) / out in float; the centre, the
+// inverse scale and the filter's argument go through double and are rounded to float where the
+// C++ assigns them; the weights are summed and divided in float.
+struct AaAxis {
+  std::vector<int64_t> first;  // first source index of each output index
+  std::vector<int64_t> count;  // source indices used
+  std::vector<float> weights;  // [out][taps]
+  int64_t taps = 0;
+};
+
+// How torch's compiled kernel rounds `output = t0 * w0; for j >= 1: output += tj * wj` over
+// `count` terms (interpolate_aa_single_dim and its zero-strides twin, as built in the x86-64
+// wheels of torch 2.15): the products of terms 1..Unfused(count) are computed four at a time
+// (rounded), then added in order; the remaining terms are fused multiply-adds (one rounding).
+// Measured term by term against torch (docs/pix2struct-preprocessing.md, "Exactness").
+inline int64_t Unfused(int64_t count) { return 4 * ((count - 1) / 4); }
+
+// One term: fused (std::fma) or rounded twice.
+inline float Accumulate(bool fused, float sum, float t, float w) {
+  return fused ? std::fma(t, w, sum) : sum + t * w;
+}
+
+float TriangleFilter(float x) {  // HelperInterpLinear::aa_filter<float>
+  x = std::abs(x);
+  if (x < 1.0) return static_cast<float>(1.0 - static_cast<double>(x));
+  return 0.0f;
+}
+
+AaAxis AntialiasWeights(int64_t in, int64_t out) {
+  AaAxis axis;
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  const float support = scale >= 1.0 ? static_cast<float>(1.0 * static_cast<double>(scale)) : 1.0f;
+  axis.taps = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+  const float invscale = scale >= 1.0 ? static_cast<float>(1.0 / static_cast<double>(scale)) : 1.0f;
+  axis.first.resize(static_cast<size_t>(out));
+  axis.count.resize(static_cast<size_t>(out));
+  axis.weights.assign(static_cast<size_t>(out * axis.taps), 0.0f);
+  for (int64_t i = 0; i < out; ++i) {
+    const auto center =
+        static_cast<float>(static_cast<double>(scale) * (static_cast<double>(i) + 0.5));
+    const int64_t xmin =
+        std::max(static_cast<int64_t>(static_cast<double>(center - support) + 0.5), int64_t{0});
+    int64_t xsize =
+        std::min(static_cast<int64_t>(static_cast<double>(center + support) + 0.5), in) - xmin;
+    xsize = std::clamp(xsize, int64_t{0}, axis.taps);
+    float* w = axis.weights.data() + i * axis.taps;
+    float total = 0.0f;
+    for (int64_t j = 0; j < xsize; ++j) {
+      const float offset = static_cast<float>(j + xmin) - center;
+      w[j] = TriangleFilter(
+          static_cast<float>((static_cast<double>(offset) + 0.5) * static_cast<double>(invscale)));
+      total += w[j];
+    }
+    if (total != 0.0f) {
+      for (int64_t j = 0; j < xsize; ++j) w[j] /= total;
+    }
+    axis.first[static_cast<size_t>(i)] = xmin;
+    axis.count[static_cast<size_t>(i)] = xsize;
+  }
+  return axis;
+}
+
+// The passes, written so that the compiler vectorizes them: the horizontal pass takes eight rows
+// at once (each lane one row, the same weights), the vertical pass a whole output row. Every
+// lane does the scalar arithmetic of its own output value, so the results do not depend on the
+// vector width. Compiled twice (below): for AVX2 + FMA, and for the baseline.
+constexpr int64_t kLanes = 8;
+
+[[gnu::always_inline]] inline void HorizontalPass(const uint8_t* rgb, int64_t in_h, int64_t in_w,
+                                                  const std::array<float, 256>& table,
+                                                  const AaAxis& ax, int64_t out_w, float* wide) {
+  // Eight rows of one channel, standardized and transposed: column x of row y0 + r at x * 8 + r.
+  std::vector<float> block(static_cast<size_t>(in_w * kLanes));
+  float* t = block.data();
+  for (int64_t c = 0; c < 3; ++c) {
+    for (int64_t y0 = 0; y0 < in_h; y0 += kLanes) {
+      const int64_t lanes = std::min(kLanes, in_h - y0);
+      for (int64_t r = 0; r < kLanes; ++r) {
+        if (r < lanes) {
+          const uint8_t* row = rgb + 3 * (y0 + r) * in_w + c;
+          for (int64_t x = 0; x < in_w; ++x) t[x * kLanes + r] = table[row[3 * x]];
+        } else {
+          for (int64_t x = 0; x < in_w; ++x) t[x * kLanes + r] = 0.0f;
+        }
+      }
+      for (int64_t x = 0; x < out_w; ++x) {
+        const float* w = ax.weights.data() + x * ax.taps;
+        const float* src = t + ax.first[static_cast<size_t>(x)] * kLanes;
+        const int64_t count = ax.count[static_cast<size_t>(x)];
+        const int64_t unfused = Unfused(count);
+        float acc[kLanes];
+        for (int64_t r = 0; r < kLanes; ++r) acc[r] = src[r] * w[0];
+        for (int64_t j = 1; j < count; ++j) {
+          const float* v = src + j * kLanes;
+          const float wj = w[j];
+          if (j > unfused) {
+            for (int64_t r = 0; r < kLanes; ++r) acc[r] = std::fma(v[r], wj, acc[r]);
+          } else {
+            for (int64_t r = 0; r < kLanes; ++r) acc[r] += v[r] * wj;
+          }
+        }
+        for (int64_t r = 0; r < lanes; ++r) wide[(c * in_h + y0 + r) * out_w + x] = acc[r];
+      }
+    }
+  }
+}
+
+[[gnu::always_inline]] inline void VerticalPass(const float* wide, int64_t in_h, const AaAxis& ax,
+                                                int64_t out_h, int64_t out_w, float* out) {
+  for (int64_t c = 0; c < 3; ++c) {
+    const float* plane = wide + c * in_h * out_w;
+    for (int64_t y = 0; y < out_h; ++y) {
+      const float* w = ax.weights.data() + y * ax.taps;
+      const int64_t count = ax.count[static_cast<size_t>(y)];
+      const int64_t unfused = Unfused(count);
+      float* __restrict dst = out + (c * out_h + y) * out_w;
+      const float* __restrict src = plane + ax.first[static_cast<size_t>(y)] * out_w;
+      for (int64_t x = 0; x < out_w; ++x) dst[x] = src[x] * w[0];
+      for (int64_t j = 1; j < count; ++j) {
+        const float* __restrict v = src + j * out_w;
+        const float wj = w[j];
+        if (j > unfused) {
+          for (int64_t x = 0; x < out_w; ++x) dst[x] = std::fma(v[x], wj, dst[x]);
+        } else {
+          for (int64_t x = 0; x < out_w; ++x) dst[x] += v[x] * wj;
+        }
+      }
+    }
+  }
+}
+
+// ATen resizes the width first (the contiguous dimension), then the height, skipping a
+// dimension whose size does not change. Planes are channel-major, as the CHW tensor. Returns
+// the resized planes (in `wide` or `resized`).
+[[gnu::always_inline]] inline const float* ResizeBody(
+    const uint8_t* rgb, int64_t in_h, int64_t in_w, const std::array<float, 256>& table,
+    int64_t out_h, int64_t out_w, std::vector<float>& wide, std::vector<float>& resized) {
+  wide.resize(static_cast<size_t>(3 * in_h * out_w));
+  if (out_w == in_w) {
+    for (int64_t c = 0; c < 3; ++c) {
+      float* plane = wide.data() + c * in_h * out_w;
+      for (int64_t i = 0; i < in_h * in_w; ++i) plane[i] = table[rgb[3 * i + c]];
+    }
+  } else {
+    HorizontalPass(rgb, in_h, in_w, table, AntialiasWeights(in_w, out_w), out_w, wide.data());
+  }
+  if (out_h == in_h) return wide.data();
+  resized.resize(static_cast<size_t>(3 * out_h * out_w));
+  VerticalPass(wide.data(), in_h, AntialiasWeights(in_h, out_h), out_h, out_w, resized.data());
+  return resized.data();
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define DOCFEED_PIX2STRUCT_AVX2 1
+[[gnu::target("avx2,fma")]] const float* ResizeAvx2(const uint8_t* rgb, int64_t in_h, int64_t in_w,
+                                                    const std::array<float, 256>& table,
+                                                    int64_t out_h, int64_t out_w,
+                                                    std::vector<float>& wide,
+                                                    std::vector<float>& resized) {
+  return ResizeBody(rgb, in_h, in_w, table, out_h, out_w, wide, resized);
+}
+
+// SquareLeafScalar with AVX2: the eight running sums are the eight lanes of one vector, each
+// chunk of eight values gathered from the table; the same additions in the same order.
+struct SquareLeafAvx2 {
+  [[gnu::target("avx2,fma")]] float operator()(const uint8_t* p, int64_t count,
+                                               const float* square) const {
+    if (count < 16) return SquareLeafScalar()(p, count, square);
+    // Lane k of chunk i: square[p[i + k]].
+    int64_t bytes = 0;
+    std::memcpy(&bytes, p, 8);
+    __m256 r = _mm256_i32gather_ps(square, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bytes)), 4);
+    int64_t i = 8;
+    for (; i < count - (count % 8); i += 8) {
+      std::memcpy(&bytes, p + i, 8);
+      r = _mm256_add_ps(
+          r, _mm256_i32gather_ps(square, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bytes)), 4));
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, r);
+    float sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+                ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    for (; i < count; ++i) sum += square[p[i]];
+    return sum;
+  }
+};
+
+[[gnu::target("avx2,fma")]] std::array<float, 256> StandardizeAvx2(const uint8_t* rgb, int64_t n) {
+  return StandardizeTable<SquareLeafAvx2>(rgb, n);
+}
+
+bool UseAvx2() {
+  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return supported && CurrentSimdMode() != SimdMode::kScalar;
+}
+#endif
+
+const float* Resize(const uint8_t* rgb, int64_t in_h, int64_t in_w,
+                    const std::array<float, 256>& table, int64_t out_h, int64_t out_w,
+                    std::vector<float>& wide, std::vector<float>& resized) {
+#ifdef DOCFEED_PIX2STRUCT_AVX2
+  if (UseAvx2()) return ResizeAvx2(rgb, in_h, in_w, table, out_h, out_w, wide, resized);
+#endif
+  return ResizeBody(rgb, in_h, in_w, table, out_h, out_w, wide, resized);
+}
+
+std::array<float, 256> Standardize(const uint8_t* rgb, int64_t n) {
+#ifdef DOCFEED_PIX2STRUCT_AVX2
+  if (UseAvx2()) return StandardizeAvx2(rgb, n);
+#endif
+  return StandardizeTable<SquareLeafScalar>(rgb, n);
+}
+
+}  // namespace
+
+Status ValidatePix2StructConfig(const Pix2StructConfig& config) {
+  if (config.max_patches < 1 || config.max_patches > kMaxPatches) {
+    return InvalidArgumentError("pix2struct: max_patches must be in 1.." +
+                                std::to_string(kMaxPatches) + ", got " +
+                                std::to_string(config.max_patches));
+  }
+  if (config.patch_height < 1 || config.patch_height > kMaxPatchSide || config.patch_width < 1 ||
+      config.patch_width > kMaxPatchSide) {
+    return InvalidArgumentError("pix2struct: patch_size height and width must be in 1.." +
+                                std::to_string(kMaxPatchSide) + ", got " +
+                                std::to_string(config.patch_height) + " x " +
+                                std::to_string(config.patch_width));
+  }
+  if (config.hf_version != 4 && config.hf_version != 5) {
+    return InvalidArgumentError("pix2struct: hf_version must be 4 or 5, got " +
+                                std::to_string(config.hf_version));
+  }
+  return Status::Ok();
+}
+
+int64_t Pix2StructRowValues(const Pix2StructConfig& config) {
+  return 2 + 3 * int64_t{config.patch_height} * config.patch_width;
+}
+
+Result<Pix2StructGrid> ComputePix2StructGrid(int64_t height, int64_t width,
+                                             const Pix2StructConfig& config) {
+  if (height < 1 || width < 1 || height > (int64_t{1} << 30) || width > (int64_t{1} << 30)) {
+    return InvalidArgumentError("pix2struct: page size " + Dims(height, width) +
+                                " is empty or too large");
+  }
+  const double ph = config.patch_height;
+  const double pw = config.patch_width;
+  const double max_patches = config.max_patches;
+  // max_patches * (ph / height) * (pw / width), left to right; 4.x takes math.sqrt, 5.x ** 0.5.
+  const double area =
+      max_patches * (ph / static_cast<double>(height)) * (pw / static_cast<double>(width));
+  const double scale = config.hf_version == 4 ? std::sqrt(area) : std::pow(area, 0.5);
+  const auto feasible = [&](double side, double patch) {
+    const double n = std::floor(scale * side / patch);
+    return static_cast<int32_t>(std::max(std::min(n, max_patches), 1.0));
+  };
+  Pix2StructGrid grid{feasible(static_cast<double>(height), ph),
+                      feasible(static_cast<double>(width), pw)};
+  if (int64_t{grid.rows} * grid.cols > config.max_patches) {  // floors make this impossible
+    return InvalidArgumentError("pix2struct: page " + Dims(height, width) + " gives " +
+                                std::to_string(grid.rows) + " x " + std::to_string(grid.cols) +
+                                " patches, more than max_patches");
+  }
+  return grid;
+}
+
+Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, float* out) {
+  if (page.data == nullptr || (page.channels != 1 && page.channels != 3) ||
+      page.stride_bytes < static_cast<ptrdiff_t>(page.width) * page.channels) {
+    return InvalidArgumentError("pix2struct: the page must have 1 or 3 channels");
+  }
+  DOCFEED_ASSIGN_OR_RETURN(const Pix2StructGrid grid,
+                           ComputePix2StructGrid(page.height, page.width, config));
+  const int64_t in_h = page.height, in_w = page.width;
+  const int64_t ph = config.patch_height, pw = config.patch_width;
+  const int64_t out_h = grid.rows * ph, out_w = grid.cols * pw;
+
+  std::vector<uint8_t> storage;  // a gray page as RGB: not kept (3 x H x W bytes)
+  const uint8_t* rgb = ContiguousRgb(page, storage);
+  const std::array<float, 256> table = Standardize(rgb, 3 * in_h * in_w);
+
+  // Per-thread scratch, kept between pages: a loader worker then allocates (and page-faults)
+  // only when a page needs more than any before it on that thread. It holds 3 x H x out_w and
+  // 3 x out_h x out_w floats of the largest page (about 50 MB for a 4961 x 7016 scan).
+  thread_local std::vector<float> wide, resized_storage;
+  const float* resized = Resize(rgb, in_h, in_w, table, out_h, out_w, wide, resized_storage);
+
+  // Row r * cols + c: [r + 1, c + 1, then (y, x, channel) of the patch], then zero rows.
+  const int64_t row_values = Pix2StructRowValues(config);
+  const int64_t plane = out_h * out_w;
+  float* o = out;
+  for (int64_t r = 0; r < grid.rows; ++r) {
+    for (int64_t col = 0; col < grid.cols; ++col) {
+      *o++ = static_cast<float>(r + 1);
+      *o++ = static_cast<float>(col + 1);
+      for (int64_t y = 0; y < ph; ++y) {
+        const float* src = resized + (r * ph + y) * out_w + col * pw;
+        for (int64_t x = 0; x < pw; ++x) {
+          *o++ = src[x];
+          *o++ = src[plane + x];
+          *o++ = src[2 * plane + x];
+        }
+      }
+    }
+  }
+  const int64_t used = int64_t{grid.rows} * grid.cols;
+  std::fill(o, o + (config.max_patches - used) * row_values, 0.0f);
+  return Status::Ok();
+}
+
+}  // namespace docfeed::internal

@@ -1,0 +1,85 @@
+// Properties of the Pix2Struct grid and patch layout that hold for every size; the values
+// themselves are compared with transformers in tests/python/test_hf_pix2struct_parity.py.
+#include "imaging/pix2struct.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace docfeed::internal {
+namespace {
+
+// google/pix2struct-base's settings on an A4 scan at 200 dpi: scale = sqrt(2048 * 16 / 2339 *
+// 16 / 1654) = 0.3680..., rows = floor(0.368 * 2339 / 16) = 53, cols = floor(0.368 * 1654 / 16)
+// = 38.
+TEST(Pix2StructGrid, FollowsTheProcessorOnAnA4Page) {
+  const Pix2StructConfig config;
+  Result<Pix2StructGrid> g = ComputePix2StructGrid(2339, 1654, config);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->rows, 53);
+  EXPECT_EQ(g->cols, 38);
+}
+
+// Never more than max_patches, never an empty side, for every size and budget tried.
+TEST(Pix2StructGrid, StaysWithinTheBudget) {
+  for (const int32_t max_patches : {1, 2, 7, 64, 256, 2048}) {
+    Pix2StructConfig config;
+    config.max_patches = max_patches;
+    for (int64_t h : {1, 2, 15, 16, 17, 333, 4096, 100000}) {
+      for (int64_t w : {1, 3, 16, 500, 7016, 100000}) {
+        Result<Pix2StructGrid> g = ComputePix2StructGrid(h, w, config);
+        ASSERT_TRUE(g.ok()) << h << "x" << w;
+        EXPECT_GE(g->rows, 1);
+        EXPECT_GE(g->cols, 1);
+        EXPECT_LE(int64_t{g->rows} * g->cols, max_patches) << h << "x" << w;
+      }
+    }
+  }
+  EXPECT_EQ(ComputePix2StructGrid(0, 5, Pix2StructConfig{}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+// Rows are [row + 1, col + 1, (y, x, channel) values], row-major over the grid, then zeros; a
+// constant page standardizes to 0 (std floored, mean exact) whatever the resize.
+TEST(Pix2StructPatches, LaysOutIdsThenZeroRows) {
+  Pix2StructConfig config;
+  config.max_patches = 10;
+  config.patch_height = 2;
+  config.patch_width = 3;
+  const int32_t width = 30, height = 20;
+  std::vector<uint8_t> pixels(static_cast<size_t>(width * height * 3), 77);
+  Result<Pix2StructGrid> g = ComputePix2StructGrid(height, width, config);
+  ASSERT_TRUE(g.ok());
+  const int64_t row = Pix2StructRowValues(config);
+  ASSERT_EQ(row, 2 + 3 * 2 * 3);
+  std::vector<float> out(static_cast<size_t>(config.max_patches * row), -1.0f);
+  ASSERT_TRUE(
+      Pix2StructPatches({pixels.data(), width, height, 3, width * 3}, config, out.data()).ok());
+  int64_t p = 0;
+  for (int32_t r = 0; r < g->rows; ++r) {
+    for (int32_t c = 0; c < g->cols; ++c, ++p) {
+      EXPECT_EQ(out[static_cast<size_t>(p * row)], static_cast<float>(r + 1));
+      EXPECT_EQ(out[static_cast<size_t>(p * row + 1)], static_cast<float>(c + 1));
+      for (int64_t v = 2; v < row; ++v) EXPECT_EQ(out[static_cast<size_t>(p * row + v)], 0.0f);
+    }
+  }
+  for (; p < config.max_patches; ++p) {
+    for (int64_t v = 0; v < row; ++v) EXPECT_EQ(out[static_cast<size_t>(p * row + v)], 0.0f);
+  }
+}
+
+TEST(ValidatePix2StructConfig, NamesTheField) {
+  Pix2StructConfig config;
+  config.max_patches = 0;
+  EXPECT_NE(ValidatePix2StructConfig(config).message().find("max_patches"), std::string::npos);
+  config = Pix2StructConfig{};
+  config.patch_width = 0;
+  EXPECT_NE(ValidatePix2StructConfig(config).message().find("patch_size"), std::string::npos);
+  config = Pix2StructConfig{};
+  config.hf_version = 3;
+  EXPECT_EQ(ValidatePix2StructConfig(config).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace docfeed::internal
