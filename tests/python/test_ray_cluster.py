@@ -4,6 +4,7 @@
 (SIGKILL) while it merges leaves nothing valid-looking at `out` (absent, or complete and
 verified), and the rerun keeps every complete part and finishes the merge. .venv/train only.
 """
+import faulthandler
 import os
 import subprocess
 import sys
@@ -26,6 +27,8 @@ from test_pack_parts import assert_same_dataset  # noqa: E402
 
 @pytest.fixture(scope="module")
 def cluster():
+    # A Ray that cannot start or connect retries for minutes: end the run instead of hanging.
+    faulthandler.dump_traceback_later(240, exit=True)
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False})
     cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
@@ -34,6 +37,7 @@ def cluster():
     yield cluster
     ray.shutdown()
     cluster.shutdown()
+    faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ complete parts, a ray.data.Dataset as input, a worker killed while it writes its
 retry gives the same dataset), and the refusals. Runs in .venv/train only (the Makefile's
 RAY_TESTS), where requirements-train.txt installs ray[data].
 """
+import faulthandler
 import json
 import os
 import shutil
@@ -36,11 +37,14 @@ def workers_import_this_folder():
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
+    # A Ray that cannot start or connect retries for minutes: end the run instead of hanging.
+    faulthandler.dump_traceback_later(240, exit=True)
     workers_import_this_folder()
     ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
              log_to_driver=False)
     yield
     ray.shutdown()
+    faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture(scope="module")
@@ -179,9 +183,15 @@ def test_refusals(tmp_path):
         docfeed.ray.pack(SAMPLE_DOCS, tmp_path / "out", num_parts=0)
     with pytest.raises(docfeed.InvalidArgumentError, match="part="):
         docfeed.ray.pack(SAMPLE_DOCS, tmp_path / "out", num_parts=2, part=(0, 2))
-    # A part's own error (more parts than samples) comes back naming the problem.
-    with pytest.raises(Exception, match="part"):
+    # A part's own error comes back as its docfeed error class: more parts than samples, and
+    # a bad image without skip_bad (naming the file); neither is retried.
+    with pytest.raises(docfeed.InvalidArgumentError, match="part"):
         docfeed.ray.pack(SAMPLE_DOCS, tmp_path / "out", num_parts=21, progress=False)
+    src = tmp_path / "bad"
+    shutil.copytree(SAMPLE_DOCS, src)
+    (src / "sroie" / "016.jpg").write_bytes(b"\xff\xd8 not really a jpeg")
+    with pytest.raises(docfeed.DataError, match="016.jpg"):
+        docfeed.ray.pack(src, tmp_path / "out", num_parts=2, progress=False)
     with pytest.raises(docfeed.InvalidArgumentError, match="no image column"):
         docfeed.ray.pack(ray.data.from_items([{"x": 1}]), tmp_path / "out", num_parts=1)
     assert not (tmp_path / "out").exists()
