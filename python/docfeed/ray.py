@@ -117,9 +117,10 @@ def pack(src: Any, out: "str | os.PathLike[str]", *, num_parts: int,
     driver materializes the dataset once with `preserve_order` on: its rows in the order its
     input and transforms define, then cuts that order by row index (part I gets rows
     [floor(I * L / N), floor((I + 1) * L / N))). The listing (every row's other columns and
-    image path, no image bytes) goes to every task through the object store; each task reads
-    only its own rows' image bytes (`to_arrow_refs` of its slice). A pipeline whose order is
-    itself random (e.g. random_shuffle without a seed) has no deterministic parts.
+    image path, no image bytes; made by one small task per block) goes to every task through
+    the object store; each task reads only its own rows' image bytes, from the materialized
+    blocks that hold them (`to_arrow_refs`, sliced by row). A pipeline whose order is itself
+    random (e.g. random_shuffle without a seed) has no deterministic parts.
 
     Returns a PackReport: the parts (samples, rejects, reused or packed, node), every rejected
     sample (from the parts' rejects.jsonl), the merge summary. Errors: InvalidArgumentError for

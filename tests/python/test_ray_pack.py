@@ -123,6 +123,12 @@ def test_ray_dataset_input_equals_docfeed_pack_of_the_same_rows(tmp_path):
     docfeed.pack(ref, tmp_path / "whole-files", threads=2)
     docfeed.ray.pack(ds, tmp_path / "out-files", num_parts=2, progress=False)
     assert arrow_rows(tmp_path / "out-files") == arrow_rows(tmp_path / "whole-files")
+    # A binary image column (no path: stored as images/NNNNNNNN, as docfeed.pack names it).
+    ds = ray.data.from_items([{"image": r["image"]["bytes"], "n": r["n"]} for r in rows[:4]])
+    ref = [{"image": {"bytes": r["image"]["bytes"], "path": None}, "n": r["n"]} for r in rows[:4]]
+    docfeed.pack(ref, tmp_path / "whole-binary", threads=2)
+    docfeed.ray.pack(ds, tmp_path / "out-binary", num_parts=2, progress=False)
+    assert arrow_rows(tmp_path / "out-binary") == arrow_rows(tmp_path / "whole-binary")
 
 
 class KillDuringPart:
