@@ -254,13 +254,18 @@ class _RayDataJob:
 
         self.options = dict(options)
         image_column = self.options.pop("image_column", "image")
-        context = DataContext.get_current()
-        kept = context.execution_options.preserve_order
-        context.execution_options.preserve_order = True
+        # A Dataset runs with the DataContext it was made with (ds.context), not the current
+        # one: preserve_order is turned on in that one for the one execution of the user's
+        # pipeline, and restored.
+        contexts = [ds.context, DataContext.get_current()]
+        kept = [c.execution_options.preserve_order for c in contexts]
         try:
-            ds = ds.materialize()  # the one execution of the user's pipeline
+            for c in contexts:
+                c.execution_options.preserve_order = True
+            ds = ds.materialize()
         finally:
-            context.execution_options.preserve_order = kept
+            for c, k in zip(contexts, kept):
+                c.execution_options.preserve_order = k
         names = list(ds.schema().names)
         if image_column in names:
             self.image, self.path = image_column, None

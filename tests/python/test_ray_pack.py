@@ -102,8 +102,13 @@ def image_rows(count):
 
 def test_ray_dataset_input_equals_docfeed_pack_of_the_same_rows(tmp_path):
     rows = image_rows(11)
-    # Several blocks, and a transform, so the parts cut across blocks.
-    ds = ray.data.from_items(rows, override_num_blocks=4).map(lambda r: {**r, "n": r["n"] * 10})
+    # One block a row, cut across by the parts, and a transform that finishes the later rows
+    # first: Ray Data's default (no preserve_order) then often hands them out of order.
+    def later_rows_first(r):
+        time.sleep(0.02 * (11 - r["n"]))
+        return {**r, "n": r["n"] * 10}
+
+    ds = ray.data.from_items(rows, override_num_blocks=11).map(later_rows_first)
     rows = [{**r, "n": r["n"] * 10} for r in rows]
     docfeed.pack(rows, tmp_path / "whole", threads=2)
     report = docfeed.ray.pack(ds, tmp_path / "out", num_parts=3, progress=False)
