@@ -39,12 +39,17 @@ def workers_import_this_folder():
 def local_ray():
     # A Ray that cannot start or connect retries for minutes: end the run instead of hanging.
     faulthandler.dump_traceback_later(240, exit=True)
+    kept = os.environ.get("PYTHONPATH")
     workers_import_this_folder()
     ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
              log_to_driver=False)
     yield
     ray.shutdown()
     faulthandler.cancel_dump_traceback_later()
+    if kept is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = kept
 
 
 @pytest.fixture(scope="module")
