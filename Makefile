@@ -144,11 +144,15 @@ PY_CORE_TESTS := $(addprefix tests/python/test_loader_,api.py asan.py elastic.py
 PY_STACK_TESTS := $(filter-out $(PY_CORE_TESTS),$(wildcard tests/python/test_loader_*.py)) \
   tests/python/test_hf_*.py tests/python/test_demo.py tests/python/test_doctor.py
 HF5_ONLY_TESTS := tests/python/test_donut_parity_hf5.py tests/python/test_migrate_hf5.py
+# docfeed.ray's tests: .venv/train only (requirements-train.txt installs ray[data]); each starts
+# its own Ray on 127.0.0.1.
+RAY_TESTS := tests/python/test_ray_*.py
 test-python: build venv python-install
 	DOCFEED_BUILD_DIR=build $(VENV)/bin/python -m pytest -q tests/python tests/kernels \
 	  --ignore-glob='*/test_loader_*' --ignore-glob='*/test_hf_*' --ignore-glob='*/test_demo.py' \
-	  --ignore-glob='*/test_doctor.py' $(addprefix --ignore=,$(HF5_ONLY_TESTS))
-	$(TRAIN_VENV)/bin/python -m pytest -q $(PY_STACK_TESTS)
+	  --ignore-glob='*/test_doctor.py' --ignore-glob='*/test_ray_*' \
+	  $(addprefix --ignore=,$(HF5_ONLY_TESTS))
+	$(TRAIN_VENV)/bin/python -m pytest -q $(PY_STACK_TESTS) $(RAY_TESTS)
 	DOCFEED_BUILD_DIR=build $(HF5_VENV)/bin/python -m pytest -q $(PY_STACK_TESTS) $(PY_CORE_TESTS) \
 	  $(HF5_ONLY_TESTS)
 

@@ -6,6 +6,15 @@ and as N parts run two at a time (`--threads 1` each, the same two cores), then 
 interleaved, the first of each round alternating, medians reported with the ratio measured in
 the same run (docs/benchmarks.md, "Parts and merge").
 
+With --ray (a Python with ray[data] and docfeed importable, e.g. .venv/train): also
+docfeed.ray.pack of the same source as N parts on a local Ray with 2 CPUs (ray.init(num_cpus=2):
+two workers, one CPU and one encoding thread per part), merge included, in the same rounds. Ray
+is started and its workers warmed up (docfeed imported) before the first round; that start-up
+is reported, not timed in the rounds.
+
+  .venv/train/bin/python bench/pack/parts_bench.py --docfeed build/bin/docfeed --pages 300 \
+      --parts 4 --rounds 3 --ray
+
 Merge: a dataset of --merge-pages pages packed as --merge-parts parts, then `docfeed merge`
 timed --rounds times (OUT removed between runs; the parts' files stay in the page cache, as
 after packing them).
@@ -44,8 +53,25 @@ def pack_parts(docfeed, src, parts_dir, n, flags=()):
     return parts
 
 
-def throughput(docfeed, src, work, pages, n, rounds):
-    whole_s, parts_s, merge_s = [], [], []
+def start_ray():
+    """A local Ray with 2 CPUs, its two workers started and holding docfeed; returns seconds."""
+    import ray
+
+    start = time.perf_counter()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+
+    @ray.remote(num_cpus=1)
+    def warm(_):
+        import docfeed.ray  # noqa: F401
+        time.sleep(0.5)  # both workers busy at once, so two are started
+        return 0
+
+    ray.get([warm.remote(i) for i in range(2)])
+    return time.perf_counter() - start
+
+
+def throughput(docfeed, src, work, pages, n, rounds, use_ray=False):
+    whole_s, parts_s, merge_s, ray_s = [], [], [], []
     for r in range(rounds):
         def whole():
             out = work / f"whole-{r}"
@@ -61,7 +87,17 @@ def throughput(docfeed, src, work, pages, n, rounds):
             shutil.rmtree(out)
             shutil.rmtree(parts_dir)
 
-        for step in ((whole, split) if r % 2 == 0 else (split, whole)):
+        def on_ray():
+            import docfeed.ray
+
+            out = work / f"ray-{r}"
+            ray_s.append(timed(lambda: docfeed.ray.pack(
+                str(src), str(out), num_parts=n, num_cpus_per_part=1, progress=False)))
+            shutil.rmtree(out)
+            shutil.rmtree(str(out) + ".parts")
+
+        steps = [whole, split] + ([on_ray] if use_ray else [])
+        for step in (steps if r % 2 == 0 else steps[::-1]):
             step()
     w, p, m = (statistics.median(x) for x in (whole_s, parts_s, merge_s))
     print(f"throughput, {pages} pages, median of {rounds} interleaved rounds")
@@ -71,6 +107,11 @@ def throughput(docfeed, src, work, pages, n, rounds):
     print(f"  ratio parts / pack: {w / p:.2f}x (parts alone), {w / (p + m):.2f}x (with the merge)")
     print(f"  rounds: pack {['%.2f' % x for x in whole_s]}, parts {['%.2f' % x for x in parts_s]},"
           f" merge {['%.3f' % x for x in merge_s]}")
+    if use_ray:
+        y = statistics.median(ray_s)
+        print(f"  docfeed.ray.pack, {n} parts on 2 Ray workers, merge included "
+              f"{y:7.2f} s  {pages / y:7.1f} pages/s")
+        print(f"  ratio ray / pack: {w / y:.2f}x; rounds {['%.2f' % x for x in ray_s]}")
 
 
 def merge_time(docfeed, work, pages, n, rounds):
@@ -98,6 +139,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--merge-pages", type=int, default=0, help="0 skips the merge timing")
     ap.add_argument("--merge-parts", type=int, default=100)
+    ap.add_argument("--ray", action="store_true",
+                    help="also docfeed.ray.pack on a local Ray with 2 CPUs")
     ap.add_argument("--work", default=None, help="working directory (default: a temporary one)")
     args = ap.parse_args()
     docfeed = pathlib.Path(args.docfeed).resolve()
@@ -106,7 +149,9 @@ def main():
     src = work / "src"
     if not src.exists():
         run(docfeed, "synth", "-o", src, "--n", args.pages, "--threads", "2")
-    throughput(docfeed, src, work, args.pages, args.parts, args.rounds)
+    if args.ray:
+        print(f"ray started and its 2 workers warmed up in {start_ray():.1f} s (not timed below)")
+    throughput(docfeed, src, work, args.pages, args.parts, args.rounds, args.ray)
     if args.merge_pages:
         merge_time(docfeed, work, args.merge_pages, args.merge_parts, args.rounds)
     if not args.work:

@@ -92,11 +92,13 @@ class _ArrowImages:
         self.images = dataset.select_columns([image_column]).with_format("arrow")
         self.column = image_column
 
-    def _fields(self, rows: int, *names: str) -> Iterator[List[List[Any]]]:
-        """Per record batch of `rows` rows, the listed struct fields as Python lists."""
+    def _fields(self, rows: int, *names: str, first: int = 0) -> Iterator[List[List[Any]]]:
+        """Per record batch of `rows` rows from row `first` on, the listed struct fields as
+        Python lists."""
         import pyarrow.compute as pc
 
-        for table in self.images.iter(batch_size=rows):
+        images = self.images.select(range(first, len(self.images))) if first else self.images
+        for table in images.iter(batch_size=rows):
             column = table.column(self.column)
             yield [pc.struct_field(column, name).to_pylist() for name in names]
 
@@ -104,16 +106,16 @@ class _ArrowImages:
         for (paths,) in self._fields(1024, "path"):
             yield from (_suffix_of(p) for p in paths)
 
-    def fetcher(self) -> Callable[[], List[Union[bytes, str]]]:
-        batches = self._fields(_FETCH_ROWS, "bytes", "path")
+    def fetcher(self, first: int = 0) -> Callable[[], List[Union[bytes, str]]]:
+        fields = self._fields(_FETCH_ROWS, "bytes", "path", first=first)
 
         def fetch() -> List[Union[bytes, str]]:
-            batch = next(batches, None)
+            batch = next(fields, None)
             if batch is None:
                 return []
             return [_cell_or_error({"bytes": b, "path": p}) for b, p in zip(*batch)]
 
-        return fetch
+        return _after_placeholders(first, fetch)
 
 
 class _RowImages:
@@ -127,8 +129,10 @@ class _RowImages:
         for row in self.rows:
             yield _image_suffix(row[self.column])
 
-    def fetcher(self) -> Callable[[], List[Union[bytes, str]]]:
+    def fetcher(self, first: int = 0) -> Callable[[], List[Union[bytes, str]]]:
         it = iter(self.rows)
+        for _ in range(first):  # the rows before a part's slice: not read
+            next(it, None)
 
         def fetch() -> List[Union[bytes, str]]:
             out = []
@@ -138,7 +142,38 @@ class _RowImages:
                     break
             return out
 
-        return fetch
+        return _after_placeholders(first, fetch)
+
+
+def _after_placeholders(first: int, fetch: Callable[[], List[Union[bytes, str]]]
+                        ) -> Callable[[], List[Union[bytes, str]]]:
+    """`fetch` preceded by `first` empty images: a part's packer asks only for the rows of its
+    slice [first, end), but the binding takes the rows in order from row 0, so the rows before
+    the slice are handed over as b"" (never read, never packed) instead of being read."""
+    left = [first]
+
+    def fetch_from_first() -> List[Union[bytes, str]]:
+        if left[0] > 0:
+            n = min(left[0], 4096)
+            left[0] -= n
+            return [b""] * n
+        return fetch()
+
+    return fetch_from_first
+
+
+def _part_first(part: Optional[Tuple[int, int]], rows: int) -> int:
+    """The first row of part (I, N)'s slice of `rows` listed rows (docs/format.md section 16's
+    floor(I * L / N)); 0 without a part or for a part the packer will refuse."""
+    if part is None:
+        return 0
+    try:
+        index, count = (int(v) for v in part)
+    except (TypeError, ValueError):
+        return 0
+    if not 0 <= index < count or rows < count:
+        return 0
+    return index * rows // count
 
 
 def _listing(metadata: Iterable[Dict[str, Any]], suffixes: Iterable[str], image_column: str,
@@ -211,7 +246,8 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
          pages: Union[str, int] = "auto", validate: str = "auto",
          min_pixels: Optional[int] = None, max_pixels: Optional[int] = None,
          patch_size: Optional[int] = None, merge_size: Optional[int] = None,
-         part: Optional[Tuple[int, int]] = None) -> str:
+         part: Optional[Tuple[int, int]] = None,
+         _summary_out: Optional[Dict[str, Any]] = None) -> str:
     """Packs `dataset` (a datasets.Dataset, or any sequence of dict rows) into `output`.
 
     `dataset` may also be a path (str or os.PathLike): an image folder, a Hugging Face dataset
@@ -254,6 +290,7 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       contiguous slices of the samples (document pages counted one by one), the same slice for
       the same source and N on any machine; docfeed.merge joins the N parts into the dataset
       one pack writes. When `output` already is this part, verified, it is kept.
+    _summary_out: internal (docfeed.ray): a dict that receives the packer's summary.
     extra_args: deprecated; `docfeed pack` flags (--preprocess, --size, --compression, ...)
       mapped onto the keyword arguments above.
     Returns the output path. Errors are docfeed.Error subclasses naming the row, e.g.
@@ -291,6 +328,8 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
             image_root="" if image_root is None else os.fspath(image_root), dpi=dpi, pages=pages,
             **options)
         _warn_about_decode_warnings(summary)
+        if _summary_out is not None:
+            _summary_out.update(summary)
         return output
     if split is not None or image_root is not None:
         raise InvalidArgumentError("split and image_root apply to a dataset given by its path")
@@ -314,8 +353,11 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
         metadata = rows
     listing = _listing(metadata, images.suffixes(), image_column, columns, tokenizer,
                        text_column, max_length)
-    summary = _docfeed.pack_rows(output, listing, images.fetcher(), **options)
+    first = _part_first(options["part"], listing.count("\n"))
+    summary = _docfeed.pack_rows(output, listing, images.fetcher(first), **options)
     _warn_about_decode_warnings(summary)
+    if _summary_out is not None:
+        _summary_out.update(summary)
     return output
 
 

@@ -62,3 +62,30 @@ def test_bad_parts_raise_naming_the_part(tmp_path):
     with pytest.raises(docfeed.InvalidArgumentError, match="part"):
         docfeed.pack(SAMPLE_DOCS, tmp_path / "x", part=(3, 3))
     assert not (tmp_path / "out").exists()
+
+
+def test_a_part_of_rows_reads_only_its_own_images(tmp_path):
+    """docfeed.pack(rows, part=(I, N)) fetches the image bytes of its slice only (the rows before
+    it are handed over as placeholders the packer never asks for), and still equals the slice
+    of the whole pack."""
+    read = []
+
+    class Cell(dict):
+        def get(self, key, default=None):
+            if key == "bytes":
+                read.append(self["n"])
+            return super().get(key, default)
+
+    rows = [json.loads(line) for line in (SAMPLE_DOCS / "metadata.jsonl").read_text().splitlines()]
+    cells = [{"image": Cell(bytes=(SAMPLE_DOCS / r["file_name"]).read_bytes(),
+                            path=os.path.basename(r["file_name"]), n=k), "k": k}
+             for k, r in enumerate(rows[:10])]
+    docfeed.pack(cells, tmp_path / "whole", threads=2)
+    parts = [tmp_path / str(i) for i in range(3)]
+    for i, p in enumerate(parts):
+        read.clear()
+        docfeed.pack(cells, p, threads=2, part=(i, 3))
+        first, end = i * 10 // 3, (i + 1) * 10 // 3
+        assert min(read) == first and set(range(first, end)) <= set(read), (i, read)
+    docfeed.merge(parts, tmp_path / "out")
+    assert rows_of(tmp_path / "out") == rows_of(tmp_path / "whole")
