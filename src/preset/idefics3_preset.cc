@@ -78,9 +78,7 @@ class Idefics3Preset final : public Preset {
 
   // Prepared pages are not stored (pack --preprocess does not offer this preset).
   Status CheckStored(const PreprocessInfo& p, const std::string& dir) const override {
-    return FailedPreconditionError(dir + " holds pages preprocessed by \"" + p.preset +
-                                   "\" at pack time, which the idefics3 preset cannot take; load "
-                                   "the original images (a dataset packed without --preprocess)");
+    return RefuseStoredPages(p, dir, kPresetIdefics3);
   }
 
   // rescale + normalize + the tile layout, into the slot; the placement is the prepared page,

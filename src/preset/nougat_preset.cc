@@ -56,9 +56,7 @@ class NougatPreset final : public Preset {
   }
 
   Status CheckStored(const PreprocessInfo& p, const std::string& dir) const override {
-    return FailedPreconditionError(dir + " holds pages preprocessed by \"" + p.preset +
-                                   "\" at pack time, which the nougat preset cannot take; load "
-                                   "the original images (a dataset packed without --preprocess)");
+    return RefuseStoredPages(p, dir, kPresetNougat);
   }
 
   // The processor's centred padding (or docfeed's random one, drawn from the sample's key), then

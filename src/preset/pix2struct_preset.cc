@@ -46,10 +46,7 @@ class Pix2StructPreset final : public Preset {
 
   // Prepared pages are not stored (pack --preprocess does not offer this preset).
   Status CheckStored(const PreprocessInfo& p, const std::string& dir) const override {
-    return FailedPreconditionError(dir + " holds pages preprocessed by \"" + p.preset +
-                                   "\" at pack time, which the pix2struct preset cannot take; "
-                                   "load the original images (a dataset packed without "
-                                   "--preprocess)");
+    return RefuseStoredPages(p, dir, kPresetPix2Struct);
   }
 
   // Standardize, resize, patch: float32 only (the processor's output type); the layout does not

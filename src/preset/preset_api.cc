@@ -1,4 +1,7 @@
 // docfeed::Preset (docfeed/preprocess.h): the public handle over an internal::Preset.
+#include <string>
+#include <string_view>
+
 #include "base/clock.h"
 #include "codec/codec.h"
 #include "docfeed/preprocess.h"
@@ -23,6 +26,14 @@ std::vector<float> FlatFloat32Table(const NormalizeTable& table) {
   flat.reserve(3 * 256);
   for (const auto& channel : table.f32) flat.insert(flat.end(), channel.begin(), channel.end());
   return flat;
+}
+
+Status RefuseStoredPages(const PreprocessInfo& stored, const std::string& dir,
+                         std::string_view preset) {
+  return FailedPreconditionError(dir + " holds pages preprocessed by \"" + stored.preset +
+                                 "\" at pack time, which the " + std::string(preset) +
+                                 " preset cannot take; load the original images (a dataset "
+                                 "packed without --preprocess)");
 }
 
 }  // namespace internal

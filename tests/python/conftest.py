@@ -34,6 +34,16 @@ def copy_sample_docs(dest: pathlib.Path, count: int) -> pathlib.Path:
     return dest
 
 
+def assert_same_batches(got, want):
+    """Two lists of batches (dicts of arrays) equal in count, keys, dtypes, shapes and bytes."""
+    assert len(got) == len(want) > 0
+    for g, w in zip(got, want):
+        assert g.keys() == w.keys()
+        for key in w:
+            assert g[key].dtype == w[key].dtype and g[key].shape == w[key].shape
+            assert g[key].tobytes() == w[key].tobytes(), key
+
+
 def run_docfeed(*args, check=True):
     """Runs the CLI; returns CompletedProcess with text stdout/stderr."""
     proc = subprocess.run([str(docfeed_bin()), *map(str, args)], capture_output=True, text=True)

@@ -8,6 +8,7 @@ import json
 import numpy as np
 
 import docfeed
+from conftest import assert_same_batches
 from s3_pack_helpers import (SRC, fresh_url, local_pack, local_state, run, s3,  # noqa: F401
                              s3_state)
 
@@ -21,15 +22,6 @@ def epoch(path):
         return [{k: np.asarray(v).copy() for k, v in b.items()} for b in loader]
     finally:
         loader.close()
-
-
-def assert_same_batches(got, want):
-    assert len(got) == len(want) > 0
-    for g, w in zip(got, want):
-        assert g.keys() == w.keys()
-        for key in w:
-            assert g[key].dtype == w[key].dtype and g[key].shape == w[key].shape
-            assert g[key].tobytes() == w[key].tobytes(), key
 
 
 def test_pack_to_s3_is_the_local_pack(s3, local_pack, tmp_path):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import docfeed
+from conftest import assert_same_batches
 
 OPTIONS = dict(batch_size=4, image_size=(96, 64), shuffle=True, seed=3, dtype="uint8",
                num_threads=2, drop_last=False)
@@ -31,15 +32,6 @@ def s3_settings(remote_servers, monkeypatch):
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     return remote_servers
-
-
-def assert_same_batches(got, want):
-    assert len(got) == len(want) > 0
-    for g, w in zip(got, want):
-        assert g.keys() == w.keys()
-        for key in w:
-            assert g[key].dtype == w[key].dtype and g[key].shape == w[key].shape
-            assert g[key].tobytes() == w[key].tobytes(), key
 
 
 def test_s3_batches_equal_local(s3_settings):

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import docfeed
+from conftest import assert_same_batches
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "remote"))
 import fault_proxy  # noqa: E402
@@ -43,15 +44,6 @@ def epochs(path, n=2, **options):
         return out, loader.stats()
     finally:
         loader.close()
-
-
-def assert_same_batches(got, want):
-    assert len(got) == len(want) > 0
-    for g, w in zip(got, want):
-        assert g.keys() == w.keys()
-        for key in w:
-            assert g[key].dtype == w[key].dtype and g[key].shape == w[key].shape
-            assert g[key].tobytes() == w[key].tobytes(), key
 
 
 @pytest.fixture
