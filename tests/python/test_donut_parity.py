@@ -380,7 +380,7 @@ def test_random_padding_on_a_page_stays_in_range(tmp_path):
 def test_rejects_bad_arguments(tmp_path):
     image = SAMPLE_DOCS / "sroie" / "000.jpg"
     for args in (["--size", "12"], ["--size", "0x5"], ["--stage", "decoded"], ["--pad", "left"],
-                 ["--preset", "pix2struct"], ["--seed", "-1"]):
+                 ["--preset", "layoutlmv3"], ["--seed", "-1"]):
         proc = run_docfeed("preprocess", image, *args, "-o", tmp_path / "x.npy", check=False)
         assert proc.returncode == 2, args
     proc = run_docfeed("preprocess", image, "--preset", "donut", "--stage", "normalized",
