@@ -42,6 +42,9 @@ sys.path.insert(0, sys.argv[1])
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
 from test_hf_elastic_torchrun import train_runs
 train_runs(json.loads(sys.argv[2]))
+# Before the interpreter exits: gloo's threads still holding tensors then abort the process
+# ("terminate called without an active exception"; pytorch/pytorch#190489).
+dist.destroy_process_group()
 """
 
 

@@ -50,6 +50,11 @@ trainer.train()
 result["trainer_seen"] = trainer.seen
 result["trainer_losses"] = trainer.losses
 json.dump(result, open(os.path.join(out, f"rank{rank}.json"), "w"))
+loader.close()
+# Before the interpreter exits: gloo's threads still holding tensors then abort the process
+# ("terminate called without an active exception", seen here once in .venv/hf5;
+# pytorch/pytorch#190489).
+dist.destroy_process_group()
 """
 
 
