@@ -937,6 +937,7 @@ nb::dict MergeParts(const std::vector<std::string>& parts, const std::string& ou
   d["data_files"] = s.data_files;
   d["linked_files"] = s.linked_files;
   d["copied_files"] = s.copied_files;
+  d["server_copied_files"] = s.server_copied_files;
   d["output_bytes"] = s.output_bytes;
   d["already_complete"] = s.already_complete;
   d["seconds"] = s.seconds;

@@ -556,8 +556,8 @@ Result<PackSummary> PackToRemote(
   PackSummary summary;
   DOCFEED_ASSIGN_OR_RETURN(
       S3UploadSummary uploaded,
-      WriteToRemote(EnvOrDefault(options.env), options.output, replace,
-                    DefaultStagingRoot(), [&](const std::string& local) -> Status {
+      WriteToRemote(EnvOrDefault(options.env), options.output, replace, DefaultStagingRoot(),
+                    [&](const std::string& local) -> Status {
                       PackOptions staged = options;
                       staged.output = local;
                       staged.overwrite = false;

@@ -62,10 +62,15 @@ int RunMerge(const Args& args, Env* env) {
     std::printf("  rejected   %llu sample(s), listed in %s/rejects.jsonl\n",
                 static_cast<unsigned long long>(s->rejected), options->output.c_str());
   }
-  std::printf("  files      %llu data file(s): %llu linked, %llu copied\n",
+  std::printf("  files      %llu data file(s): %llu linked, %llu copied",
               static_cast<unsigned long long>(s->data_files),
               static_cast<unsigned long long>(s->linked_files),
               static_cast<unsigned long long>(s->copied_files));
+  if (s->server_copied_files > 0) {
+    std::printf(", %llu copied inside the store (CopyObject)",
+                static_cast<unsigned long long>(s->server_copied_files));
+  }
+  std::printf("\n");
   std::printf("  bytes out  %s\n", FormatBytes(s->output_bytes).c_str());
   if (s->uploaded_objects > 0) {
     PrintUpload(s->uploaded_objects, s->uploaded_bytes, s->upload_requests, s->upload_retries,
