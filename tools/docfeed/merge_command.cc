@@ -23,6 +23,11 @@ constexpr char kMergeHelp[] =
     "no dataset or a complete one. A rerun finding OUT already merged from the same parts checks\n"
     "it and keeps it.\n"
     "\n"
+    "OUT may be s3://BUCKET/PREFIX (the merge made in a staging directory and uploaded, manifest\n"
+    "last). Parts on S3 (s3://BUCKET/PARTS/I, packed with -o s3://...) merge to an s3:// OUT\n"
+    "inside the store: their data objects are copied by the server (CopyObject), only the index\n"
+    "and manifests are sent.\n"
+    "\n"
     "options:\n"
     "  -o, --output OUT       output directory (written atomically)\n"
     "  --overwrite            replace OUT if it is a docfeed dataset or an empty directory\n";
