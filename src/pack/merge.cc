@@ -57,6 +57,11 @@ Result<Part> LoadPart(Env* env, const std::string& dir) {
   p.dir = dir;
   const std::string path = JoinPath(dir, kManifestFileName);
   Result<std::string> text = env->ReadTextFile(path);
+  if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
+    return NotFoundError("part " + dir + " has no " + kManifestFileName +
+                         ": no part is there, or its pack or upload did not finish (pack it "
+                         "again)");
+  }
   if (!text.ok()) return text.status().WithContext("part " + dir);
   Result<Manifest> manifest = DecodeManifest(*text, path);
   if (!manifest.ok()) return manifest.status().WithContext("part " + dir);
