@@ -136,8 +136,7 @@ class MultipartUpload {
       std::vector<uint8_t> buffer;
       for (uint64_t i = next++; i < count && !failed.load(); i = next++) {
         const uint64_t offset = i * part_bytes_;
-        const uint64_t length = std::min(part_bytes_, size_ - offset);
-        buffer.resize(length);
+        buffer.resize(std::min(part_bytes_, size_ - offset));
         Status status = local_->ReadAt(path_, offset, buffer);
         Result<std::string> etag =
             status.ok() ? SendPart(i + 1, buffer) : Result<std::string>(status);
