@@ -503,12 +503,12 @@ Status CopyDataObjects(RemoteEnv* remote, const std::vector<ServerCopy>& copies,
 // the RemoteEnv); a dataset's objects without a manifest (a merge cut before it) are replaced.
 Result<MergeSummary> MergeRemoteParts(const MergeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  const auto local = std::find_if(options.parts.begin(), options.parts.end(),
-                                  [](const std::string& p) { return !IsRemotePath(p); });
-  if (local != options.parts.end()) {
+  const auto local_part = std::find_if(options.parts.begin(), options.parts.end(),
+                                       [](const std::string& p) { return !IsRemotePath(p); });
+  if (local_part != options.parts.end()) {
     const auto remote_part = std::find_if(options.parts.begin(), options.parts.end(),
                                           [](const std::string& p) { return IsRemotePath(p); });
-    return InvalidArgumentError("the parts of a merge are all local or all s3://; " + *local +
+    return InvalidArgumentError("the parts of a merge are all local or all s3://; " + *local_part +
                                 " is local and " + *remote_part + " is not");
   }
   RemoteEnv* remote = RemoteEnv::Default();
