@@ -8,16 +8,19 @@ URL; what an interrupted upload left (objects without a manifest) is packed agai
 are a local merge's files byte for byte (its data objects copied by the server, CopyObject, none
 sent by docfeed; one above the copy limit is read and sent by docfeed), and, downloaded, the same rows, ids and image bytes as a
 single-process pack (pyarrow and datasets, test_pack_parts.assert_same_dataset). A missing or
-incomplete part is refused naming its URL; a merge cut before its manifest leaves nothing that
-opens, and its rerun completes it."""
+incomplete part is refused naming its URL; a merge cut before its manifest (its PUT failing, or
+the process killed) leaves nothing that opens, and its rerun completes it."""
+import os
 import pathlib
 import re
+import subprocess
 import sys
+import time
 
 import boto3
 import pytest
 
-from conftest import REPO
+from conftest import REPO, docfeed_bin
 from s3_pack_helpers import (SRC, fresh_url, local_pack, local_state, run, s3,  # noqa: F401
                              s3_state)
 from test_pack_parts import assert_same_dataset
@@ -196,3 +199,31 @@ def test_a_data_object_over_the_copy_limit_goes_through_docfeed(s3, local_pack, 
     assert merged["objects"]["data-00000-of-00001.arrow"] == source["data-00000-of-00001.arrow"]
     assert run("verify", out).returncode == 0
     assert_same_dataset(local_pack, download(s3, out_prefix, tmp_path / "downloaded"))
+
+
+def test_a_merge_killed_midway_leaves_nothing_that_opens(s3, local_parts, tmp_path):
+    """merge killed (SIGKILL) once its first data object is copied (100 ms added each way by the
+    proxy): the prefix holds no manifest and does not verify; the rerun completes the merge."""
+    prefix, url = upload_parts(s3, "killed-parts")
+    out_prefix, out = fresh_url(s3, "killed-merged")
+    bucket = s3["DOCFEED_TEST_S3_BUCKET"]
+    with ProxyProcess(s3["DOCFEED_TEST_S3_ENDPOINT"], latency_ms=100) as proxy:
+        proc = subprocess.Popen([str(docfeed_bin()), "merge", f"{url}/0", f"{url}/1", "-o", out],
+                                env=dict(os.environ, AWS_ENDPOINT_URL=proxy.url),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not client(s3).list_objects_v2(Bucket=bucket, Prefix=out_prefix + "/").get(
+                "KeyCount"):
+            assert proc.poll() is None and time.monotonic() < deadline, "no object was copied"
+            time.sleep(0.02)
+        proc.kill()
+        proc.wait()
+    left = s3_state(s3, out_prefix)["objects"]
+    assert left and "docfeed.json" not in left, left
+    assert run("verify", out).returncode != 0
+    again = run("merge", f"{url}/0", f"{url}/1", "-o", out)
+    assert again.returncode == 0, again.stderr
+    merged_local = tmp_path / "merged"
+    assert run("merge", str(local_parts / "0"), str(local_parts / "1"), "-o",
+               str(merged_local)).returncode == 0
+    assert s3_state(s3, out_prefix) == {"objects": local_state(merged_local), "uploads": []}
