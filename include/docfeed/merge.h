@@ -47,8 +47,11 @@ struct MergeSummary {
   uint64_t samples = 0;
   uint64_t rejected = 0;
   uint64_t data_files = 0;
-  uint64_t linked_files = 0;      // data files hard-linked to the parts' (no bytes copied)
-  uint64_t copied_files = 0;      // data files copied (the parts lie on another file system)
+  uint64_t linked_files = 0;  // data files hard-linked to the parts' (no bytes copied)
+  uint64_t copied_files = 0;  // data files copied (the parts lie on another file system)
+  // Parts and output on s3://: data files copied inside the object store (CopyObject), none
+  // read or uploaded by this process; copied_files counts those over 5 GiB, copied through it.
+  uint64_t server_copied_files = 0;
   uint64_t output_bytes = 0;      // every file of the output directory
   bool already_complete = false;  // OUT already was this merge, verified: nothing was written
   double seconds = 0;

@@ -396,10 +396,12 @@ def merge(parts: "Iterable[str | os.PathLike[str]]", output: "str | os.PathLike[
     source writes (same sample ids, order, rows and image bytes). `parts` may come in any order;
     every part must be there once, from the same source with the same settings. The data files
     are hard links to the parts' (copies across file systems); the output appears atomically and
-    verified. A rerun finding `output` already merged from these parts keeps it.
+    verified. A rerun finding `output` already merged from these parts keeps it. `output` may be
+    s3://BUCKET/PREFIX (uploaded, manifest last); parts on s3:// (packed to s3:// URLs) merge to
+    an s3:// output only, their data objects copied inside the store (server_copied_files).
 
     Returns the summary (parts, samples, rejected, data_files, linked_files, copied_files,
-    output_bytes, already_complete, seconds). Errors are docfeed.Error subclasses naming the
+    server_copied_files, output_bytes, already_complete, seconds). Errors are docfeed.Error subclasses naming the
     part and the field (InvalidArgumentError for parts that do not belong together or a missing
     part, DataError for a damaged one, AlreadyExistsError for an existing output).
     """

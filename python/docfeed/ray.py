@@ -73,12 +73,33 @@ class PackReport:
         return [p.index for p in self.parts if p.already_complete]
 
 
-def _refuse_remote(what: str, path: str) -> None:
-    if "://" in path:
+def _is_url(path: str) -> bool:
+    return "://" in path
+
+
+def _check_places(src: Any, out: str, parts_dir: str) -> None:
+    """What docfeed can write where: parts and output local or s3://, s3:// parts with an s3://
+    output (merged inside the store); a source on a file system the nodes share."""
+    for what, path in (("out", out), ("parts_dir", parts_dir)):
+        if _is_url(path) and not path.startswith("s3://"):
+            raise InvalidArgumentError(
+                f"docfeed.ray.pack: {what} {path!r}: docfeed writes to a local path or to "
+                "s3:// only")
+    if _is_url(parts_dir) and not _is_url(out):
         raise InvalidArgumentError(
-            f"docfeed.ray.pack: {what} {path!r} is a URL; pack output to object storage "
-            "(s3://) is not available yet: give a local path that every Ray node sees at the "
-            "same place (a shared file system)")
+            f"docfeed.ray.pack: parts_dir {parts_dir!r} is on s3:// and out {out!r} is local: "
+            "parts on s3:// merge to an s3:// out (inside the store); give an s3:// out or a "
+            "local parts_dir")
+    if isinstance(src, str) and _is_url(src):
+        raise InvalidArgumentError(
+            f"docfeed.ray.pack: src {src!r} is a URL; pack reads a local path that every Ray "
+            "node sees at the same place (a shared file system)")
+
+
+def _part_path(parts_dir: str, index: int) -> str:
+    if _is_url(parts_dir):
+        return parts_dir.rstrip("/") + "/" + str(index)
+    return os.path.join(parts_dir, str(index))
 
 
 def pack(src: Any, out: "str | os.PathLike[str]", *, num_parts: int,
@@ -90,14 +111,18 @@ def pack(src: Any, out: "str | os.PathLike[str]", *, num_parts: int,
     src: a path `docfeed.pack` accepts (image folder, saved/Parquet dataset, WebDataset shards),
       read by every task, so it must be on a file system every node sees at the same path; or a
       `ray.data.Dataset` (below).
-    out: the merged dataset, a local path. It appears only when complete (the merge's atomic
-      rename); a rerun finding it already merged from these parts keeps it.
+    out: the merged dataset, a local path or s3://BUCKET/PREFIX. It appears only when complete
+      (locally the merge's atomic rename; on S3 its manifest, written last); a rerun finding it
+      already merged from these parts keeps it.
     num_parts: N, 1 <= N <= the number of samples. Part I is the I-th contiguous slice of the
       samples, the same on any node and in any rerun.
     parts_dir: where the parts go (default: `out` + ".parts"), part I in parts_dir/I: a local
-      path shared by the nodes. s3:// is not available yet for pack output and is refused. The
-      parts stay after the merge (`out`'s data files are hard links to theirs; deleting the
-      parts does not change `out`) so that a rerun can reuse them.
+      path shared by the nodes, or s3://BUCKET/PREFIX (each task uploads its part, manifest
+      last; then `out` must be s3:// too, and the driver's merge copies the parts' data objects
+      inside the store, CopyObject, instead of downloading them). Local parts merge to a local
+      `out` (hard links) or to an s3:// one (uploaded). The parts stay after the merge (`out`'s
+      data files are links to or copies of theirs; deleting the parts does not change `out`) so
+      that a rerun can reuse them.
     max_retries: how many times Ray reruns a part whose worker died (the task's max_retries).
     num_cpus_per_part: the CPUs each task reserves; it is also the part's encoding threads
       unless pack_options sets `threads`.
@@ -131,9 +156,10 @@ def pack(src: Any, out: "str | os.PathLike[str]", *, num_parts: int,
 
     started = time.monotonic()
     out = os.fspath(out)
-    _refuse_remote("out", out)
+    if _is_url(out):
+        out = out.rstrip("/")
     parts_dir = os.fspath(parts_dir) if parts_dir is not None else out + ".parts"
-    _refuse_remote("parts_dir", parts_dir)
+    _check_places(os.fspath(src) if isinstance(src, os.PathLike) else src, out, parts_dir)
     if isinstance(num_parts, bool) or not isinstance(num_parts, int) or num_parts < 1:
         raise InvalidArgumentError(f"num_parts must be an integer >= 1, not {num_parts!r}")
     if "part" in pack_options:
@@ -143,7 +169,8 @@ def pack(src: Any, out: "str | os.PathLike[str]", *, num_parts: int,
     options = dict(pack_options)
     options.setdefault("threads", max(1, int(num_cpus_per_part)))
     options["overwrite"] = bool(overwrite)
-    os.makedirs(parts_dir, exist_ok=True)
+    if not _is_url(parts_dir):
+        os.makedirs(parts_dir, exist_ok=True)
     if not ray.is_initialized():
         ray.init()  # RAY_ADDRESS or a running local cluster, else a new local one
 
@@ -151,7 +178,7 @@ def pack(src: Any, out: "str | os.PathLike[str]", *, num_parts: int,
     # cores and disk), not to the first node with a free CPU.
     task = _pack_part.options(max_retries=max_retries, retry_exceptions=False,
                               num_cpus=num_cpus_per_part, scheduling_strategy="SPREAD")
-    paths = [os.path.join(parts_dir, str(i)) for i in range(num_parts)]
+    paths = [_part_path(parts_dir, i) for i in range(num_parts)]
     if _is_ray_dataset(src):
         job = _RayDataJob(src, num_parts, options)
         futures = [task.remote(job.part_input(i), paths[i], (i, num_parts), job.options,
@@ -159,8 +186,6 @@ def pack(src: Any, out: "str | os.PathLike[str]", *, num_parts: int,
     else:
         if isinstance(src, os.PathLike):
             src = os.fspath(src)
-        if isinstance(src, str):
-            _refuse_remote("src", src)
         src_ref = ray.put(src)
         futures = [task.remote(src_ref, paths[i], (i, num_parts), options, _before_part)
                    for i in range(num_parts)]
@@ -168,11 +193,13 @@ def pack(src: Any, out: "str | os.PathLike[str]", *, num_parts: int,
     parts = _wait_for_parts(futures, num_parts, progress)
     merged = docfeed.merge(paths, out, overwrite=bool(overwrite))
     rejects = []
-    for p in paths:
-        name = os.path.join(p, "rejects.jsonl")
-        if os.path.exists(name):
-            with open(name, encoding="utf-8") as f:
-                rejects.extend(json.loads(line) for line in f if line.strip())
+    if int(merged.get("rejected", 0)) > 0:  # out's rejects.jsonl: the parts' lines in order
+        from docfeed import _docfeed
+
+        name = out.rstrip("/") + "/rejects.jsonl" if _is_url(out) else os.path.join(
+            out, "rejects.jsonl")
+        text = _docfeed.read_file(name).decode("utf-8")
+        rejects.extend(json.loads(line) for line in text.splitlines() if line.strip())
     report = PackReport(output=out, num_parts=num_parts, samples=int(merged["samples"]),
                         parts=parts, rejects=rejects, merge=merged,
                         seconds=time.monotonic() - started)

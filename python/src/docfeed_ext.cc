@@ -937,6 +937,7 @@ nb::dict MergeParts(const std::vector<std::string>& parts, const std::string& ou
   d["data_files"] = s.data_files;
   d["linked_files"] = s.linked_files;
   d["copied_files"] = s.copied_files;
+  d["server_copied_files"] = s.server_copied_files;
   d["output_bytes"] = s.output_bytes;
   d["already_complete"] = s.already_complete;
   d["seconds"] = s.seconds;
@@ -968,6 +969,19 @@ NB_MODULE(_docfeed, m) {
   m.def("remote_stats", &RemoteStatsDict,
         "Requests, bytes, retries and errors of the remote reads (s3://, http(s)://) so far, "
         "over the whole process.");
+  m.def(
+      "read_file",
+      [](const std::string& path) {
+        Result<std::vector<uint8_t>> read = [&] {
+          nb::gil_scoped_release nogil;
+          return EnvForPath(path)->ReadFile(path);
+        }();
+        if (!read.ok()) Raise(read.status());
+        return nb::bytes(reinterpret_cast<const char*>(read->data()), read->size());
+      },
+      "path"_a,
+      "The bytes of a file, or of an object at an s3:// or http(s):// URL, read as docfeed reads "
+      "datasets (docfeed.ray reads the parts' rejects.jsonl with it).");
   m.def("dataset_info", &DatasetInfoDict, "path"_a,
         "The manifest's facts about a dataset (num_samples, columns, label_column, preprocess, "
         "...) without starting a loader.");

@@ -3,13 +3,17 @@
 #include "docfeed/merge.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
+#include <thread>
 
 #include "base/file.h"
 #include "base/hash.h"
+#include "base/mutex.h"
 #include "base/output_dir.h"
 #include "format/dataset.h"
 #include "format/index.h"
@@ -53,6 +57,11 @@ Result<Part> LoadPart(Env* env, const std::string& dir) {
   p.dir = dir;
   const std::string path = JoinPath(dir, kManifestFileName);
   Result<std::string> text = env->ReadTextFile(path);
+  if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
+    return NotFoundError("part " + dir + " has no " + kManifestFileName +
+                         ": no part is there, or its pack or upload did not finish (pack it "
+                         "again)");
+  }
   if (!text.ok()) return text.status().WithContext("part " + dir);
   Result<Manifest> manifest = DecodeManifest(*text, path);
   if (!manifest.ok()) return manifest.status().WithContext("part " + dir);
@@ -203,9 +212,14 @@ Status CreateParents(Env* env, const std::string& dir, const std::string& name) 
   return Status::Ok();
 }
 
-// The parts' data files (linked or copied) and index records, numbered on through the parts.
-Status MergeDataFiles(Env* env, const std::vector<Part>& parts, const std::string& dir, Manifest* m,
-                      std::vector<IndexRecord>* records, MergeSummary* s) {
+// Puts a part's data file (`from`, `size` bytes) in the merged output under `name`.
+using PlaceDataFile =
+    std::function<Status(const std::string& from, const std::string& name, uint64_t size)>;
+
+// The parts' data files (placed by `place`) and index records (read through `env`), numbered on
+// through the parts.
+Status MergeDataFiles(Env* env, const std::vector<Part>& parts, const PlaceDataFile& place,
+                      Manifest* m, std::vector<IndexRecord>* records) {
   size_t total_files = 0;
   for (const Part& p : parts) total_files += p.manifest.data_files.size();
   for (const Part& p : parts) {
@@ -215,8 +229,7 @@ Status MergeDataFiles(Env* env, const std::vector<Part>& parts, const std::strin
       FileEntry moved = f;
       moved.name = DataFileName(m->data_files.size(), total_files);
       for (Region& r : moved.regions) r.first_sample += sample_base;
-      DOCFEED_RETURN_IF_ERROR(
-          LinkOrCopy(env, JoinPath(p.dir, f.name), JoinPath(dir, moved.name), s));
+      DOCFEED_RETURN_IF_ERROR(place(JoinPath(p.dir, f.name), moved.name, f.size_bytes));
       m->data_files.push_back(std::move(moved));
     }
     DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> index, ReadChecked(env, p, kIndexFileName));
@@ -240,10 +253,12 @@ Status MergeDataFiles(Env* env, const std::vector<Part>& parts, const std::strin
   return Status::Ok();
 }
 
-// Writes the merged dataset into `dir` (which exists and is empty): data files, index,
-// dataset_info.json, the shared files (tokenizer/), rejects, manifest, and state.json last.
-Status WriteMerged(Env* env, const std::vector<Part>& parts, const MergeInfo& merged,
-                   const std::string& dir, MergeSummary* s) {
+// Writes the merged dataset into `dir` (which exists and is empty; written through `env`): data
+// files (by `place`), index, dataset_info.json, the shared files (tokenizer/), rejects, manifest,
+// and state.json last. The parts are read through `parts_env`.
+Status WriteMerged(Env* parts_env, Env* env, const std::vector<Part>& parts,
+                   const MergeInfo& merged, const std::string& dir, const PlaceDataFile& place,
+                   MergeSummary* s) {
   const Part& first = parts.front();
   Manifest m = first.manifest;
   m.num_samples = m.source_bytes = m.stored_image_bytes = m.rejected = 0;
@@ -253,7 +268,7 @@ Status WriteMerged(Env* env, const std::vector<Part>& parts, const MergeInfo& me
   m.part = {};
   m.merged = merged;
   std::vector<IndexRecord> records;
-  DOCFEED_RETURN_IF_ERROR(MergeDataFiles(env, parts, dir, &m, &records, s));
+  DOCFEED_RETURN_IF_ERROR(MergeDataFiles(parts_env, parts, place, &m, &records));
   auto write_other = [&](const std::string& name, std::span<const uint8_t> bytes) -> Status {
     DOCFEED_RETURN_IF_ERROR(CreateParents(env, dir, name));
     DOCFEED_RETURN_IF_ERROR(env->WriteFile(JoinPath(dir, name), bytes));
@@ -262,7 +277,8 @@ Status WriteMerged(Env* env, const std::vector<Part>& parts, const MergeInfo& me
   };
   const std::vector<uint8_t> index = EncodeIndex(records);
   DOCFEED_RETURN_IF_ERROR(write_other(kIndexFileName, index));
-  DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> info, ReadChecked(env, first, kDatasetInfoFile));
+  DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> info,
+                           ReadChecked(parts_env, first, kDatasetInfoFile));
   DOCFEED_RETURN_IF_ERROR(write_other(kDatasetInfoFile, info));
   // Listed in its place, written after the manifest: it makes datasets.load_from_disk accept
   // the directory (as in the shard writer).
@@ -270,13 +286,14 @@ Status WriteMerged(Env* env, const std::vector<Part>& parts, const MergeInfo& me
   m.other_files.push_back({kStateFile, state.size(), Hash64(Bytes(state)), 0, {}});
   for (const FileEntry& f : first.manifest.other_files) {
     if (!IsShared(f.name)) continue;
-    DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadChecked(env, first, f.name));
+    DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadChecked(parts_env, first, f.name));
     DOCFEED_RETURN_IF_ERROR(write_other(f.name, bytes));
   }
   std::vector<uint8_t> rejects;
   for (const Part& p : parts) {
     if (FindOther(p, kRejectsFileName) == nullptr) continue;
-    DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadChecked(env, p, kRejectsFileName));
+    DOCFEED_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                             ReadChecked(parts_env, p, kRejectsFileName));
     rejects.insert(rejects.end(), bytes.begin(), bytes.end());
   }
   if (!rejects.empty()) DOCFEED_RETURN_IF_ERROR(write_other(kRejectsFileName, rejects));
@@ -355,7 +372,10 @@ Status WriteAndPlace(Env* env, const std::vector<Part>& parts, const MergeOption
   const std::string tmp = TempSibling(output, "partial");
   DOCFEED_RETURN_IF_ERROR(env->RemoveAll(tmp));
   DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(tmp));
-  Status status = WriteMerged(env, parts, MergeRecord(parts), tmp, s);
+  auto link = [&](const std::string& from, const std::string& name, uint64_t) {
+    return LinkOrCopy(env, from, JoinPath(tmp, name), s);
+  };
+  Status status = WriteMerged(env, env, parts, MergeRecord(parts), tmp, link, s);
   if (status.ok()) {
     // Every byte of every part's data file is hashed here (the links share them).
     Status verified = VerifyDataset(tmp, env);
@@ -429,13 +449,143 @@ Result<MergeSummary> MergeToRemote(const MergeOptions& options) {
   return summary;
 }
 
+// A data file of the merged output copied from a part's object inside the store.
+struct ServerCopy {
+  std::string from;
+  std::string name;
+  uint64_t size = 0;
+};
+
+// Copies `copies` to `output` server-side (CopyObject), `options.threads` at a time; the first
+// failure stops the rest.
+Status CopyDataObjects(RemoteEnv* remote, const std::vector<ServerCopy>& copies,
+                       const std::string& output, const S3UploadOptions& options,
+                       S3UploadSummary* summary) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  Mutex mu;
+  Status first_error;
+  auto work = [&] {
+    S3UploadSummary mine;
+    for (size_t i = next++; i < copies.size() && !failed.load(); i = next++) {
+      const ServerCopy& c = copies[i];
+      Status copied = CopyObject(remote, c.from, JoinPath(output, c.name), c.size, options, &mine);
+      if (!copied.ok()) {
+        failed = true;
+        MutexLock lock(&mu);
+        if (first_error.ok()) first_error = copied;
+        break;
+      }
+    }
+    MutexLock lock(&mu);
+    summary->objects += mine.objects;
+    summary->copied_objects += mine.copied_objects;
+    summary->streamed_objects += mine.streamed_objects;
+    summary->dataset_bytes += mine.dataset_bytes;
+    summary->multipart_uploads += mine.multipart_uploads;
+    summary->parts += mine.parts;
+  };
+  std::vector<std::thread> workers;
+  const size_t n =
+      std::min<size_t>(static_cast<size_t>(std::max(1, options.threads)), copies.size());
+  for (size_t w = 1; w < n; ++w) workers.emplace_back(work);
+  work();
+  for (std::thread& w : workers) w.join();
+  return first_error;
+}
+
+// Parts and output on s3://: the merge made inside the store. The parts' manifests, indexes and
+// small files are read through the RemoteEnv (no data object is read); the merged index,
+// dataset_info.json, tokenizer/, rejects and manifest are written to a local staging directory;
+// then the output prefix is made ready, the parts' data objects copied there server-side under
+// their merged names (CopyObject), and the staged files uploaded, manifests last.
+// A rerun finding this merge at the output keeps it when it verifies (KeepCompleteMerge through
+// the RemoteEnv); a dataset's objects without a manifest (a merge cut before it) are replaced.
+Result<MergeSummary> MergeRemoteParts(const MergeOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto local_part = std::find_if(options.parts.begin(), options.parts.end(),
+                                       [](const std::string& p) { return !IsRemotePath(p); });
+  if (local_part != options.parts.end()) {
+    const auto remote_part = std::find_if(options.parts.begin(), options.parts.end(),
+                                          [](const std::string& p) { return IsRemotePath(p); });
+    return InvalidArgumentError("the parts of a merge are all local or all s3://; " + *local_part +
+                                " is local and " + *remote_part + " is not");
+  }
+  RemoteEnv* remote = RemoteEnv::Default();
+  std::string output = options.output;
+  while (output.size() > 1 && output.back() == '/') output.pop_back();
+  DOCFEED_ASSIGN_OR_RETURN(std::vector<Part> parts, LoadParts(remote, options.parts));
+  const MergeInfo record = MergeRecord(parts);
+  bool replace = options.overwrite;
+  if (!options.overwrite) {
+    Status empty = CheckS3Output(remote, output, /*overwrite=*/false);
+    if (empty.code() != StatusCode::kAlreadyExists) DOCFEED_RETURN_IF_ERROR(empty);
+    if (!empty.ok()) {
+      if (remote->PathExists(JoinPath(output, kManifestFileName))) {
+        Result<MergeSummary> kept = KeepCompleteMerge(remote, output, record);
+        if (kept.ok()) {
+          kept->seconds =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        }
+        return kept;
+      }
+      replace = true;
+    }
+  }
+  MergeSummary summary;
+  summary.parts = static_cast<uint32_t>(parts.size());
+  std::vector<ServerCopy> copies;
+  auto written = start;
+  DOCFEED_ASSIGN_OR_RETURN(
+      S3UploadSummary uploaded,
+      WriteToRemote(
+          EnvOrDefault(options.env), output, replace, DefaultStagingRoot(),
+          [&](const std::string& local) -> Status {
+            Env* env = EnvOrDefault(options.env);
+            DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(local));
+            auto note = [&](const std::string& from, const std::string& name, uint64_t size) {
+              copies.push_back({from, name, size});
+              return Status::Ok();
+            };
+            DOCFEED_RETURN_IF_ERROR(WriteMerged(remote, env, parts, record, local, note, &summary));
+            written = std::chrono::steady_clock::now();
+            return Status::Ok();
+          },
+          [&](RemoteEnv* r, const S3UploadOptions& o, S3UploadSummary* s) {
+            return CopyDataObjects(r, copies, output, o, s);
+          }));
+  const auto now = std::chrono::steady_clock::now();
+  summary.server_copied_files = uploaded.copied_objects;
+  summary.copied_files = uploaded.streamed_objects;
+  summary.uploaded_objects = uploaded.objects;
+  summary.uploaded_bytes = uploaded.sent_bytes;
+  summary.upload_requests = uploaded.requests;
+  summary.upload_retries = uploaded.retries;
+  summary.upload_seconds = std::chrono::duration<double>(now - written).count();
+  summary.seconds = std::chrono::duration<double>(now - start).count();
+  return summary;
+}
+
+bool AnyRemote(const std::vector<std::string>& paths) {
+  return std::any_of(paths.begin(), paths.end(),
+                     [](const std::string& p) { return IsRemotePath(p); });
+}
+
 }  // namespace
 }  // namespace docfeed::internal
 
 namespace docfeed {
 
 Result<MergeSummary> Merge(const MergeOptions& options) {
-  if (internal::IsRemotePath(options.output)) return internal::MergeToRemote(options);
+  const bool remote_parts = internal::AnyRemote(options.parts);
+  if (internal::IsRemotePath(options.output)) {
+    return remote_parts ? internal::MergeRemoteParts(options) : internal::MergeToRemote(options);
+  }
+  if (remote_parts) {
+    return UnsupportedError(
+        "merge of parts on s3:// writes to an s3:// output (-o s3://BUCKET/PREFIX: the data "
+        "objects are copied inside the store); a local output needs local parts");
+  }
   return internal::MergeParts(options);
 }
 

@@ -384,6 +384,10 @@ Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options
   }
   DOCFEED_RETURN_IF_ERROR(CheckSource(source, options));
   DOCFEED_RETURN_IF_ERROR(CheckPartCount(source, options));
+  if (!options.check_part_at.empty()) {  // a rerun of a part at an s3:// URL (PackToRemote)
+    return KeepCompletePart(RemoteEnv::Default(), options.check_part_at,
+                            MakePartInfo(options, source.listing()));
+  }
   DOCFEED_ASSIGN_OR_RETURN(PackOptions placed, Placed(options, output));
   if (options.part.is_part()) {  // -o PARTS/I: PARTS is made on first use (one level only)
     const std::string parent = ParentPath(output);
@@ -528,17 +532,32 @@ Result<PackSummary> PackSaved(const PackOptions& options, const std::string& out
 Result<PackSummary> PackToRemote(
     const PackOptions& options,
     const std::function<Result<PackSummary>(const PackOptions&)>& pack) {
-  if (options.part.is_part()) {
-    return UnsupportedError("--part with " + options.output +
-                            ": parts are written locally; merge them with -o s3://...");
+  bool replace = options.overwrite;
+  if (options.part.is_part() && !options.overwrite) {
+    // A rerun of a part, as for a local one: a part already at the URL is kept when it is this
+    // part and verifies (read through the RemoteEnv), refused otherwise; nothing is packed.
+    // Objects without a manifest are what an interrupted upload left (nothing opens them): they
+    // are replaced, as --overwrite would (only a dataset's objects; CheckS3Output).
+    RemoteEnv* remote = RemoteEnv::Default();
+    Status empty = CheckS3Output(remote, options.output, /*overwrite=*/false);
+    if (empty.code() != StatusCode::kAlreadyExists) DOCFEED_RETURN_IF_ERROR(empty);
+    if (!empty.ok()) {
+      if (remote->PathExists(JoinPath(options.output, kManifestFileName))) {
+        PackOptions check = options;
+        check.check_part_at = options.output;
+        check.output = JoinPath(DefaultStagingRoot(), "docfeed-part-check");  // never written
+        return pack(check);
+      }
+      replace = true;
+    }
   }
   const auto start = Clock::now();
   auto written = start;
   PackSummary summary;
   DOCFEED_ASSIGN_OR_RETURN(
       S3UploadSummary uploaded,
-      WriteToRemote(EnvOrDefault(options.env), options.output, options.overwrite,
-                    DefaultStagingRoot(), [&](const std::string& local) -> Status {
+      WriteToRemote(EnvOrDefault(options.env), options.output, replace, DefaultStagingRoot(),
+                    [&](const std::string& local) -> Status {
                       PackOptions staged = options;
                       staged.output = local;
                       staged.overwrite = false;

@@ -54,6 +54,10 @@ struct PackOptions {
   // listing, with the part record in the manifest. An output that already holds this very part,
   // verified, is kept (PackSummary::already_complete) instead of refused.
   PackPart part;
+  // Set by a part's `-o s3://` run (PackToRemote) when that URL already holds a manifest: the run
+  // only checks the part there (KeepCompletePart through the RemoteEnv, once the source is
+  // listed) and writes nothing.
+  std::string check_part_at;
   std::function<void(const PackProgress&)> on_progress;  // called from the writing thread
   // Every file the pack reads or writes goes through this Env (Env::Default() when null); it
   // must outlive the call.

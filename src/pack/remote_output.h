@@ -6,6 +6,7 @@
 //     CheckS3Output(url)                   bucket, credentials, an empty prefix: before any work
 //     write(STAGING/dataset)               the local pack or merge
 //     UploadDataset(STAGING/dataset, url)  data files, index, ..., docfeed.json last
+//                                          (before_files, if given, between its two steps)
 //     RemoveAll(STAGING)                   also on failure
 //
 // The staging directory is `<root>/docfeed-upload-<pid>-<n>`; the root is DOCFEED_STAGING_DIR
@@ -31,9 +32,13 @@ std::string DefaultStagingRoot();
 // DOCFEED_STAGING_DIR or `staging_root`, then uploads what it wrote to `url` (an s3:// URL).
 // Errors name the URL (the upload's) or come from `write`. REQUIRES: IsRemotePath(url).
 // `local` is where the staging directory is made and read back from.
-Result<S3UploadSummary> WriteToRemote(Env* local, const std::string& url, bool overwrite,
-                                      const std::string& staging_root,
-                                      const std::function<Status(const std::string&)>& write);
+// `before_files`, when given, runs once the URL is ready (checked, and with overwrite emptied)
+// and before the staged files go up: merge copies the parts' data objects there server-side.
+Result<S3UploadSummary> WriteToRemote(
+    Env* local, const std::string& url, bool overwrite, const std::string& staging_root,
+    const std::function<Status(const std::string&)>& write,
+    const std::function<Status(RemoteEnv*, const S3UploadOptions&, S3UploadSummary*)>&
+        before_files = nullptr);
 
 }  // namespace docfeed::internal
 

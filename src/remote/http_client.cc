@@ -324,6 +324,9 @@ void Configure(CURL* h, const HttpRequest& r, const HttpOptions& o, Transfer* t,
   if (!content_md5.empty()) {
     *headers = curl_slist_append(*headers, ("Content-MD5: " + content_md5).c_str());
   }
+  for (const std::string& header : r.headers) {
+    *headers = curl_slist_append(*headers, header.c_str());
+  }
   if (!r.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, r.ca_file.c_str());
   std::string range;
   if (r.ranged) {

@@ -36,6 +36,8 @@ struct HttpRequest {
   // requests also carry its SHA-256 as x-amz-content-sha256. The server checks what arrives
   // against them (AWS both; SeaweedFS the MD5 only) and refuses a damaged body.
   std::span<const uint8_t> upload;
+  // Further "Name: value" headers, signed with the rest (S3's x-amz-copy-source of a copy).
+  std::vector<std::string> headers;
   std::string url;   // what is fetched
   std::string name;  // how errors name it (the s3:// URL the user wrote); `url` when empty
   const HttpSigning* signing = nullptr;  // null: unsigned

@@ -64,7 +64,19 @@ Status PutObject(RemoteEnv* remote, const RemoteTarget& t, std::span<const uint8
   return Send(remote, t, request).status();
 }
 
-// One multipart upload, from CreateMultipartUpload to Complete, aborted when anything fails.
+// A 200 whose body is an S3 error document (CopyObject and CompleteMultipartUpload may answer
+// so) as the failure it reports.
+Status CheckNoErrorDocument(const HttpRequest& request, const HttpResponse& r) {
+  const std::string body = BodyText(r);
+  if (body.find("<Error>") != std::string::npos) {
+    return IOError(DescribeRequest(request) + ": " + ErrorSummary(body));
+  }
+  return Status::Ok();
+}
+
+// One multipart upload, from CreateMultipartUpload to Complete, aborted when anything fails. Its
+// parts are read from `path` through `local` (a local file; or an object through the RemoteEnv,
+// CopyObject's copy of an object too large for one server-side copy).
 class MultipartUpload {
  public:
   MultipartUpload(RemoteEnv* remote, Env* local, RemoteTarget target, std::string path,
@@ -178,11 +190,7 @@ class MultipartUpload {
       return r.status();
     }
     // S3 may answer 200 and report a failure in the body.
-    const std::string body = BodyText(*r);
-    if (body.find("<Error>") != std::string::npos) {
-      return IOError(DescribeRequest(request) + ": " + ErrorSummary(body));
-    }
-    return Status::Ok();
+    return CheckNoErrorDocument(request, *r);
   }
 
   Status Abort() {
@@ -325,19 +333,34 @@ Result<S3UploadSummary> UploadDataset(RemoteEnv* remote, Env* local, const std::
   const uint64_t sent0 = c.sent_bytes.load(), requests0 = c.requests.load(),
                  retries0 = c.retries.load();
   S3UploadSummary summary;
+  DOCFEED_RETURN_IF_ERROR(PrepareS3Output(remote, url, options, &summary));
+  DOCFEED_RETURN_IF_ERROR(UploadFiles(remote, local, dir, url, options, &summary));
+  summary.sent_bytes = c.sent_bytes.load() - sent0;
+  summary.requests = c.requests.load() - requests0;
+  summary.retries = c.retries.load() - retries0;
+  return summary;
+}
+
+Status PrepareS3Output(RemoteEnv* remote, const std::string& url, const S3UploadOptions& options,
+                       S3UploadSummary* summary) {
   DOCFEED_RETURN_IF_ERROR(CheckS3Output(remote, url, options.overwrite));
-  if (options.overwrite) {
-    DOCFEED_ASSIGN_OR_RETURN(std::vector<TreeEntry> old, remote->ListTree(url));
-    std::stable_sort(old.begin(), old.end(), [](const TreeEntry& a, const TreeEntry& b) {
-      return WriteRank(a.path) > WriteRank(b.path);  // manifests first: the old dataset closes
-    });
-    for (const TreeEntry& e : old) {
-      DOCFEED_RETURN_IF_ERROR(DeleteObject(remote, ObjectUrl(url, e.path)));
-      summary.replaced_objects += 1;
-    }
-    // What killed uploads to this prefix left in progress (invisible, but stored and billed).
-    DOCFEED_ASSIGN_OR_RETURN(summary.aborted_uploads, AbortUploadsInProgress(remote, url));
+  if (!options.overwrite) return Status::Ok();
+  DOCFEED_ASSIGN_OR_RETURN(std::vector<TreeEntry> old, remote->ListTree(url));
+  std::stable_sort(old.begin(), old.end(), [](const TreeEntry& a, const TreeEntry& b) {
+    return WriteRank(a.path) > WriteRank(b.path);  // manifests first: the old dataset closes
+  });
+  for (const TreeEntry& e : old) {
+    DOCFEED_RETURN_IF_ERROR(DeleteObject(remote, ObjectUrl(url, e.path)));
+    summary->replaced_objects += 1;
   }
+  // What killed uploads to this prefix left in progress (invisible, but stored and billed).
+  DOCFEED_ASSIGN_OR_RETURN(uint64_t aborted, AbortUploadsInProgress(remote, url));
+  summary->aborted_uploads += aborted;
+  return Status::Ok();
+}
+
+Status UploadFiles(RemoteEnv* remote, Env* local, const std::string& dir, const std::string& url,
+                   const S3UploadOptions& options, S3UploadSummary* summary) {
   DOCFEED_ASSIGN_OR_RETURN(std::vector<TreeEntry> files, local->ListTree(dir));
   for (const TreeEntry& e : files) {
     if (e.type != FileType::kRegular) {
@@ -349,13 +372,43 @@ Result<S3UploadSummary> UploadDataset(RemoteEnv* remote, Env* local, const std::
     return WriteRank(a.path) < WriteRank(b.path);
   });
   for (const TreeEntry& e : files) {
-    DOCFEED_RETURN_IF_ERROR(UploadFile(remote, local, JoinPath(dir, e.path), ObjectUrl(url, e.path),
-                                       options, &summary));
+    DOCFEED_RETURN_IF_ERROR(
+        UploadFile(remote, local, JoinPath(dir, e.path), ObjectUrl(url, e.path), options, summary));
   }
-  summary.sent_bytes = c.sent_bytes.load() - sent0;
-  summary.requests = c.requests.load() - requests0;
-  summary.retries = c.retries.load() - retries0;
-  return summary;
+  return Status::Ok();
+}
+
+Status CopyObject(RemoteEnv* remote, const std::string& from, const std::string& to, uint64_t size,
+                  const S3UploadOptions& options, S3UploadSummary* summary) {
+  DOCFEED_ASSIGN_OR_RETURN(RemoteTarget t, ResolveS3(remote, to));
+  DOCFEED_RETURN_IF_ERROR(ResolveS3(remote, from).status());
+  DOCFEED_ASSIGN_OR_RETURN(RemoteUrl source, ParseRemoteUrl(from));
+  if (size <= options.copy_part_bytes) {
+    HttpRequest request = RequestFor(t, t.http_url, to + " (copied from " + from + ")");
+    request.method = "PUT";
+    request.headers = {"x-amz-copy-source: /" + source.authority + "/" +
+                       UriEncode(source.path, /*keep_slash=*/true)};
+    DOCFEED_ASSIGN_OR_RETURN(HttpResponse r, Send(remote, t, request));
+    DOCFEED_RETURN_IF_ERROR(CheckNoErrorDocument(request, r));
+    summary->copied_objects += 1;
+  } else {
+    // Through this process: ranged GETs of `from` as the parts of a multipart upload.
+    // UploadPartCopy would copy it server-side, but its request carries x-amz-copy-source and
+    // x-amz-copy-source-range, which curl before its fix (curl/curl pull request 14370, 2024;
+    // Debian 12 has 7.88) signs in the wrong order (whole lines sorted, '-' before ':'), and
+    // the server answers SignatureDoesNotMatch.
+    S3UploadOptions o = options;
+    o.part_bytes = std::max(options.part_bytes, kMinPartBytes);
+    uint64_t parts = 0;
+    DOCFEED_RETURN_IF_ERROR(MultipartUpload(remote, remote, t, from, size, o).Run(&parts));
+    summary->multipart_uploads += 1;
+    summary->parts += parts;
+    summary->streamed_objects += 1;
+  }
+  DOCFEED_RETURN_IF_ERROR(CheckStoredSize(remote, to, size));
+  summary->objects += 1;
+  summary->dataset_bytes += size;
+  return Status::Ok();
 }
 
 }  // namespace docfeed::internal

@@ -38,6 +38,9 @@ struct S3UploadOptions {
   // Replace what is at the prefix when it is a docfeed dataset or what an interrupted upload of
   // one left; refused for anything else.
   bool overwrite = false;
+  // CopyObject: an object up to this size is one server-side copy (S3 copies at most 5 GiB in one
+  // request); a larger one goes through this process (CopyObject below).
+  uint64_t copy_part_bytes = uint64_t{5} << 30;
 };
 
 struct S3UploadSummary {
@@ -50,6 +53,8 @@ struct S3UploadSummary {
   uint64_t parts = 0;
   uint64_t replaced_objects = 0;  // removed first (overwrite)
   uint64_t aborted_uploads = 0;   // multipart uploads in progress below the prefix (overwrite)
+  uint64_t copied_objects = 0;    // of `objects`, copied inside the store (CopyObject)
+  uint64_t streamed_objects = 0;  // of `objects`, copied through this process (over 5 GiB)
 };
 
 // True for a key (relative to the dataset's prefix) that a docfeed dataset or DatasetDict holds:
@@ -69,6 +74,23 @@ Status CheckS3Output(RemoteEnv* remote, const std::string& url, bool overwrite);
 // error names the object's URL; nothing written since opens as a dataset.
 Result<S3UploadSummary> UploadDataset(RemoteEnv* remote, Env* local, const std::string& dir,
                                       const std::string& url, const S3UploadOptions& options);
+
+// UploadDataset in its two steps, for a caller that writes objects of its own in between (merge
+// copies the parts' data files server-side): PrepareS3Output checks the URL (CheckS3Output) and,
+// with overwrite, removes what is there (manifests first) and aborts the uploads in progress;
+// UploadFiles sends the files below `dir`, manifests last. Both add to `summary`.
+Status PrepareS3Output(RemoteEnv* remote, const std::string& url, const S3UploadOptions& options,
+                       S3UploadSummary* summary);
+Status UploadFiles(RemoteEnv* remote, Env* local, const std::string& dir, const std::string& url,
+                   const S3UploadOptions& options, S3UploadSummary* summary);
+
+// A copy of the object `from` (`size` bytes) to `to`, both s3:// URLs of the same endpoint: up
+// to options.copy_part_bytes one server-side CopyObject (no byte passes through this process; a
+// 200 whose body is an <Error> is a failure); a larger object through this process, its ranges
+// read (ranged GETs) and sent as the parts of a multipart upload (aborted on failure). The
+// copy's size is checked with a HEAD. Errors name both URLs. Adds to `summary`.
+Status CopyObject(RemoteEnv* remote, const std::string& from, const std::string& to, uint64_t size,
+                  const S3UploadOptions& options, S3UploadSummary* summary);
 
 // One local file to one object: a PUT, or a multipart upload (aborted on failure) above
 // options.part_bytes. Adds to `summary`.

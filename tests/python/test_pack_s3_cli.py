@@ -1,5 +1,5 @@
 """`docfeed pack -o s3://...` failures against SeaweedFS, CLI only (the project's .venv): a
-missing bucket, a wrong secret, a prefix already used, a local part, an http(s) output are
+missing bucket (also for a part), a wrong secret, a prefix already used, an http(s) output are
 refused naming the URL before anything is written; transient faults (tests/remote/
 fault_proxy.py: 503 SlowDown, resets, damaged upload bodies) are retried into the local pack's
 objects; a part or the manifest that keeps failing ends in an error naming the URL and leaves
@@ -30,9 +30,10 @@ def test_refusals_name_the_url_and_write_nothing(s3, local_pack):
     assert url in proc.stderr and "access denied" in proc.stderr, proc.stderr
     assert "wrong" not in proc.stderr  # no secret in messages
     assert s3_state(s3, prefix) == {"objects": {}, "uploads": []}
-    # Parts are local (merged to S3 afterwards).
-    proc = run("pack", str(SRC), "--part", "0/2", "-o", url)
-    assert proc.returncode != 0 and "merge them with -o s3://" in proc.stderr, proc.stderr
+    # A part is refused as a whole dataset is (its URL's bucket and credentials checked first).
+    proc = run("pack", str(SRC), "--part", "0/2", "-o", missing)
+    assert proc.returncode != 0
+    assert missing in proc.stderr and "NoSuchBucket" in proc.stderr, proc.stderr
     # An http(s):// output is refused (HTTP servers are read-only).
     proc = run("pack", str(SRC), "-o", s3["DOCFEED_TEST_HTTP_URL"] + "/out")
     assert proc.returncode != 0 and "s3:// only" in proc.stderr, proc.stderr

@@ -190,11 +190,15 @@ def test_a_part_that_keeps_dying_fails_without_an_output(tmp_path):
 
 
 def test_refusals(tmp_path):
-    with pytest.raises(docfeed.InvalidArgumentError, match=r"\(s3://\) is not available"):
+    # Parts on s3:// merge to an s3:// out only; http(s) is read-only; src is a shared path.
+    # (Parts and output on S3: test_ray_pack_s3.py.)
+    with pytest.raises(docfeed.InvalidArgumentError, match="merge to an s3:// out"):
         docfeed.ray.pack(SAMPLE_DOCS, tmp_path / "out", num_parts=2,
                          parts_dir="s3://bucket/parts")
-    with pytest.raises(docfeed.InvalidArgumentError, match="s3://"):
-        docfeed.ray.pack(SAMPLE_DOCS, "s3://bucket/out", num_parts=2)
+    with pytest.raises(docfeed.InvalidArgumentError, match="s3:// only"):
+        docfeed.ray.pack(SAMPLE_DOCS, "http://127.0.0.1:1/out", num_parts=2)
+    with pytest.raises(docfeed.InvalidArgumentError, match="src 's3://bucket/src' is a URL"):
+        docfeed.ray.pack("s3://bucket/src", tmp_path / "out", num_parts=2)
     with pytest.raises(docfeed.InvalidArgumentError, match="num_parts"):
         docfeed.ray.pack(SAMPLE_DOCS, tmp_path / "out", num_parts=0)
     with pytest.raises(docfeed.InvalidArgumentError, match="part="):

@@ -23,6 +23,11 @@ constexpr char kMergeHelp[] =
     "no dataset or a complete one. A rerun finding OUT already merged from the same parts checks\n"
     "it and keeps it.\n"
     "\n"
+    "OUT may be s3://BUCKET/PREFIX (the merge made in a staging directory and uploaded, manifest\n"
+    "last). Parts on S3 (s3://BUCKET/PARTS/I, packed with -o s3://...) merge to an s3:// OUT\n"
+    "inside the store: their data objects are copied by the server (CopyObject), only the index\n"
+    "and manifests are sent.\n"
+    "\n"
     "options:\n"
     "  -o, --output OUT       output directory (written atomically)\n"
     "  --overwrite            replace OUT if it is a docfeed dataset or an empty directory\n";
@@ -62,10 +67,15 @@ int RunMerge(const Args& args, Env* env) {
     std::printf("  rejected   %llu sample(s), listed in %s/rejects.jsonl\n",
                 static_cast<unsigned long long>(s->rejected), options->output.c_str());
   }
-  std::printf("  files      %llu data file(s): %llu linked, %llu copied\n",
+  std::printf("  files      %llu data file(s): %llu linked, %llu copied",
               static_cast<unsigned long long>(s->data_files),
               static_cast<unsigned long long>(s->linked_files),
               static_cast<unsigned long long>(s->copied_files));
+  if (s->server_copied_files > 0) {
+    std::printf(", %llu copied inside the store (CopyObject)",
+                static_cast<unsigned long long>(s->server_copied_files));
+  }
+  std::printf("\n");
   std::printf("  bytes out  %s\n", FormatBytes(s->output_bytes).c_str());
   if (s->uploaded_objects > 0) {
     PrintUpload(s->uploaded_objects, s->uploaded_bytes, s->upload_requests, s->upload_retries,

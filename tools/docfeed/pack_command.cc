@@ -75,7 +75,7 @@ constexpr char kPackHelp[] =
     "                         of the samples (PDF/TIFF pages counted one by one), the same\n"
     "                         slice on any machine; `docfeed merge` joins the N parts into\n"
     "                         the dataset one pack writes. A rerun finding OUT already this\n"
-    "                         part, verified, keeps it\n"
+    "                         part, verified, keeps it (also at an s3:// OUT, read back)\n"
     "\n"
     "Hugging Face datasets on disk:\n"
     "  --split NAME           pack only this split of a DatasetDict (default: every split)\n"
