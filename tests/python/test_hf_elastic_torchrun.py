@@ -36,15 +36,19 @@ LAUNCH_TIMEOUT_S = 150
 
 # The two nodes' processes run this: the process group (gloo, bounded), then train_runs().
 WORKER = r"""
-import datetime, json, sys
+import datetime, json, os, sys
 import torch.distributed as dist
 sys.path.insert(0, sys.argv[1])
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
 from test_hf_elastic_torchrun import train_runs
 train_runs(json.loads(sys.argv[2]))
-# Before the interpreter exits: gloo's threads still holding tensors then abort the process
-# ("terminate called without an active exception"; pytorch/pytorch#190489).
 dist.destroy_process_group()
+# Then leave without the interpreter's finalization, where the gloo process group the Trainer's
+# DDP model still holds sometimes aborts the process ("terminate called without an active
+# exception"; pytorch/pytorch#190489). train_runs has closed its result files.
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)
 """
 
 

@@ -19,10 +19,16 @@ import pytest
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: E402
 
 import docfeed.ray  # noqa: E402
 from conftest import SAMPLE_DOCS, run_docfeed  # noqa: E402
 from test_pack_parts import assert_same_dataset  # noqa: E402
+
+
+@ray.remote(num_cpus=1)
+def _node_id():
+    return ray.get_runtime_context().get_node_id()
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +40,14 @@ def cluster():
     cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, log_to_driver=False)
+    # A task pinned to each node first, so that both have a worker running before the parts are
+    # submitted: under load a node still starting its first worker was passed over and every
+    # part ran on the other one.
+    nodes = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
+    assert len(nodes) == 2, nodes
+    ran_on = ray.get([_node_id.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+        node, soft=False)).remote() for node in nodes])
+    assert sorted(ran_on) == nodes
     yield cluster
     ray.shutdown()
     cluster.shutdown()
