@@ -420,6 +420,19 @@ Result<MergeSummary> MergeParts(const MergeOptions& options) {
 
 // -o s3://...: the merge made in a staging directory next to the first part (so that its data
 // files are hard links), then uploaded (remote_output.h).
+// The upload's counts in `summary`, and its seconds: the upload's since `written` (when the
+// staged dataset was complete), the whole run's since `start`.
+void RecordUpload(const S3UploadSummary& uploaded, std::chrono::steady_clock::time_point start,
+                  std::chrono::steady_clock::time_point written, MergeSummary* summary) {
+  const auto now = std::chrono::steady_clock::now();
+  summary->uploaded_objects = uploaded.objects;
+  summary->uploaded_bytes = uploaded.sent_bytes;
+  summary->upload_requests = uploaded.requests;
+  summary->upload_retries = uploaded.retries;
+  summary->upload_seconds = std::chrono::duration<double>(now - written).count();
+  summary->seconds = std::chrono::duration<double>(now - start).count();
+}
+
 Result<MergeSummary> MergeToRemote(const MergeOptions& options) {
   if (options.parts.empty()) return InvalidArgumentError("no parts given to merge");
   const auto start = std::chrono::steady_clock::now();
@@ -439,13 +452,7 @@ Result<MergeSummary> MergeToRemote(const MergeOptions& options) {
                       written = std::chrono::steady_clock::now();
                       return Status::Ok();
                     }));
-  const auto now = std::chrono::steady_clock::now();
-  summary.uploaded_objects = uploaded.objects;
-  summary.uploaded_bytes = uploaded.sent_bytes;
-  summary.upload_requests = uploaded.requests;
-  summary.upload_retries = uploaded.retries;
-  summary.upload_seconds = std::chrono::duration<double>(now - written).count();
-  summary.seconds = std::chrono::duration<double>(now - start).count();
+  RecordUpload(uploaded, start, written, &summary);
   return summary;
 }
 
@@ -554,15 +561,9 @@ Result<MergeSummary> MergeRemoteParts(const MergeOptions& options) {
           [&](RemoteEnv* r, const S3UploadOptions& o, S3UploadSummary* s) {
             return CopyDataObjects(r, copies, output, o, s);
           }));
-  const auto now = std::chrono::steady_clock::now();
   summary.server_copied_files = uploaded.copied_objects;
   summary.copied_files = uploaded.streamed_objects;
-  summary.uploaded_objects = uploaded.objects;
-  summary.uploaded_bytes = uploaded.sent_bytes;
-  summary.upload_requests = uploaded.requests;
-  summary.upload_retries = uploaded.retries;
-  summary.upload_seconds = std::chrono::duration<double>(now - written).count();
-  summary.seconds = std::chrono::duration<double>(now - start).count();
+  RecordUpload(uploaded, start, written, &summary);
   return summary;
 }
 
