@@ -162,6 +162,17 @@ def test_missing_or_incomplete_parts_on_s3_are_refused(s3):
     assert s3_state(s3, out_prefix) == {"objects": {}, "uploads": []}
 
 
+def assert_rerun_completes_the_merge(s3, url, out, out_prefix, local_parts, tmp_path):
+    """After an interrupted merge of parts url/0 and url/1 into out: the rerun succeeds and the
+    objects at out are those of a local merge of the same parts."""
+    again = run("merge", f"{url}/0", f"{url}/1", "-o", out)
+    assert again.returncode == 0, again.stderr
+    merged_local = tmp_path / "merged"
+    assert run("merge", str(local_parts / "0"), str(local_parts / "1"), "-o",
+               str(merged_local)).returncode == 0
+    assert s3_state(s3, out_prefix) == {"objects": local_state(merged_local), "uploads": []}
+
+
 def test_a_merge_cut_before_its_manifest_leaves_nothing_that_opens(s3, local_parts, tmp_path):
     """docfeed.json's PUT keeps failing: the data objects are copied but nothing opens; the
     rerun replaces them and completes the merge (its objects: the local merge's)."""
@@ -176,12 +187,7 @@ def test_a_merge_cut_before_its_manifest_leaves_nothing_that_opens(s3, local_par
     left = s3_state(s3, out_prefix)["objects"]
     assert "docfeed.json" not in left and "data-00000-of-00002.arrow" in left, left
     assert run("verify", out).returncode != 0
-    again = run("merge", f"{url}/0", f"{url}/1", "-o", out)
-    assert again.returncode == 0, again.stderr
-    merged_local = tmp_path / "merged"
-    assert run("merge", str(local_parts / "0"), str(local_parts / "1"), "-o",
-               str(merged_local)).returncode == 0
-    assert s3_state(s3, out_prefix) == {"objects": local_state(merged_local), "uploads": []}
+    assert_rerun_completes_the_merge(s3, url, out, out_prefix, local_parts, tmp_path)
 
 
 def test_a_data_object_over_the_copy_limit_goes_through_docfeed(s3, local_pack, tmp_path):
@@ -221,9 +227,4 @@ def test_a_merge_killed_midway_leaves_nothing_that_opens(s3, local_parts, tmp_pa
     left = s3_state(s3, out_prefix)["objects"]
     assert left and "docfeed.json" not in left, left
     assert run("verify", out).returncode != 0
-    again = run("merge", f"{url}/0", f"{url}/1", "-o", out)
-    assert again.returncode == 0, again.stderr
-    merged_local = tmp_path / "merged"
-    assert run("merge", str(local_parts / "0"), str(local_parts / "1"), "-o",
-               str(merged_local)).returncode == 0
-    assert s3_state(s3, out_prefix) == {"objects": local_state(merged_local), "uploads": []}
+    assert_rerun_completes_the_merge(s3, url, out, out_prefix, local_parts, tmp_path)
