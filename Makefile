@@ -29,6 +29,12 @@ $(VENV)/.installed: python/requirements-dev.txt python/requirements-donut-ref.tx
 	$(VENV)/bin/pip install -q --no-deps --target $(VENV)/donut-ref -r python/requirements-donut-ref.txt
 	@touch $@
 
+# Both front venvs install the same torch with its CUDA runtime wheels (about 5 GB): the one that
+# is installed second hard-links its identical files to the other's (util-linux `hardlink`; same
+# content, mode and owner), which keeps a fresh `make test` within a small CI disk.
+SHARE_TORCH = if [ -d $(TRAIN_VENV)/lib ] && [ -d $(HF5_VENV)/lib ]; then \
+	  hardlink -t -q $(TRAIN_VENV)/lib $(HF5_VENV)/lib; fi
+
 # .venv/train: torch + transformers 4.x + datasets 4.x + the docfeed package (pip install .),
 # for the Python front's tests (python/README.md says why it is a venv of its own).
 TRAIN_VENV := $(VENV)/train
@@ -37,6 +43,7 @@ $(TRAIN_VENV)/.installed: python/requirements-train.txt
 	$(PYTHON) -m venv $(TRAIN_VENV)
 	$(TRAIN_VENV)/bin/pip install -q --upgrade pip
 	$(TRAIN_VENV)/bin/pip install -q -r python/requirements-train.txt
+	$(SHARE_TORCH)
 	@touch $@
 
 # .venv/hf5: the same for today's stack, torch + transformers 5.x + datasets 5.x
@@ -47,6 +54,7 @@ $(HF5_VENV)/.installed: python/requirements-hf5.txt
 	$(PYTHON) -m venv $(HF5_VENV)
 	$(HF5_VENV)/bin/pip install -q --upgrade pip
 	$(HF5_VENV)/bin/pip install -q -r python/requirements-hf5.txt
+	$(SHARE_TORCH)
 	@touch $@
 
 venv: $(VENV)/.installed $(TRAIN_VENV)/.installed $(HF5_VENV)/.installed

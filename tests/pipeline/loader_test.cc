@@ -91,9 +91,10 @@ struct Datasets {
   }
 };
 
+// A function-local static, not a leaked pointer: its TempDir is removed when the test exits.
 const Datasets& Shared() {
-  static const Datasets* d = new Datasets();
-  return *d;
+  static const Datasets d;
+  return d;
 }
 
 LoaderOptions Options(const std::string& path, int threads = 2) {

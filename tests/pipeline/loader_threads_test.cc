@@ -43,9 +43,10 @@ struct Data {
   }
 };
 
+// A function-local static, not a leaked pointer: its TempDir is removed when the test exits.
 const Data& Shared() {
-  static const Data* d = new Data();
-  return *d;
+  static const Data d;
+  return d;
 }
 
 std::unique_ptr<Loader> Make(const LoaderOptions& o) {

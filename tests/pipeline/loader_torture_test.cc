@@ -30,13 +30,14 @@ constexpr int kPages = 17;
 constexpr int kThreads = 4;
 
 const std::string& Dataset() {
-  static const TempDir* tmp = new TempDir();
-  static const std::string* path = [] {
-    auto* p = new std::string(tmp->Join("torture.docfeed"));
-    PackPages(tmp->path(), *p, kPages, 40, false, true);
+  // Function-local statics, not leaked pointers: the TempDir is removed when the test exits.
+  static const TempDir tmp;
+  static const std::string path = [] {
+    std::string p = tmp.Join("torture.docfeed");
+    PackPages(tmp.path(), p, kPages, 40, false, true);
     return p;
   }();
-  return *path;
+  return path;
 }
 
 uint64_t ExpectedSample(const LoaderOptions& o, uint64_t epoch, uint64_t position) {
