@@ -5,9 +5,10 @@ so that its workers inherit them): each task uploads its part, the driver merges
 `docfeed merge` of local `--part` packs, byte for byte, and that merge and the downloaded output
 have the rows, ids and image bytes of a single-process `docfeed pack` (pyarrow, datasets:
 test_pack_parts.assert_same_dataset). A rerun keeps the parts and the merge; local parts merge
-to an s3:// out by upload. .venv/train only (the Makefile's RAY_TESTS)."""
+to an s3:// out by upload; the rejects of parts on S3 reach the report and the output. .venv/train only (the Makefile's RAY_TESTS)."""
 import faulthandler
 import hashlib
+import json
 import os
 
 import pytest
@@ -20,7 +21,7 @@ import docfeed.ray  # noqa: E402
 from docfeed import _docfeed  # noqa: E402
 from conftest import SAMPLE_DOCS, run_docfeed  # noqa: E402
 from s3_pack_helpers import fresh_url, local_state, s3_state  # noqa: E402
-from test_pack_parts import assert_same_dataset  # noqa: E402
+from test_pack_parts import assert_same_dataset, documents  # noqa: E402,F401 (a fixture)
 
 
 @pytest.fixture(scope="module")
@@ -101,3 +102,22 @@ def test_local_parts_and_an_s3_output(s3_ray, reference, tmp_path):
     assert report.samples == 20 and report.merge["server_copied_files"] == 0
     assert s3_state(s3_ray, prefix) == {"objects": local_state(reference / "merged"),
                                         "uploads": []}
+
+
+def test_rejects_of_parts_on_s3_are_reported(s3_ray, documents, tmp_path):
+    """Documents' pages and a broken image (test_pack_parts.documents) packed as 3 parts on S3:
+    the report names the rejected file, read back from the merged output's rejects.jsonl."""
+    flags = ("--pages", "all", "--dpi", "50", "--skip-bad")
+    run_docfeed("pack", documents, "-o", tmp_path / "whole", "--threads", "2", *flags)
+    prefix, url = fresh_url(s3_ray, "ray-rejects")
+    report = docfeed.ray.pack(str(documents), f"{url}/ds", num_parts=3, parts_dir=f"{url}/parts",
+                              progress=False, pages="all", dpi=50, skip_bad=True)
+    assert report.samples == 9  # 3 images, the PDF's 3 pages and the TIFF's 3
+    assert sum(p.rejected for p in report.parts) == 1
+    assert len(report.rejects) == 1 and "broken.jpg" in json.dumps(report.rejects[0])
+    merged = s3_state(s3_ray, f"{prefix}/ds")
+    assert "rejects.jsonl" in merged["objects"] and merged["uploads"] == []
+    out = download(f"{url}/ds", merged["objects"], tmp_path / "downloaded")
+    assert_same_dataset(tmp_path / "whole", out)  # rejects.jsonl included, byte for byte
+    assert [json.loads(line) for line in (out / "rejects.jsonl").read_text().splitlines()] == \
+        report.rejects
