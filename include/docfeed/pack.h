@@ -82,6 +82,7 @@ Status ParsePackPart(std::string_view text, uint32_t* index, uint32_t* count);
 inline constexpr char kPackPresetDonut[] = "donut";
 inline constexpr char kPackPresetQwen2VL[] = "qwen2-vl";
 inline constexpr char kPackPresetQwen25VL[] = "qwen2.5-vl";
+inline constexpr char kPackPresetNougat[] = "nougat";
 
 // The Arrow body compression a preprocessed pack uses unless told otherwise: LZ4_FRAME
 // decompresses a 1553x1200 page ~2.4x faster than zstd for ~27% more bytes (docs/benchmarks.md,
@@ -92,10 +93,13 @@ inline constexpr char kPreprocessedDefaultCompression[] = "lz4_frame";
 // deterministic stages (EXIF orientation, align, resize, thumbnail) as PGM/PPM, so that loading
 // only pads. PackOptions::codec must then stay kKeep (it does not apply).
 struct PackPreprocess {
-  std::string preset;  // "" (original images), kPackPresetDonut or a Qwen2-VL name
-  int32_t height = 0;  // Donut: the processor's size, in pixels (1..65535 each)
+  std::string preset;  // "" (original images), kPackPresetDonut, kPackPresetNougat or a Qwen2-VL
+                       // name
+  // Donut and Nougat: the processor's size, in pixels (1..65535 each); Nougat's steps are the
+  // processor's defaults (crop_margin, resize, thumbnail), its backend "pil" only.
+  int32_t height = 0;
   int32_t width = 0;
-  bool align_long_axis = false;  // DonutImageProcessor's do_align_long_axis
+  bool align_long_axis = false;  // the processor's do_align_long_axis
   // The processor generation (4 or 5) and backend ("pil", or "torchvision" with 5) to reproduce
   // (docfeed/preprocess.h DonutBackend); recorded in the manifest's preprocess record.
   int32_t hf_version = 4;

@@ -746,12 +746,15 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
         has_qwen_sizes) {
       RaiseInvalid(
           "size, align_long_axis, hf_version, backend, keep_original, min_pixels, max_pixels, "
-          "patch_size and merge_size need preprocess= (\"donut\", \"qwen2-vl\" or \"qwen2.5-vl\")");
+          "patch_size and merge_size need preprocess= (\"donut\", \"nougat\", \"qwen2-vl\" or "
+          "\"qwen2.5-vl\")");
     }
   } else {
-    if (preprocess != kPackPresetDonut && !qwen) {
-      RaiseInvalid("preprocess must be \"donut\", \"qwen2-vl\" or \"qwen2.5-vl\", not \"" +
-                   preprocess + "\"");
+    const bool nougat = preprocess == kPackPresetNougat;
+    if (preprocess != kPackPresetDonut && !qwen && !nougat) {
+      RaiseInvalid(
+          "preprocess must be \"donut\", \"nougat\", \"qwen2-vl\" or \"qwen2.5-vl\", not \"" +
+          preprocess + "\"");
     }
     if (o.codec != PackCodec::kKeep) {
       RaiseInvalid("codec does not apply with preprocess (pages are stored as PGM/PPM)");
@@ -780,12 +783,17 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
     } else {
       if (has_qwen_sizes) {
         RaiseInvalid(
-            "min_pixels, max_pixels, patch_size and merge_size are the Qwen2-VL presets', not "
-            "donut's");
+            "min_pixels, max_pixels, patch_size and merge_size are the Qwen2-VL presets', not " +
+            preprocess + "'s");
       }
-      if (!size) RaiseInvalid("preprocess=\"donut\" needs size=(height, width)");
-      o.preprocess.height = ToInt<int32_t>("size[0] (height)", nb::int_((*size)[0]), 1, 65535);
-      o.preprocess.width = ToInt<int32_t>("size[1] (width)", nb::int_((*size)[1]), 1, 65535);
+      if (!size && !nougat) RaiseInvalid("preprocess=\"donut\" needs size=(height, width)");
+      if (size) {
+        o.preprocess.height = ToInt<int32_t>("size[0] (height)", nb::int_((*size)[0]), 1, 65535);
+        o.preprocess.width = ToInt<int32_t>("size[1] (width)", nb::int_((*size)[1]), 1, 65535);
+      } else {  // Nougat's default: the processor's (and facebook/nougat-base's) 896 x 672
+        o.preprocess.height = 896;
+        o.preprocess.width = 672;
+      }
       o.preprocess.align_long_axis = align_long_axis;
     }
     o.preprocess.hf_version =
@@ -795,6 +803,11 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
     }
     if (backend == "torchvision" && o.preprocess.hf_version != 5) {
       RaiseInvalid("backend=\"torchvision\" needs hf_version=5");
+    }
+    if (backend != "pil" && nougat) {
+      RaiseInvalid(
+          "backend=\"torchvision\" is not offered for nougat (the preset reproduces the "
+          "PIL processors)");
     }
     o.preprocess.backend = backend;
     o.preprocess.keep_original = keep_original;

@@ -225,9 +225,15 @@ Result<PreprocessInfo> PreprocessFromJson(const Json& j) {
                             std::to_string(p.hf_version) +
                             " (known: \"pil\", and \"torchvision\" with hf_version 5)");
   }
-  if (p.preset != kPreprocessDonut) {
-    return UnsupportedError("field preprocess.preset: unknown preprocessing \"" + p.preset +
-                            "\" (this docfeed knows \"donut\", \"qwen2-vl\" and \"qwen2.5-vl\")");
+  if (p.preset != kPreprocessDonut && p.preset != kPreprocessNougat) {
+    return UnsupportedError(
+        "field preprocess.preset: unknown preprocessing \"" + p.preset +
+        "\" (this docfeed knows \"donut\", \"nougat\", \"qwen2-vl\" and \"qwen2.5-vl\")");
+  }
+  if (p.preset == kPreprocessNougat && p.backend != "pil") {
+    return UnsupportedError("field preprocess.backend: \"" + p.backend +
+                            "\" with preset nougat (only \"pil\": the Nougat preset reproduces "
+                            "the PIL processors)");
   }
   if (p.height < 1 || p.height > 65535 || p.width < 1 || p.width > 65535) {
     return CorruptionError("field preprocess: size " + std::to_string(p.height) + "x" +

@@ -24,6 +24,9 @@ inline constexpr char kRejectsFileName[] = "rejects.jsonl";
 inline constexpr char kImageColumn[] = "image";
 inline constexpr char kOriginalColumn[] = "original";  // pack --preprocess ... --keep-original
 inline constexpr char kPreprocessDonut[] = "donut";    // PreprocessInfo::preset
+// NougatImageProcessor's resized pages: the same record as Donut's (height, width,
+// align_long_axis, hf_version; backend "pil" only).
+inline constexpr char kPreprocessNougat[] = "nougat";
 // Qwen2-VL / Qwen2.5-VL pages (the same processor under the two names a user may pick).
 inline constexpr char kPreprocessQwen2VL[] = "qwen2-vl";
 inline constexpr char kPreprocessQwen25VL[] = "qwen2.5-vl";
@@ -55,7 +58,7 @@ struct FileEntry {
 // decodes and pads. A manifest without hf_version / backend was written before they existed: its
 // pages are transformers 4.x's ("pil").
 struct PreprocessInfo {
-  std::string preset;  // "" = original images, "donut" = DonutResize output
+  std::string preset;  // "" = original images, "donut" = DonutResize output, "nougat", "qwen2-vl"
   int32_t height = 0;
   int32_t width = 0;
   bool align_long_axis = false;

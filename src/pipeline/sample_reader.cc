@@ -105,11 +105,12 @@ Result<ImageView> SampleReader::Prepared(uint64_t id, const SampleBytes& sample,
     if (!v.ok()) return v.status().WithContext(SampleName(id));
     const ImageView view = *v;
     stats_->decode.Add(NanosSince(start));
-    // A Donut page larger than the size the manifest says it was resized to was never
-    // preprocessed (a false claim would be padded, or cropped, without the resize). A Qwen2-VL
-    // page's size is checked by Finish (whole merged patches, at most the settings' largest).
+    // A Donut or Nougat page larger than the size the manifest says it was resized to was
+    // never preprocessed (a false claim would be padded, or cropped, without the resize). A
+    // Qwen2-VL page's size is checked by Finish (whole merged patches, at most the settings'
+    // largest).
     const PreprocessInfo& stored = dataset_->manifest().preprocess;
-    if (stored.preset == kPreprocessDonut &&
+    if ((stored.preset == kPreprocessDonut || stored.preset == kPreprocessNougat) &&
         (view.width > stored.width || view.height > stored.height)) {
       return CorruptionError(SampleName(id) + ": stored page is " + std::to_string(view.width) +
                              "x" + std::to_string(view.height) + ", larger than the " +

@@ -11,6 +11,13 @@
 namespace docfeed::internal {
 namespace {
 
+// "size 896x672 (height x width), align_long_axis, transformers 4.x".
+std::string Describe(const PreprocessInfo& p) {
+  return "size " + std::to_string(p.height) + "x" + std::to_string(p.width) + " (height x width)" +
+         (p.align_long_axis ? ", align_long_axis" : "") + ", transformers " +
+         std::to_string(p.hf_version) + ".x";
+}
+
 class NougatPreset final : public Preset {
  public:
   NougatPreset(const NougatConfig& config, PadMode pad, NormalizeTable table)
@@ -55,8 +62,27 @@ class NougatPreset final : public Preset {
     return info;
   }
 
+  // `pack --preprocess nougat` stores Prepare's output with the processor's default steps
+  // (crop_margin, resize and thumbnail on), which the record implies; what must agree is the
+  // size, the alignment and the generation.
   Status CheckStored(const PreprocessInfo& p, const std::string& dir) const override {
-    return RefuseStoredPages(p, dir, kPresetNougat);
+    if (p.preset != kPresetNougat) {
+      return FailedPreconditionError(dir + " holds pages preprocessed by \"" + p.preset +
+                                     "\" at pack time, which the nougat preset cannot take; load "
+                                     "the original images (a dataset packed without "
+                                     "--preprocess) or re-pack with --preprocess nougat");
+    }
+    const PreprocessInfo want = StoredInfo();
+    if (config_.do_crop_margin && config_.do_resize && config_.do_thumbnail &&
+        p.height == want.height && p.width == want.width &&
+        p.align_long_axis == want.align_long_axis && p.hf_version == want.hf_version) {
+      return Status::Ok();
+    }
+    return FailedPreconditionError(
+        dir + " holds pages that the nougat preset prepared at pack time for " + Describe(p) +
+        ", but the loader was asked for " + Describe(want) +
+        "; preparing them again would not give the processor's pixels. Re-pack with "
+        "--preprocess nougat and these settings, or load with the packed ones");
   }
 
   // The processor's centred padding (or docfeed's random one, drawn from the sample's key), then
@@ -100,6 +126,20 @@ class NougatPreset final : public Preset {
 };
 
 }  // namespace
+
+Result<std::unique_ptr<const Preset>> NougatPresetForStored(const PreprocessInfo& stored) {
+  if (stored.backend != "pil") {
+    return InvalidArgumentError("nougat: backend \"" + stored.backend +
+                                "\" (the preset reproduces the PIL processors only)");
+  }
+  PresetParams params;
+  params.name = kPresetNougat;
+  params.nougat.height = stored.height;
+  params.nougat.width = stored.width;
+  params.nougat.align_long_axis = stored.align_long_axis;
+  params.nougat.hf_version = stored.hf_version;
+  return MakeNougatPreset(params);
+}
 
 Result<std::unique_ptr<const Preset>> MakeNougatPreset(const PresetParams& params) {
   DOCFEED_RETURN_IF_ERROR(ValidateNougatConfig(params.nougat));

@@ -129,8 +129,11 @@ Result<std::unique_ptr<const Preset>> MakeQwenVLPreset(const PresetParams& param
 Result<std::unique_ptr<const Preset>> QwenVLPresetForStored(const PreprocessInfo& stored);
 
 // The Nougat preset (nougat_preset.cc).
-inline constexpr char kPresetNougat[] = "nougat";
+inline constexpr char kPresetNougat[] = "nougat";  // = kPreprocessNougat
 Result<std::unique_ptr<const Preset>> MakeNougatPreset(const PresetParams& params);
+// The Nougat preset whose Prepare made pages recorded as `stored` (the processor's default
+// steps; the normalization is the default).
+Result<std::unique_ptr<const Preset>> NougatPresetForStored(const PreprocessInfo& stored);
 
 // The Idefics3 / SmolVLM / SmolDocling preset (idefics3_preset.cc).
 inline constexpr char kPresetIdefics3[] = "idefics3";
@@ -148,7 +151,7 @@ Result<Image> DecodeToRgb(std::span<const uint8_t> bytes, const PrepareRequest& 
                           const DonutConfig& conversion, PrepareTimes* times);
 
 // CheckStored of a preset whose prepared pages `pack --preprocess` does not store (Idefics3,
-// Nougat, Pix2Struct): FailedPrecondition naming `dir`, the preset that prepared its pages
+// Pix2Struct): FailedPrecondition naming `dir`, the preset that prepared its pages
 // (`stored`) and `preset`, which cannot take them, and how to re-pack.
 Status RefuseStoredPages(const PreprocessInfo& stored, const std::string& dir,
                          std::string_view preset);

@@ -143,13 +143,18 @@ long RasterOffset(const std::vector<uint8_t>& file, int32_t* w, int32_t* h, int3
   return consumed + 1;
 }
 
-// Pages stored by `--preprocess donut`: the raster is viewed inside the stored bytes.
-TEST(DatasetReader, ViewsThePixelsOfPreprocessedPages) {
+// Pages stored by `--preprocess donut` (and nougat, the same record): the raster is viewed
+// inside the stored bytes, no larger than the size the manifest records.
+class PreprocessedPages : public ::testing::TestWithParam<const char*> {};
+INSTANTIATE_TEST_SUITE_P(DatasetReader, PreprocessedPages,
+                         ::testing::Values(kPackPresetDonut, kPackPresetNougat));
+
+TEST_P(PreprocessedPages, ViewsThePixels) {
   TempDir dir;
   ListedImages images = PngImages();
   PackOptions o;
   o.output = dir.Join("ds");
-  o.preprocess.preset = kPackPresetDonut;
+  o.preprocess.preset = GetParam();
   o.preprocess.height = 10;
   o.preprocess.width = 8;
   o.compression = kPreprocessedDefaultCompression;
@@ -157,6 +162,9 @@ TEST(DatasetReader, ViewsThePixelsOfPreprocessedPages) {
   Result<std::unique_ptr<DatasetReader>> reader = DatasetReader::Open(o.output);
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
   EXPECT_TRUE((*reader)->preprocessed());
+  Result<DatasetInfo> info = ReadDatasetInfo(o.output);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->preset, GetParam());
   for (uint64_t id = 0; id < (*reader)->size(); ++id) {
     Result<StoredSample> s = (*reader)->Read(id);
     ASSERT_TRUE(s.ok()) << s.status().ToString();

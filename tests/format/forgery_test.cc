@@ -112,6 +112,20 @@ TEST_F(ForgeryTest, FalsePreprocessingClaim) {
   EXPECT_TRUE(Has(Problems(), "not the PPM/PGM that preprocessing stores")) << Problems();
 }
 
+// Nougat's pages are the PIL processors' only: a record claiming another backend is refused
+// when the dataset is opened, naming the field.
+TEST_F(ForgeryTest, NougatPreprocessingWithAnotherBackend) {
+  EditManifest([](Manifest& m) {
+    m.preprocess = {kPreprocessNougat, 2000, 2000, false, 5, "torchvision"};
+    m.codec = "ppm";
+  });
+  Result<std::unique_ptr<Dataset>> ds = Dataset::Open(out_);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_EQ(ds.status().code(), StatusCode::kUnsupported) << ds.status().ToString();
+  EXPECT_TRUE(Has(ds.status().ToString(), "preprocess.backend")) << ds.status().ToString();
+  EXPECT_TRUE(Has(ds.status().ToString(), "nougat")) << ds.status().ToString();
+}
+
 // Sample 2's record given sample 0's image range, size, geometry and checksum (both are in the
 // one record batch): the image-only read would serve sample 0's pixels as sample 2.
 TEST_F(ForgeryTest, IndexRangeAgainstTheArrowRow) {

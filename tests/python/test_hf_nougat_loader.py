@@ -6,9 +6,13 @@ each batch is the running generation's slow processor given the batch's pages as
 pipeline gives them (`datasets.load_from_disk(path)[id]["image"]`, in the order of the batch's
 sample ids; 4.x, which takes RGB only, gets `convert("RGB")` of the others, 5.x
 do_convert_rgb=True): pixel_values must be equal bit for bit, with centred padding. Also: the
-preset's defaults (896 x 672, ImageNet mean/std), random padding keeping the page, bfloat16, and
-what the preset refuses.
+preset's defaults (896 x 672, ImageNet mean/std), random padding keeping the page, bfloat16,
+what the preset refuses, and `pack --preprocess nougat` (docfeed.pack(preprocess="nougat")): the
+stored resized pages load to the processor's pixel_values for the original pages, bit for bit,
+and pages prepared with other settings are refused.
 """
+import json
+
 import numpy as np
 import pytest
 
@@ -91,3 +95,62 @@ def test_refused_options(packed, tmp_path):
     run_docfeed("pack", SAMPLE_DOCS, "-o", pre, "--preprocess", "donut", "--size", "896x672")
     with pytest.raises(docfeed.FailedPreconditionError, match="nougat preset cannot take"):
         make_loader(pre)
+
+
+@pytest.fixture(scope="module")
+def packed_prepared(tmp_path_factory):
+    out = tmp_path_factory.mktemp("nougat-prepared") / "ds"
+    run_docfeed("pack", SAMPLE_DOCS, "-o", out, "--preprocess", "nougat", "--hf-version",
+                str(HF_VERSION))
+    return out
+
+
+def test_pack_preprocess_nougat_loads_the_processors_batches(packed, packed_prepared):
+    """`docfeed pack --preprocess nougat` stores the resized pages; loading them gives the
+    processor's pixel_values for the original pages, bit for bit."""
+    run_docfeed("verify", packed_prepared)
+    manifest = json.loads((packed_prepared / "docfeed.json").read_text())
+    assert manifest["preprocess"] == {"preset": "nougat", "height": 896, "width": 672,
+                                      "align_long_axis": False, "hf_version": HF_VERSION,
+                                      "backend": "pil"}
+    originals = datasets.load_from_disk(str(packed))
+    stored = datasets.load_from_disk(str(packed_prepared))  # datasets still opens it
+    assert len(stored) == len(originals)
+    assert all(max(im.size[0] / 672, im.size[1] / 896) <= 1 for im in stored["image"])
+    proc = SlowProcessor()
+    loader = make_loader(packed_prepared, drop_last=False)
+    assert loader.preprocessed
+    seen = 0
+    for batch in loader:
+        ids = [int(i) for i in batch.sample_ids]
+        want = reference(proc, [originals[i]["image"] for i in ids])
+        assert np.array_equal(batch["pixel_values"].numpy().view(np.uint32), want.view(np.uint32))
+        seen += len(ids)
+    assert seen == len(originals)
+
+
+def test_nougat_pages_prepared_with_other_settings_are_refused(packed_prepared):
+    with pytest.raises(docfeed.FailedPreconditionError, match="size 448x336"):
+        make_loader(packed_prepared, image_size=(448, 336))
+    with pytest.raises(docfeed.FailedPreconditionError, match="align_long_axis"):
+        make_loader(packed_prepared, align_long_axis=True)
+    with pytest.raises(docfeed.FailedPreconditionError, match="nougat"):
+        docfeed.Loader(packed_prepared, batch_size=2)  # the Donut preset
+
+
+def test_docfeed_pack_preprocess_nougat_equals_the_cli(packed_prepared, tmp_path):
+    out = docfeed.pack(SAMPLE_DOCS, tmp_path / "py", preprocess="nougat", hf_version=HF_VERSION)
+    want = json.loads((packed_prepared / "docfeed.json").read_text())["preprocess"]
+    assert json.loads((tmp_path / "py" / "docfeed.json").read_text())["preprocess"] == want
+
+    def stored_bytes(path):
+        rows = datasets.load_from_disk(str(path)).cast_column("image", datasets.Image(decode=False))
+        return [r["bytes"] for r in rows["image"]]
+
+    assert stored_bytes(out) == stored_bytes(packed_prepared)
+    with pytest.raises(docfeed.InvalidArgumentError, match="nougat"):
+        docfeed.pack(SAMPLE_DOCS, tmp_path / "tv", preprocess="nougat", hf_version=5,
+                     backend="torchvision")
+    proc = run_docfeed("pack", SAMPLE_DOCS, "-o", tmp_path / "cli-tv", "--preprocess", "nougat",
+                       "--hf-version", "5", "--backend", "torchvision", check=False)
+    assert proc.returncode == 2 and "nougat" in proc.stderr, proc.stderr

@@ -146,6 +146,14 @@ Status SizeFromDataset(BenchConfig* c) {
     DOCFEED_ASSIGN_OR_RETURN(o.preset.qwen_vl.backend, ParseDonutBackend(info.backend));
     return Status::Ok();
   }
+  if (info.preset == "nougat") {
+    o.preset.name = info.preset;
+    o.preset.nougat.height = info.height;
+    o.preset.nougat.width = info.width;
+    o.preset.nougat.align_long_axis = info.align_long_axis;
+    o.preset.nougat.hf_version = info.hf_version;
+    return Status::Ok();
+  }
   if (!info.preset.empty()) {
     o.preset.donut.height = info.height;
     o.preset.donut.width = info.width;

@@ -89,6 +89,9 @@ constexpr char kPackHelp[] =
     "  --size HxW             the DonutImageProcessor size, e.g. 1553x1200 (height x width)\n"
     "  --align-long-axis      the processor's do_align_long_axis\n" DOCFEED_GENERATION_HELP
     "  --keep-original        also store the source file in an Image column `original`\n"
+    "  --preprocess nougat    store NougatImageProcessor's resized pages (crop_margin, align,\n"
+    "                         resize, thumbnail; docs/nougat-preprocessing.md); --size HxW\n"
+    "                         (default 896x672), --align-long-axis, --hf-version (pil only)\n"
     "  --preprocess qwen2-vl  (or qwen2.5-vl) store Qwen2VLImageProcessor's smart_resize'd\n"
     "                         pages (docs/qwen-vl-preprocessing.md), with --min-pixels N\n"
     "                         --max-pixels N --patch-size N --merge-size N (defaults: the\n"
@@ -133,8 +136,9 @@ Status ParsePreprocess(const ParsedArgs& parsed, PackPreprocess* p) {
     return Status::Ok();
   }
   const bool qwen = preset == kPackPresetQwen2VL || preset == kPackPresetQwen25VL;
-  if (preset != kPackPresetDonut && !qwen) {
-    return InvalidArgumentError("--preprocess must be donut, qwen2-vl or qwen2.5-vl, not " +
+  const bool nougat = preset == kPackPresetNougat;
+  if (preset != kPackPresetDonut && !qwen && !nougat) {
+    return InvalidArgumentError("--preprocess must be donut, nougat, qwen2-vl or qwen2.5-vl, not " +
                                 preset);
   }
   if (parsed.options.count("--codec") > 0) {
@@ -162,15 +166,22 @@ Status ParsePreprocess(const ParsedArgs& parsed, PackPreprocess* p) {
     if (has_qwen_flags) {
       return InvalidArgumentError(
           "--min-pixels, --max-pixels, --patch-size and --merge-size "
-          "are the Qwen2-VL presets', not donut's");
+          "are the Qwen2-VL presets', not " +
+          preset + "'s");
     }
-    if (!has_size) return InvalidArgumentError("--preprocess donut needs --size HxW");
-    DOCFEED_RETURN_IF_ERROR(ParseSize(parsed.Get("--size", ""), p));
+    if (!has_size && !nougat) return InvalidArgumentError("--preprocess donut needs --size HxW");
+    // Nougat's default is the processor's (and facebook/nougat-base's) 896x672.
+    DOCFEED_RETURN_IF_ERROR(ParseSize(parsed.Get("--size", "896x672"), p));
     p->align_long_axis = parsed.Has("--align-long-axis");
   }
   DOCFEED_ASSIGN_OR_RETURN(const Generation generation, ParseGeneration(parsed));
   p->hf_version = generation.hf_version;
   p->backend = generation.backend;
+  if (nougat && p->backend != "pil") {
+    return InvalidArgumentError(
+        "--backend torchvision is not offered for nougat (the preset reproduces the PIL "
+        "processors)");
+  }
   p->keep_original = parsed.Has("--keep-original");
   return Status::Ok();
 }
