@@ -73,7 +73,7 @@ STATS_FIELDS: Tuple[str, ...]
 # The manifest's facts without starting a loader: path, num_samples, columns [(name, type)],
 # label_column, codec, compression, stored_codecs, source_bytes, stored_image_bytes, rejected,
 # preprocess (None or {preset, height, width, align_long_axis, hf_version, backend}),
-# original_column.
+# original_column, chat_labels (the manifest's JSON object text, "" when absent).
 def dataset_info(path: str) -> Dict[str, Any]: ...
 
 # docfeed/remote.h GetRemoteStats: {"requests", "connections", "bytes", "retries", "errors"} of the process's
@@ -93,7 +93,7 @@ def pack_rows(output: str, rows: str, fetch: Callable[[], List[Any]], *, codec: 
               keep_original: bool = False, max_file_mb: int = 500, validate: str = "auto",
               min_pixels: Optional[int] = None, max_pixels: Optional[int] = None,
               patch_size: Optional[int] = None, merge_size: Optional[int] = None,
-              part: Optional[Tuple[int, int]] = None) -> Dict[str, Any]: ...
+              part: Optional[Tuple[int, int]] = None, chat_labels: str = "") -> Dict[str, Any]: ...
 
 def pack_path(source: str, output: str, *, codec: str = "keep", jpeg_quality: int = 90,
               threads: int = 0, overwrite: bool = False, skip_bad: bool = False,
