@@ -32,14 +32,14 @@ def transformers_major():
     return int(transformers.__version__.split(".")[0])
 
 
-def documents(count):
-    """(image path, answer text) of the first `count` sample documents: the receipt's total
-    or the first short field."""
+def documents(count, field="total"):
+    """(image path, answer text) of the first `count` sample documents: the receipt's `field`
+    (else its first short field), at most 16 characters."""
     out = []
     for line in (SAMPLE_DOCS / "metadata.jsonl").read_text().splitlines()[:count]:
         row = json.loads(line)
         fields = json.loads(row["ground_truth"])["gt_parse"]
-        text = str(fields.get("total") or next(
+        text = str(fields.get(field) or next(
             str(v) for v in fields.values() if isinstance(v, (str, int, float))))
         out.append((SAMPLE_DOCS / row["file_name"], text[:16]))
     return out
