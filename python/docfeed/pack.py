@@ -332,7 +332,8 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       deterministic stages (`docfeed pack --preprocess donut --size HxW`); keep_original also
       stores the source file. preprocess="qwen2-vl" or "qwen2.5-vl" with min_pixels,
       max_pixels, patch_size, merge_size (default: the processor's 3136, 12845056, 14, 2) stores
-      Qwen2VLImageProcessor's smart_resize'd pages instead. hf_version (4 or 5, default 4; with processor=, its transformers generation) and backend ("pil", default, or
+      Qwen2VLImageProcessor's smart_resize'd pages instead. hf_version (4 or 5, default 4;
+      with processor=, its transformers generation) and backend ("pil", default, or
       "torchvision" with 5): the DonutImageProcessor generation to reproduce (`--hf-version`,
       `--backend`), recorded in the manifest. compression: none, zstd or lz4_frame (default: none, lz4_frame
       with preprocess). threads: encoding threads (0: all cores); max_file_mb: data file size.

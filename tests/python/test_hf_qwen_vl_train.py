@@ -97,8 +97,7 @@ def make_trainer(ds, proc, out_dir):
         output_dir=str(out_dir), per_device_train_batch_size=2, max_steps=STEPS,
         learning_rate=LEARNING_RATE, lr_scheduler_type="constant", warmup_steps=0,
         save_strategy="steps", save_steps=SAVE_STEPS, logging_steps=1, report_to=[],
-        use_cpu=True, seed=0, disable_tqdm=True, dataloader_drop_last=True,
-        remove_unused_columns=False)
+        use_cpu=True, seed=0, disable_tqdm=True, dataloader_drop_last=True)
     return RecordingTrainer(model=tiny_qwen(proc.tokenizer), args=args, processing_class=proc,
                             train_dataset=docfeed.hf.DocfeedDataset(ds, preset="qwen2.5-vl"))
 
