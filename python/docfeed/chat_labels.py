@@ -95,15 +95,19 @@ def processor_settings(processor: Any, given: Dict[str, Optional[int]]) -> Dict[
     return out
 
 
-def processor_generation(processor: Any) -> int:
-    """4 or 5: the transformers generation of the processor's image processor (the pages a
-    preprocess="qwen2.5-vl" pack stores are recorded for it; docfeed.hf loads with it)."""
-    module = type(getattr(processor, "image_processor", processor)).__module__
-    if not module.startswith("transformers"):
-        return 4
+def processor_generation(processor: Any) -> Tuple[int, str]:
+    """(hf_version, backend) of the processor's image processor, as the qwen2-vl preset names
+    them: 4.x Qwen2VLImageProcessor (4, "pil"); 5.x Qwen2VLImageProcessorPil (5, "pil") and
+    5.x Qwen2VLImageProcessor, the torchvision backend AutoProcessor gives (5, "torchvision").
+    Anything else is taken as (4, "pil")."""
+    image_processor = getattr(processor, "image_processor", processor)
+    if not type(image_processor).__module__.startswith("transformers"):
+        return 4, "pil"
     import transformers
 
-    return 5 if int(transformers.__version__.split(".")[0]) >= 5 else 4
+    if int(transformers.__version__.split(".")[0]) < 5:
+        return 4, "pil"
+    return 5, "pil" if type(image_processor).__name__.endswith("Pil") else "torchvision"
 
 
 class ChatLabeler:

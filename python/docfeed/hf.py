@@ -114,19 +114,27 @@ _QWEN_PRESETS = ("qwen2-vl", "qwen2.5-vl")
 _QWEN_SETTINGS = ("min_pixels", "max_pixels", "patch_size", "merge_size", "temporal_patch_size")
 
 
-def qwen_generation(processor: Any = None) -> Tuple[int, str]:
-    """(hf_version, reason): the Qwen2VLImageProcessor generation docfeed's Qwen presets should
-    reproduce: the installed transformers' major version (4: Qwen2VLImageProcessor, 5:
-    Qwen2VLImageProcessorPil). A processor whose image processor docfeed does not reproduce (a
-    fast / torchvision one) is named in a warning: its pixels may differ in the last bits."""
+def qwen_generation(processor: Any = None) -> Tuple[int, str, str]:
+    """(hf_version, backend, reason): the Qwen2VLImageProcessor docfeed's Qwen presets should
+    reproduce: the processor's (4.x Qwen2VLImageProcessor: 4, pil; 5.x Qwen2VLImageProcessorPil:
+    5, pil; 5.x Qwen2VLImageProcessor: 5, torchvision), else what the installed transformers'
+    AutoImageProcessor gives (4.x: pil; 5.x: torchvision when installed, else pil). 4.x's
+    Qwen2VLImageProcessorFast is not reproduced: a warning names it and 4 / pil is used."""
+    from docfeed import chat_labels
+
     version = transformers.__version__
     image_processor = getattr(processor, "image_processor", processor)
     name = type(image_processor).__name__ if image_processor is not None else ""
-    wanted = "Qwen2VLImageProcessorPil" if _transformers_major() >= 5 else "Qwen2VLImageProcessor"
-    if name and name != wanted:
-        logger.warning("docfeed: the processor's image processor is %s; docfeed gives the pixels "
-                       "of transformers %s's %s", name, version, wanted)
-    return _transformers_major(), f"transformers {version}'s {wanted}"
+    if name.startswith("Qwen2VLImageProcessor") or name.startswith("Qwen2_5_VLImageProcessor"):
+        if _transformers_major() < 5 and name != "Qwen2VLImageProcessor":
+            logger.warning("docfeed: the processor's %s (transformers %s) is not reproduced; "
+                           "docfeed gives Qwen2VLImageProcessor's pixels", name, version)
+        hf_version, backend = chat_labels.processor_generation(image_processor)
+        return hf_version, backend, f"the processor is {name} (transformers {version})"
+    if _transformers_major() >= 5:
+        backend = "torchvision" if _torchvision_installed() else "pil"
+        return 5, backend, f"transformers {version} is installed ({backend} backend)"
+    return 4, "pil", f"transformers {version} is installed"
 
 
 class DocfeedDataset:
@@ -138,8 +146,8 @@ class DocfeedDataset:
     pixel_values, image_grid_thw, input_ids, attention_mask and labels, the keyword arguments a
     Qwen2VLForConditionalGeneration / Qwen2_5_VLForConditionalGeneration takes; min_pixels,
     max_pixels, patch_size, merge_size and temporal_patch_size default to the Trainer's
-    processing_class' image processor (else the preset's defaults), hf_version to the
-    installed transformers' generation; the batches stay on the CPU (the Trainer moves them)."""
+    processing_class' image processor (else the preset's defaults), hf_version and backend to
+    its generation (qwen_generation); the batches stay on the CPU (the Trainer moves them)."""
 
     def __init__(self, path: "str | os.PathLike[str]",
                  image_size: Optional[Tuple[int, int]] = None, *,
@@ -217,10 +225,12 @@ class DocfeedDataset:
         """A Qwen preset's loader: the processor's smart_resize settings unless given, the
         installed generation unless hf_version is given; CPU batches (the preset has no GPU
         stage; Trainer's _prepare_inputs moves them)."""
-        hf_version, reason = qwen_generation(processor)
+        hf_version, backend, reason = qwen_generation(processor)
         if self.hf_version is not None:
-            hf_version, reason = self.hf_version, "hf_version given to DocfeedDataset"
-        self.generation = (hf_version, "pil", reason)
+            hf_version, backend, reason = self.hf_version, "pil", "given to DocfeedDataset"
+        if self.backend is not None:
+            backend = self.backend
+        self.generation = (hf_version, backend, reason)
         image_processor = getattr(processor, "image_processor", None)
         if image_processor is not None:
             from docfeed import chat_labels
@@ -231,8 +241,10 @@ class DocfeedDataset:
                 options.setdefault(name, int(found[name]))
         options["device"] = None
         options.pop("pad", None)  # the eval loader's centred padding: no padding here
-        logger.info("docfeed: %s gives the pixels of %s", self.path, reason)
-        return docfeed.Loader(self.path, preset=self.preset, hf_version=hf_version, **options)
+        logger.info("docfeed: %s gives the pixels of transformers %d.x Qwen2VLImageProcessor "
+                    "(%s backend): %s", self.path, hf_version, backend, reason)
+        return docfeed.Loader(self.path, preset=self.preset, hf_version=hf_version,
+                              backend=backend, **options)
 
 
 class _TrainLoader:

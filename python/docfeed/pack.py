@@ -333,7 +333,7 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       stores the source file. preprocess="qwen2-vl" or "qwen2.5-vl" with min_pixels,
       max_pixels, patch_size, merge_size (default: the processor's 3136, 12845056, 14, 2) stores
       Qwen2VLImageProcessor's smart_resize'd pages instead. hf_version (4 or 5, default 4;
-      with processor=, its transformers generation) and backend ("pil", default, or
+      with processor=, its image processor's generation and backend) and backend ("pil", default, or
       "torchvision" with 5): the DonutImageProcessor generation to reproduce (`--hf-version`,
       `--backend`), recorded in the manifest. compression: none, zstd or lz4_frame (default: none, lz4_frame
       with preprocess). threads: encoding threads (0: all cores); max_file_mb: data file size.
@@ -373,7 +373,8 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
         options["codec"] = options["codec"] or "keep"
 
     dpi, pages = _document_options(dpi, pages)
-    labeler = _chat_labeler(processor, tokenizer, options, text_column, prompt, prompt_column)
+    labeler = _chat_labeler(processor, tokenizer, options, text_column, prompt, prompt_column,
+                            backend_given=backend is not None)
     if isinstance(dataset, (str, os.PathLike)):
         if labeler is not None:
             raise InvalidArgumentError(
@@ -425,9 +426,11 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
 
 
 def _chat_labeler(processor: Any, tokenizer: Any, options: Dict[str, Any], text_column: str,
-                  prompt: Optional[str], prompt_column: Optional[str]) -> Any:
-    """The ChatLabeler for processor= (None without it), with the smart_resize settings filled
-    into `options` from the processor's image processor where not given."""
+                  prompt: Optional[str], prompt_column: Optional[str],
+                  backend_given: bool) -> Any:
+    """The ChatLabeler for processor= (None without it), with the smart_resize settings, and
+    with preprocess the generation (hf_version, backend), filled into `options` from the
+    processor's image processor where not given."""
     if processor is None:
         if prompt is not None or prompt_column is not None:
             raise InvalidArgumentError("prompt and prompt_column apply with processor=")
@@ -445,8 +448,11 @@ def _chat_labeler(processor: Any, tokenizer: Any, options: Dict[str, Any], text_
     settings = chat_labels.processor_settings(processor, {n: options[n] for n in names})
     if options["preprocess"]:
         options.update(settings)
-        if options["hf_version"] is None:  # the processor's generation, as the loader's default
-            options["hf_version"] = chat_labels.processor_generation(processor)
+        version, backend = chat_labels.processor_generation(processor)
+        if options["hf_version"] is None:
+            options["hf_version"] = version
+            if not backend_given:
+                options["backend"] = backend
     return chat_labels.ChatLabeler(processor, settings, text_column, prompt, prompt_column)
 
 

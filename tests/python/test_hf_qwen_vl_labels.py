@@ -100,6 +100,34 @@ def test_manifest_records_the_pad_id_and_settings(setup):
     assert {c[0]: c[1] for c in info["columns"]}["input_ids"] == "list<int64>"
 
 
+def test_the_processor_generation_is_recorded(setup, tmp_path):
+    """preprocess stores the pages of the processor's generation: 4.x Qwen2VLImageProcessor
+    (4, pil), 5.x Qwen2VLImageProcessorPil (5, pil), 5.x Qwen2VLImageProcessor (5, torchvision,
+    what AutoProcessor gives); docfeed.hf picks the same for its loader."""
+    import docfeed.hf
+
+    source, proc, out = setup
+    major = qwen_tiny.transformers_major()
+    stored = json.loads((out / "docfeed.json").read_text())["preprocess"]
+    assert (stored["hf_version"], stored["backend"]) == (major, "pil")
+    assert docfeed.hf.qwen_generation(proc)[:2] == (major, "pil")
+    if major < 5:
+        return
+    from transformers import Qwen2VLImageProcessor
+
+    proc = qwen_tiny.processor(list(source["text"]) + QUESTIONS)  # the fixture's stays as it is
+    proc.image_processor = Qwen2VLImageProcessor(min_pixels=qwen_tiny.MIN_PIXELS,
+                                                 max_pixels=qwen_tiny.MAX_PIXELS)
+    docfeed.pack(source.select(range(2)), tmp_path / "tv", processor=proc, prompt="",
+                 text_column="text", preprocess="qwen2.5-vl")
+    stored = json.loads((tmp_path / "tv" / "docfeed.json").read_text())["preprocess"]
+    assert (stored["hf_version"], stored["backend"]) == (5, "torchvision")
+    assert docfeed.hf.qwen_generation(proc)[:2] == (5, "torchvision")
+    ds = docfeed.hf.DocfeedDataset(tmp_path / "tv", preset="qwen2.5-vl")
+    batch = next(iter(ds.loader(processor=proc, batch_size=2, seed=0)))
+    assert tuple(batch["input_ids"].shape)[0] == 2
+
+
 def test_fixed_prompt_and_original_pages(tmp_path):
     """prompt= for every row, pages stored as they are (no preprocess): the same ids."""
     source = source_dataset(4).remove_columns(["question"])
