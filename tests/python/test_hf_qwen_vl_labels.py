@@ -140,6 +140,24 @@ def test_fixed_prompt_and_original_pages(tmp_path):
         assert rows[i]["input_ids"] == want_ids
 
 
+def test_parts_merge_into_the_whole_pack(setup, tmp_path):
+    """A split pack (part=(I, N)) with processor=: every part records the chat_labels of the whole
+    listing, so docfeed.merge joins them into what one pack gives."""
+    source, proc, out = setup
+    args = dict(processor=proc, prompt_column="question", text_column="text",
+                preprocess="qwen2.5-vl")
+    parts = [tmp_path / f"part{i}" for i in range(2)]
+    for i, part in enumerate(parts):
+        docfeed.pack(source, part, part=(i, 2), **args)
+    docfeed.merge(parts, tmp_path / "merged")
+    whole = datasets.load_from_disk(str(out))
+    merged = datasets.load_from_disk(str(tmp_path / "merged"))
+    for name in ("input_ids", "attention_mask", "labels"):
+        assert merged[name] == whole[name]
+    assert (json.loads(_docfeed.dataset_info(str(tmp_path / "merged"))["chat_labels"]) ==
+            json.loads(_docfeed.dataset_info(str(out))["chat_labels"]))
+
+
 def test_loader_pads_each_batch_to_its_longest_row(setup):
     source, proc, out = setup
     rows = datasets.load_from_disk(str(out))
