@@ -53,6 +53,7 @@ struct DatasetInfo {
   std::optional<std::array<double, 3>> image_mean;
   std::optional<std::array<double, 3>> image_std;
   std::string original_column;      // the column of the kept source files (pack --keep-original)
+  std::string chat_labels;          // the manifest's chat_labels JSON object text, or ""
   uint64_t rejected = 0;            // samples rejected at pack time
   uint64_t source_bytes = 0;        // the source images' bytes at pack time
   uint64_t stored_image_bytes = 0;  // the stored images' bytes

@@ -178,6 +178,13 @@ enum class BadSamplePolicy { kError, kSkip };
 
 enum class RangePrefetch { kAuto, kOn, kOff };
 
+// A list<int64> column batched beside the pixels, each row padded with `pad` (a chat dataset's
+// input_ids with the tokenizer's pad id, attention_mask with 0, labels with -100).
+struct TokenColumn {
+  std::string name;
+  int64_t pad = 0;
+};
+
 struct LoaderOptions {
   std::string path;  // a docfeed dataset directory, or its URL (s3://, http(s)://)
   // Opens and reads the dataset's files; null: EnvForPath(path) (docfeed/remote.h), the remote
@@ -216,6 +223,13 @@ struct LoaderOptions {
   // naming the sample.
   std::string label_column;
   uint32_t label_length = 0;
+  // Token columns (docfeed.pack(processor=...)'s input_ids, attention_mask and labels), batched
+  // as Batch::tokens(k): each must be list<int64>; each row is copied whole (trailing -100s
+  // included) and padded with its column's `pad` to the batch's longest row over all token
+  // columns. token_capacity (> 0 with token columns) is the longest row a sample may have; a
+  // longer row is an error naming the sample. Independent of the label column above.
+  std::vector<TokenColumn> token_columns;
+  uint32_t token_capacity = 0;
   BadSamplePolicy on_error = BadSamplePolicy::kError;
   // With kSkip: how many replaced samples (LoaderStats::bad_samples) the loader tolerates in
   // its lifetime; Next() fails with ResourceExhausted on the batch that exceeds it.
@@ -260,6 +274,11 @@ class Batch {
   // size x label_length() int64, -100 padded; label_length() is 0 without a label column.
   const int64_t* labels() const { return labels_; }
   uint32_t label_length() const { return label_length_; }
+  // Token column k (LoaderOptions::token_columns' order, k < num_token_columns()): size x
+  // token_length() int64, each row padded with the column's pad value.
+  const int64_t* tokens(size_t k) const { return tokens_ + k * token_block_; }
+  size_t num_token_columns() const { return num_token_columns_; }
+  uint32_t token_length() const { return token_length_; }
   const int64_t* sample_ids() const { return sample_ids_; }        // size
   const int32_t* pad_offsets() const { return pad_offsets_; }      // size x (top, left)
   const int32_t* content_sizes() const { return content_sizes_; }  // size x (height, width)
@@ -280,6 +299,10 @@ class Batch {
   size_t pixel_bytes_ = 0;
   const int64_t* labels_ = nullptr;
   uint32_t label_length_ = 0;
+  const int64_t* tokens_ = nullptr;
+  size_t token_block_ = 0;  // elements between two token columns' blocks
+  size_t num_token_columns_ = 0;
+  uint32_t token_length_ = 0;
   const int64_t* sample_ids_ = nullptr;
   const int32_t* pad_offsets_ = nullptr;
   const int32_t* content_sizes_ = nullptr;

@@ -176,6 +176,10 @@ struct PackOptions {
   // is written and PackSummary::already_complete is set.
   uint32_t part_index = 0;
   uint32_t part_count = 0;
+  // The manifest's chat_labels record (docs/format.md section 9), a JSON object text: set by
+  // docfeed.pack(processor=...), which computes the input_ids / attention_mask / labels columns
+  // of the rows it lists; "" for none. Must be a JSON object.
+  std::string chat_labels;
   // Every file the pack reads or writes goes through this Env (Env::Default() when null); not
   // owned, must outlive the call.
   Env* env = nullptr;

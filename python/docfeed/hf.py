@@ -110,15 +110,56 @@ def processor_generation(processor: Any = None) -> Tuple[int, str, str]:
     return 4, "pil", f"transformers {version} is installed"
 
 
+_QWEN_PRESETS = ("qwen2-vl", "qwen2.5-vl")
+_QWEN_SETTINGS = ("min_pixels", "max_pixels", "patch_size", "merge_size", "temporal_patch_size")
+
+
+def qwen_generation(processor: Any = None) -> Tuple[int, str, str]:
+    """(hf_version, backend, reason): the Qwen2VLImageProcessor docfeed's Qwen presets should
+    reproduce: the processor's (4.x Qwen2VLImageProcessor: 4, pil; 5.x Qwen2VLImageProcessorPil:
+    5, pil; 5.x Qwen2VLImageProcessor: 5, torchvision), else what the installed transformers'
+    AutoImageProcessor gives (4.x: pil; 5.x: torchvision when installed, else pil). 4.x's
+    Qwen2VLImageProcessorFast is not reproduced: a warning names it and 4 / pil is used."""
+    from docfeed import chat_labels
+
+    version = transformers.__version__
+    image_processor = getattr(processor, "image_processor", processor)
+    name = type(image_processor).__name__ if image_processor is not None else ""
+    if name.startswith("Qwen2VLImageProcessor") or name.startswith("Qwen2_5_VLImageProcessor"):
+        if _transformers_major() < 5 and name != "Qwen2VLImageProcessor":
+            logger.warning("docfeed: the processor's %s (transformers %s) is not reproduced; "
+                           "docfeed gives Qwen2VLImageProcessor's pixels", name, version)
+        hf_version, backend = chat_labels.processor_generation(image_processor)
+        return hf_version, backend, f"the processor is {name} (transformers {version})"
+    if _transformers_major() >= 5:
+        backend = "torchvision" if _torchvision_installed() else "pil"
+        return 5, backend, f"transformers {version} is installed ({backend} backend)"
+    return 4, "pil", f"transformers {version} is installed"
+
+
 class DocfeedDataset:
     """A docfeed dataset and the docfeed.Loader options a Trainer should use with it. batch
-    size, seed, drop_last, rank/world size and device come from the Trainer unless given here."""
+    size, seed, drop_last, rank/world size and device come from the Trainer unless given here.
 
-    def __init__(self, path: "str | os.PathLike[str]", image_size: Tuple[int, int], *,
+    image_size: the Donut / Nougat pixel_values size (required for them). preset="qwen2-vl" or
+    "qwen2.5-vl" (a dataset packed with docfeed.pack(processor=...)): batches hold
+    pixel_values, image_grid_thw, input_ids, attention_mask and labels, the keyword arguments a
+    Qwen2VLForConditionalGeneration / Qwen2_5_VLForConditionalGeneration takes; min_pixels,
+    max_pixels, patch_size, merge_size and temporal_patch_size default to the Trainer's
+    processing_class' image processor (else the preset's defaults), hf_version and backend to
+    its generation (qwen_generation); the batches stay on the CPU (the Trainer moves them)."""
+
+    def __init__(self, path: "str | os.PathLike[str]",
+                 image_size: Optional[Tuple[int, int]] = None, *,
                  hf_version: Optional[int] = None, backend: Optional[str] = None,
-                 elastic: Optional[str] = None, **loader_options: Any) -> None:
+                 elastic: Optional[str] = None, preset: str = "donut",
+                 **loader_options: Any) -> None:
         self.path = os.fspath(path)
-        self.image_size = tuple(image_size)
+        self.preset = preset
+        if image_size is None and preset not in _QWEN_PRESETS:
+            raise docfeed.InvalidArgumentError(
+                f"image_size (height, width) is required with preset={preset!r}")
+        self.image_size = None if image_size is None else tuple(image_size)
         self.hf_version = hf_version
         self.backend = backend
         # What a resume from a checkpoint of another world size must keep (the `elastic` of
@@ -168,11 +209,41 @@ class DocfeedDataset:
     def loader(self, processor: Any = None, **defaults: Any) -> docfeed.Loader:
         options = dict(defaults)
         options.update(self.loader_options)
+        if self.preset in _QWEN_PRESETS:
+            return self._qwen_loader(processor, options)
         hf_version, backend, reason = self.choose_generation(processor)
         self.generation = (hf_version, backend, reason)
         logger.info("docfeed: %s gives the pixels of transformers %d.x DonutImageProcessor "
                     "(%s backend): %s", self.path, hf_version, backend, reason)
+        if self.preset != "donut":
+            options["preset"] = self.preset
         return docfeed.Loader(self.path, image_size=self.image_size, hf_version=hf_version,
+                              backend=backend, **options)
+
+
+    def _qwen_loader(self, processor: Any, options: Dict[str, Any]) -> docfeed.Loader:
+        """A Qwen preset's loader: the processor's smart_resize settings unless given, the
+        installed generation unless hf_version is given; CPU batches (the preset has no GPU
+        stage; Trainer's _prepare_inputs moves them)."""
+        hf_version, backend, reason = qwen_generation(processor)
+        if self.hf_version is not None:
+            hf_version, backend, reason = self.hf_version, "pil", "given to DocfeedDataset"
+        if self.backend is not None:
+            backend = self.backend
+        self.generation = (hf_version, backend, reason)
+        image_processor = getattr(processor, "image_processor", None)
+        if image_processor is not None:
+            from docfeed import chat_labels
+
+            found = chat_labels.processor_settings(processor, {})
+            found["temporal_patch_size"] = getattr(image_processor, "temporal_patch_size", 2)
+            for name in _QWEN_SETTINGS:
+                options.setdefault(name, int(found[name]))
+        options["device"] = None
+        options.pop("pad", None)  # the eval loader's centred padding: no padding here
+        logger.info("docfeed: %s gives the pixels of transformers %d.x Qwen2VLImageProcessor "
+                    "(%s backend): %s", self.path, hf_version, backend, reason)
+        return docfeed.Loader(self.path, preset=self.preset, hf_version=hf_version,
                               backend=backend, **options)
 
 

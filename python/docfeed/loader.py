@@ -128,7 +128,9 @@ class Batch(dict):
     loader state_dict() that continues after this batch). With preset="idefics3" also rows and
     cols, (B, 1) int64: what Idefics3ImageProcessor returns with return_row_col_info=True
     (`batch.rows.tolist()` is its nested list), which its processor's text side needs to insert
-    the image tokens.
+    the image tokens. With a Qwen preset and a dataset packed with processor=: input_ids,
+    attention_mask and labels (B, L) int64, L the batch's longest row (see Loader's
+    label_column).
 
     A plain dict for everything else (Trainer's input preparation keeps only the items).
     """
@@ -174,7 +176,11 @@ class Loader:
       label_column: None or "" (default): the dataset's label column when it holds token ids
         (packed with a tokenizer), else no labels; a name picks a list<int64> column (strict);
         "-" for none. label_length: pad labels to this length with -100 (0: the batch's longest
-        row).
+        row). With a Qwen preset and a dataset packed with docfeed.pack(processor=...) (chat
+        template token columns), label_column None gives input_ids, attention_mask and labels
+        instead, each row padded to the batch's longest: input_ids with the tokenizer's pad id
+        recorded at pack time, attention_mask with 0, labels with -100 (label_length does not
+        apply); "-" gives none of them.
       layout: "chw" (pixel_values) or "hwc".
       preset: "donut" (default), "nougat" (below) or "qwen2-vl" / "qwen2.5-vl"
         (Qwen2VLImageProcessor, the same for both). With a Qwen preset a batch holds pixel_values as the processor returns them,
@@ -316,6 +322,7 @@ class Loader:
             prefetch_bytes=_int("prefetch_bytes", prefetch_bytes),
             prefetch_requests=_int("prefetch_requests", prefetch_requests), **qwen_args,
             **idefics3_args, **pix2struct_args)
+        self._token_names = self._chat_token_columns(label_column)
         self._max_patches = pix2struct_args["max_patches"]
         self._closed = False
         self._pid = os.getpid()
@@ -336,6 +343,25 @@ class Loader:
         self._restored_shape = (0, 0)
         self._epoch_done = False
         self._restored = False
+
+    def _chat_token_columns(self, label_column: Optional[str]) -> List[str]:
+        """With a Qwen preset, a dataset packed with processor= (its manifest's chat_labels) and
+        label_column None: input_ids, attention_mask and labels are batched as token columns
+        (padded with the recorded pad id, 0 and -100 to the batch's longest row) instead of the
+        label column. Returns their names ([] otherwise); sets the C++ loader's arguments."""
+        import json
+
+        if not self._patched or label_column is not None:
+            return []
+        text = _docfeed.dataset_info(self._core_args["path"]).get("chat_labels", "")
+        if not text:
+            return []
+        chat = json.loads(text)
+        pads = {"input_ids": int(chat["pad_token_id"]), "attention_mask": 0, "labels": -100}
+        names = list(chat.get("columns", pads))
+        self._core_args.update(label_column="-", token_capacity=int(chat["longest"]),
+                               token_columns=[(name, pads[name]) for name in names])
+        return names
 
     # ---- the C++ loader, per process ----
     @property
@@ -542,6 +568,8 @@ class Loader:
             labels = raw.labels()
         if labels is not None:
             out["labels"] = labels
+        for k, name in enumerate(self._token_names):
+            out[name] = raw.tokens(k)
         # Copies (a few bytes), so only pixel_values and labels keep the pool buffer.
         out.sample_ids = raw.sample_ids().clone()
         out.pad_offsets = raw.pad_offsets().clone()

@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Sequence as _Sequence
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from docfeed.errors import InvalidArgumentError
+from docfeed.errors import DataError, InvalidArgumentError
 
 # Rows handed to C++ per fetch: enough to keep the encode workers busy, few enough to bound
 # the memory of fetched-but-not-yet-encoded images.
@@ -106,6 +106,11 @@ class _ArrowImages:
         for (paths,) in self._fields(1024, "path"):
             yield from (_suffix_of(p) for p in paths)
 
+    def cells(self) -> Iterator[Union[bytes, str]]:
+        """Every row's stored bytes (or what is wrong with the cell), in order."""
+        for paths, data in self._fields(_FETCH_ROWS, "path", "bytes"):
+            yield from (_cell_or_error({"bytes": b, "path": p}) for p, b in zip(paths, data))
+
     def fetcher(self, first: int = 0) -> Callable[[], List[Union[bytes, str]]]:
         fields = self._fields(_FETCH_ROWS, "bytes", "path", first=first)
 
@@ -128,6 +133,11 @@ class _RowImages:
     def suffixes(self) -> Iterator[str]:
         for row in self.rows:
             yield _image_suffix(row[self.column])
+
+    def cells(self) -> Iterator[Union[bytes, str]]:
+        """Every row's stored bytes (or what is wrong with the cell), in order."""
+        for row in self.rows:
+            yield _cell_or_error(row[self.column])
 
     def fetcher(self, first: int = 0) -> Callable[[], List[Union[bytes, str]]]:
         it = iter(self.rows)
@@ -176,12 +186,30 @@ def _part_first(part: Optional[Tuple[int, int]], rows: int) -> int:
     return index * rows // count
 
 
+def _page_sizes(cells: Iterable[Union[bytes, str]]) -> Iterator[Tuple[int, int]]:
+    """(height, width) of each row's page as the preset sees it (after EXIF orientation), from
+    the image headers; DataError naming the row for a cell that is not a readable image."""
+    from docfeed import chat_labels
+
+    for i, cell in enumerate(cells):
+        if isinstance(cell, str):
+            raise DataError(f"row {i}: image: {cell}")
+        try:
+            yield chat_labels.page_size(cell)
+        except Exception as e:  # noqa: BLE001 - Pillow raises many types for a bad header
+            raise DataError(f"row {i}: image: cannot read its size ({type(e).__name__}: {e})") \
+                from None
+
+
 def _listing(metadata: Iterable[Dict[str, Any]], suffixes: Iterable[str], image_column: str,
              columns: Optional[Sequence[str]], tokenizer: Any, text_column: str,
-             max_length: int) -> str:
-    """Pass 1: one JSON object per row (file_name + kept scalar columns + labels)."""
+             max_length: int, labeler: Any = None,
+             sizes: Optional[Iterable[Tuple[int, int]]] = None) -> str:
+    """Pass 1: one JSON object per row (file_name + kept scalar columns + labels; with a
+    chat labeler, input_ids, attention_mask and labels from the row's page size)."""
     pad_id = getattr(tokenizer, "pad_token_id", None)
     lines = []
+    page_sizes = iter(sizes) if sizes is not None else None
     for i, (row, suffix) in enumerate(zip(metadata, suffixes)):
         record: Dict[str, Any] = {"file_name": f"images/{i:08d}{suffix if suffix != '.img' else ''}"}
         for key, value in row.items():
@@ -193,6 +221,13 @@ def _listing(metadata: Iterable[Dict[str, Any]], suffixes: Iterable[str], image_
             ids = tokenizer(row[text_column], add_special_tokens=False, max_length=max_length,
                             padding="max_length", truncation=True)["input_ids"]
             record["labels"] = [-100 if t == pad_id else int(t) for t in ids]
+        if labeler is not None:
+            for name in ("input_ids", "attention_mask", "labels"):
+                if name in row:
+                    raise InvalidArgumentError(
+                        f"row {i}: the dataset has a column {name!r}, which processor= computes "
+                        "(remove or rename it)")
+            record.update(labeler.columns(row, next(page_sizes), f"row {i}"))
         lines.append(json.dumps(record, ensure_ascii=False))
     return "\n".join(lines) + "\n"
 
@@ -246,7 +281,8 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
          pages: Union[str, int] = "auto", validate: str = "auto",
          min_pixels: Optional[int] = None, max_pixels: Optional[int] = None,
          patch_size: Optional[int] = None, merge_size: Optional[int] = None,
-         part: Optional[Tuple[int, int]] = None,
+         part: Optional[Tuple[int, int]] = None, processor: Any = None,
+         prompt: Optional[str] = None, prompt_column: Optional[str] = None,
          _summary_out: Optional[Dict[str, Any]] = None) -> str:
     """Packs `dataset` (a datasets.Dataset, or any sequence of dict rows) into `output`.
 
@@ -268,6 +304,24 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
     tokenizer: optional Hugging Face tokenizer; with it, `labels` (list<int64>) is added from
       `text_column`, padded/truncated to `max_length` with -100 in place of padding.
     columns: the other columns to keep (default: every column with str/int/float/bool values).
+    processor, prompt, prompt_column: chat-template token columns for Qwen2-VL / Qwen2.5-VL
+      fine-tuning (docfeed/chat_labels.py). `processor` is the user's Hugging Face processor (a
+      Qwen2VLProcessor / Qwen2_5_VLProcessor, or anything with .tokenizer, .image_processor
+      and apply_chat_template); each row becomes the conversation [user: the page, then the
+      prompt (`prompt`, the same for every row, or the row's `prompt_column`; "" for none)],
+      [assistant: the row's `text_column`], and three list<int64> columns are added:
+      input_ids (the processor's: the page's image placeholder repeated grid_h * grid_w /
+      merge_size**2 times for the grid of smart_resize with min_pixels, max_pixels,
+      patch_size and merge_size, taken from processor.image_processor unless given here),
+      attention_mask (all 1) and labels (-100 except on the answer and its end-of-turn token).
+      The tokenizer's pad id is recorded in the manifest (`chat_labels`), and
+      docfeed.Loader(preset="qwen2.5-vl") batches the three columns padded to the batch's
+      longest row. preprocess must be None or "qwen2-vl" / "qwen2.5-vl" (the same smart_resize
+      settings are then used for the stored pages); not with tokenizer=, nor for a path (the
+      rows are read in memory). A row without the text (or prompt) column, or whose text is
+      not a string, raises InvalidArgumentError naming the row and the column; an image whose
+      size cannot be read, DataError naming the row. max_length does not apply (a conversation
+      is never truncated: that would cut the image tokens).
     codec: keep (default: the stored bytes), png, webp (lossless) or jpeg (at jpeg_quality).
     validate: how codec="keep" checks each image (`docfeed pack --validate`): "full" decodes
       it; "structure" checks the JPEG/PNG container and checksums without decoding (faster;
@@ -278,7 +332,8 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       deterministic stages (`docfeed pack --preprocess donut --size HxW`); keep_original also
       stores the source file. preprocess="qwen2-vl" or "qwen2.5-vl" with min_pixels,
       max_pixels, patch_size, merge_size (default: the processor's 3136, 12845056, 14, 2) stores
-      Qwen2VLImageProcessor's smart_resize'd pages instead. hf_version (4 or 5, default 4) and backend ("pil", default, or
+      Qwen2VLImageProcessor's smart_resize'd pages instead. hf_version (4 or 5, default 4;
+      with processor=, its image processor's generation and backend) and backend ("pil", default, or
       "torchvision" with 5): the DonutImageProcessor generation to reproduce (`--hf-version`,
       `--backend`), recorded in the manifest. compression: none, zstd or lz4_frame (default: none, lz4_frame
       with preprocess). threads: encoding threads (0: all cores); max_file_mb: data file size.
@@ -318,7 +373,13 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
         options["codec"] = options["codec"] or "keep"
 
     dpi, pages = _document_options(dpi, pages)
+    labeler = _chat_labeler(processor, tokenizer, options, text_column, prompt, prompt_column,
+                            backend_given=backend is not None)
     if isinstance(dataset, (str, os.PathLike)):
+        if labeler is not None:
+            raise InvalidArgumentError(
+                "processor= applies to in-memory rows (a datasets.Dataset or a sequence of dict "
+                "rows); load the dataset first")
         if tokenizer is not None or columns is not None or image_column != "image":
             raise InvalidArgumentError(
                 "tokenizer, columns and image_column apply to in-memory rows; a path is packed "
@@ -352,13 +413,47 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
         images = _RowImages(rows, image_column)
         metadata = rows
     listing = _listing(metadata, images.suffixes(), image_column, columns, tokenizer,
-                       text_column, max_length)
+                       text_column, max_length, labeler,
+                       None if labeler is None else _page_sizes(images.cells()))
     first = _part_first(options["part"], listing.count("\n"))
-    summary = _docfeed.pack_rows(output, listing, images.fetcher(first), **options)
+    summary = _docfeed.pack_rows(output, listing, images.fetcher(first),
+                                 chat_labels="" if labeler is None else labeler.metadata(),
+                                 **options)
     _warn_about_decode_warnings(summary)
     if _summary_out is not None:
         _summary_out.update(summary)
     return output
+
+
+def _chat_labeler(processor: Any, tokenizer: Any, options: Dict[str, Any], text_column: str,
+                  prompt: Optional[str], prompt_column: Optional[str],
+                  backend_given: bool) -> Any:
+    """The ChatLabeler for processor= (None without it), with the smart_resize settings, and
+    with preprocess the generation (hf_version, backend), filled into `options` from the
+    processor's image processor where not given."""
+    if processor is None:
+        if prompt is not None or prompt_column is not None:
+            raise InvalidArgumentError("prompt and prompt_column apply with processor=")
+        return None
+    from docfeed import chat_labels
+
+    if tokenizer is not None:
+        raise InvalidArgumentError("give tokenizer= (Donut labels) or processor= (chat-template "
+                                   "token columns), not both")
+    if options["preprocess"] not in ("", "qwen2-vl", "qwen2.5-vl"):
+        raise InvalidArgumentError(
+            f"processor= computes Qwen2-VL image tokens; preprocess={options['preprocess']!r} "
+            "stores other pages (use preprocess='qwen2.5-vl' or none)")
+    names = ("min_pixels", "max_pixels", "patch_size", "merge_size")
+    settings = chat_labels.processor_settings(processor, {n: options[n] for n in names})
+    if options["preprocess"]:
+        options.update(settings)
+        version, backend = chat_labels.processor_generation(processor)
+        if options["hf_version"] is None:
+            options["hf_version"] = version
+            if not backend_given:
+                options["backend"] = backend
+    return chat_labels.ChatLabeler(processor, settings, text_column, prompt, prompt_column)
 
 
 def _document_options(dpi: Any, pages: Any) -> Tuple[int, str]:

@@ -25,6 +25,7 @@
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -584,32 +585,35 @@ nb::dict DatasetInfoDict(const std::string& path) {
     d["preprocess"] = nb::none();
   }
   d["original_column"] = info.original_column;
+  d["chat_labels"] = info.chat_labels;  // JSON object text, "" when absent
   return d;
 }
 
 // Loader.__init__: typed keyword arguments -> MakeOptions -> Loader::Create (GIL released).
-void InitLoader(PyLoader* self, const std::string& path, nb::int_ height, nb::int_ width,
-                bool align_long_axis, nb::int_ hf_version, const std::string& backend,
-                nb::int_ batch_size, bool shuffle, nb::int_ seed, const std::string& pad,
-                const std::string& dtype, const std::string& layout, nb::int_ rank,
-                nb::int_ world_size, const std::string& remainder, nb::int_ num_threads,
-                nb::int_ prefetch, nb::int_ max_held, const std::string& label_column,
-                nb::int_ label_length, const std::string& on_error, nb::int_ max_bad_samples,
-                std::optional<std::array<double, 3>> image_mean,
-                std::optional<std::array<double, 3>> image_std, nb::object allocator,
-                const std::string& preset, nb::int_ min_pixels, nb::int_ max_pixels,
-                nb::int_ patch_size, nb::int_ temporal_patch_size, nb::int_ merge_size,
-                nb::int_ longest_edge, nb::int_ max_image_size, bool do_image_splitting,
-                nb::int_ max_patches, nb::int_ patch_height, nb::int_ patch_width,
-                const std::string& range_prefetch, nb::int_ prefetch_bytes,
-                nb::int_ prefetch_requests) {
-  const LoaderOptions opt = MakeOptions(
+void InitLoader(
+    PyLoader* self, const std::string& path, nb::int_ height, nb::int_ width, bool align_long_axis,
+    nb::int_ hf_version, const std::string& backend, nb::int_ batch_size, bool shuffle,
+    nb::int_ seed, const std::string& pad, const std::string& dtype, const std::string& layout,
+    nb::int_ rank, nb::int_ world_size, const std::string& remainder, nb::int_ num_threads,
+    nb::int_ prefetch, nb::int_ max_held, const std::string& label_column, nb::int_ label_length,
+    const std::string& on_error, nb::int_ max_bad_samples,
+    std::optional<std::array<double, 3>> image_mean, std::optional<std::array<double, 3>> image_std,
+    nb::object allocator, const std::string& preset, nb::int_ min_pixels, nb::int_ max_pixels,
+    nb::int_ patch_size, nb::int_ temporal_patch_size, nb::int_ merge_size, nb::int_ longest_edge,
+    nb::int_ max_image_size, bool do_image_splitting, nb::int_ max_patches, nb::int_ patch_height,
+    nb::int_ patch_width, const std::string& range_prefetch, nb::int_ prefetch_bytes,
+    nb::int_ prefetch_requests, const std::vector<std::pair<std::string, int64_t>>& token_columns,
+    nb::int_ token_capacity) {
+  LoaderOptions opt = MakeOptions(
       path, height, width, align_long_axis, hf_version, backend, batch_size, shuffle, seed, pad,
       dtype, layout, rank, world_size, remainder, num_threads, prefetch, max_held, label_column,
       label_length, on_error, max_bad_samples, image_mean, image_std, allocator, preset, min_pixels,
       max_pixels, patch_size, temporal_patch_size, merge_size, longest_edge, max_image_size,
       do_image_splitting, max_patches, patch_height, patch_width, range_prefetch, prefetch_bytes,
       prefetch_requests);
+  for (const auto& [name, pad_value] : token_columns)
+    opt.token_columns.push_back({name, pad_value});
+  opt.token_capacity = ToInt<uint32_t>("token_capacity", token_capacity);
   Result<std::unique_ptr<Loader>> created = [&] {
     nb::gil_scoped_release nogil;
     return Loader::Create(opt);
@@ -881,12 +885,13 @@ nb::dict PackRows(const std::string& output, const std::string& rows, nb::object
                   bool align_long_axis, nb::object hf_version, const std::string& backend,
                   bool keep_original, nb::int_ max_file_mb, const std::string& validate,
                   nb::object min_pixels, nb::object max_pixels, nb::object patch_size,
-                  nb::object merge_size, nb::object part) {
+                  nb::object merge_size, nb::object part, const std::string& chat_labels) {
   PackOptions options = MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad,
                                         strict, compression, preprocess, size, align_long_axis,
                                         hf_version, backend, keep_original, max_file_mb, validate,
                                         min_pixels, max_pixels, patch_size, merge_size);
   SetPart(part, &options);
+  options.chat_labels = chat_labels;
   PyRowSource source(CountRows(rows), std::move(fetch));
   Result<PackSummary> packed = [&] {
     nb::gil_scoped_release nogil;
@@ -1019,6 +1024,14 @@ NB_MODULE(_docfeed, m) {
              if (b.batch->label_length() == 0) return nb::none();
              return View(b, b.batch->labels(), {b.batch->size(), b.batch->label_length()});
            })
+      .def(
+          "tokens",
+          [](const PyBatch& b, size_t k) -> nb::object {
+            b.RequireValid();
+            if (k >= b.batch->num_token_columns()) return nb::none();
+            return View(b, b.batch->tokens(k), {b.batch->size(), b.batch->token_length()});
+          },
+          "k"_a, "Token column k (the loader's token_columns order), size x token_length.")
       .def("sample_ids",
            [](const PyBatch& b) {
              b.RequireValid();
@@ -1068,6 +1081,8 @@ NB_MODULE(_docfeed, m) {
            "patch_width"_a = kDefaults.preset.pix2struct.patch_width, "range_prefetch"_a = "auto",
            "prefetch_bytes"_a = kDefaults.prefetch_bytes,
            "prefetch_requests"_a = kDefaults.prefetch_requests,
+           "token_columns"_a = std::vector<std::pair<std::string, int64_t>>(),
+           "token_capacity"_a = 0,
            "Opens `path` and starts epoch 0. Integers out of range, unknown names and bad "
            "combinations raise docfeed.InvalidArgumentError (a ValueError) naming the "
            "parameter.")
@@ -1148,6 +1163,7 @@ NB_MODULE(_docfeed, m) {
         "backend"_a = "pil", "keep_original"_a = false, "max_file_mb"_a = 500,
         "validate"_a = "auto", "min_pixels"_a = nb::none(), "max_pixels"_a = nb::none(),
         "patch_size"_a = nb::none(), "merge_size"_a = nb::none(), "part"_a = nb::none(),
+        "chat_labels"_a = "",
         "Packs rows into `output` (docfeed.pack's engine): `rows` is one JSON object per line "
         "(file_name and the other columns, as metadata.jsonl), `fetch()` returns the next "
         "rows' images. The GIL is released while encoding and writing. Returns the summary.");

@@ -35,6 +35,7 @@ DatasetInfo InfoFromManifest(const std::string& path, const internal::Manifest& 
     info.image_std = m.normalization->std;
   }
   info.original_column = m.original_column;
+  info.chat_labels = m.chat_labels;
   info.rejected = m.rejected;
   info.source_bytes = m.source_bytes;
   info.stored_image_bytes = m.stored_image_bytes;

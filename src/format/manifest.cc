@@ -325,6 +325,11 @@ Result<Manifest> ManifestFromJson(const Json& j) {
   if (j.contains("original_column")) {
     m.original_column = j.at("original_column").get<std::string>();
   }
+  if (j.contains("chat_labels")) {
+    const Json& chat = j.at("chat_labels");
+    if (!chat.is_object()) return CorruptionError("chat_labels is not a JSON object");
+    m.chat_labels = chat.dump();
+  }
   if (j.contains("pdf")) {
     DOCFEED_ASSIGN_OR_RETURN(m.pdf, PdfFromJson(j.at("pdf")));
   }
@@ -385,6 +390,7 @@ std::string EncodeManifest(const Manifest& m) {
   if (m.preprocess.preprocessed()) j["preprocess"] = PreprocessToJson(m.preprocess);
   if (m.normalization) j["normalization"] = NormalizationToJson(*m.normalization);
   if (!m.original_column.empty()) j["original_column"] = m.original_column;
+  if (!m.chat_labels.empty()) j["chat_labels"] = Json::parse(m.chat_labels);
   if (m.pdf.rendered()) j["pdf"] = PdfToJson(m.pdf);
   if (m.part.is_part()) j["part"] = PartToJson(m.part);
   if (m.merged.merged()) {

@@ -149,6 +149,9 @@ struct Manifest {
   std::optional<NormalizationInfo> normalization;
   // Name of the extra column holding the untouched source bytes (pack --keep-original), or "".
   std::string original_column;
+  // "chat_labels" in docfeed.json, kept as its JSON object text (the token columns' pad id and
+  // the settings they were computed with; docs/format.md section 9); "" = absent.
+  std::string chat_labels;
   PdfRenderInfo pdf;                   // "pdf" in docfeed.json; absent there = no PDF pages
   PartInfo part;                       // "part" in docfeed.json; absent there = a whole pack
   MergeInfo merged;                    // "merged" in docfeed.json; absent there = not a merge

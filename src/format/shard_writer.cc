@@ -148,6 +148,7 @@ class ArrowShardWriter final : public ShardWriter {
     manifest.num_samples = records_.size();
     manifest.columns = options_.columns;
     manifest.label_column = options_.label_column;
+    manifest.chat_labels = options_.chat_labels;
     manifest.compression = options_.compression;
     if (options_.keep_original) manifest.original_column = kOriginalColumn;
     manifest.data_files = files_;

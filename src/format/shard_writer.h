@@ -40,6 +40,8 @@ struct ShardWriterOptions {
   // Files (relative to `directory`, e.g. "tokenizer/added_tokens.json") the caller writes
   // before Finish(); Finish() lists them in the manifest's other_files so verify checks them.
   std::vector<std::string> extra_files;
+  // The manifest's chat_labels (Manifest::chat_labels): a JSON object text, or "".
+  std::string chat_labels;
   // Every file is written and read back through this Env (Env::Default() when null).
   Env* env = nullptr;
 };

@@ -109,6 +109,7 @@ std::string ManifestDifference(const Part& first, const Part& p) {
   if (!(a.preprocess == b.preprocess)) return "preprocess";
   if (a.normalization != b.normalization) return "normalization";
   if (a.original_column != b.original_column) return "original_column";
+  if (a.chat_labels != b.chat_labels) return "chat_labels";
   if (!(a.pdf == b.pdf)) return "pdf";
   for (const FileEntry& f : a.other_files) {
     if (f.name == kDatasetInfoFile || IsShared(f.name)) {

@@ -75,6 +75,7 @@ internal::PackOptions ToInternal(const PackOptions& o) {
   p.documents.pages = o.pages;
   p.part.index = o.part_index;
   p.part.count = o.part_count;
+  p.chat_labels = o.chat_labels;
   p.on_progress = o.on_progress;
   p.env = o.env;
   return p;

@@ -197,6 +197,11 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
     }
   }
   wopts.label_column = PickLabelColumn(wopts.columns);
+  if (!options.chat_labels.empty()) {
+    const Json chat = Json::parse(options.chat_labels, nullptr, /*allow_exceptions=*/false);
+    if (!chat.is_object()) return InvalidArgumentError("chat_labels is not a JSON object");
+    wopts.chat_labels = options.chat_labels;
+  }
   wopts.compression = options.compression;
   wopts.max_file_bytes = options.max_file_bytes;
   wopts.keep_original = options.encode.keep_original;

@@ -47,6 +47,8 @@ struct PackOptions {
   std::string compression = "none";
   uint64_t max_file_bytes = 500'000'000;
   LabelOptions labels;  // with a tokenizer_dir: `labels` and `target_sequence` columns
+  // The manifest's chat_labels record (JSON object text, "" for none): docfeed/pack.h.
+  std::string chat_labels;
   // Pack of an image folder: how its documents (PDF; TIFF with --pages all or 1) become page
   // samples.
   DocumentOptions documents;

@@ -15,14 +15,15 @@ namespace {
 constexpr int64_t kLabelPad = -100;
 }  // namespace
 
-Result<std::unique_ptr<BufferPool>> BufferPool::Create(size_t count, uint32_t batch_size,
-                                                       size_t sample_pixel_bytes,
-                                                       uint32_t label_capacity,
-                                                       BufferAllocator allocator) {
+Result<std::unique_ptr<BufferPool>> BufferPool::Create(
+    size_t count, uint32_t batch_size, size_t sample_pixel_bytes, uint32_t label_capacity,
+    BufferAllocator allocator, size_t token_columns, uint32_t token_capacity) {
   std::unique_ptr<BufferPool> pool(new BufferPool());
   pool->batch_size_ = batch_size;
   pool->sample_pixel_bytes_ = sample_pixel_bytes;
   pool->label_capacity_ = label_capacity;
+  pool->token_columns_ = token_columns;
+  pool->token_capacity_ = token_capacity;
   pool->allocator_ = std::move(allocator);
   pool->buffers_.resize(count);
   const size_t batch_bytes = pool->batch_pixel_bytes();
@@ -42,6 +43,9 @@ Result<std::unique_ptr<BufferPool>> BufferPool::Create(size_t count, uint32_t ba
     b.staged_labels.resize(bs * label_capacity);
     b.label_lengths.resize(bs);
     b.labels.resize(bs * label_capacity);
+    b.staged_tokens.resize(bs * token_columns * token_capacity);
+    b.token_lengths.resize(bs * token_columns);
+    b.tokens.resize(bs * token_columns * token_capacity);
     b.sample_ids.resize(bs);
     b.pad_offsets.resize(2 * bs);
     b.content_sizes.resize(2 * bs);
@@ -70,6 +74,8 @@ SlotView BufferPool::Slot(int index, uint32_t j) {
           &b.content_sizes[2 * slot],
           b.staged_labels.data() + slot * label_capacity_,
           &b.label_lengths[slot],
+          b.staged_tokens.data() + slot * token_columns_ * token_capacity_,
+          b.token_lengths.data() + slot * token_columns_,
           &b.skipped[slot]};
 }
 
@@ -85,6 +91,25 @@ void BufferPool::CompactLabels(int index, uint32_t size, uint32_t fixed_length) 
     int64_t* dst = m.labels.data() + size_t{j} * length;
     std::copy_n(src, m.label_lengths[j], dst);
     std::fill(dst + m.label_lengths[j], dst + length, kLabelPad);
+  }
+}
+
+void BufferPool::CompactTokens(int index, uint32_t size, const std::vector<int64_t>& pads) {
+  DOCFEED_CHECK(pads.size() == token_columns_);
+  Buffer& m = buffer(index);
+  const size_t columns = token_columns_;
+  uint32_t length = 0;
+  for (size_t i = 0; i < size_t{size} * columns; ++i) length = std::max(length, m.token_lengths[i]);
+  m.token_length = length;
+  const size_t block = size_t{batch_size_} * token_capacity_;  // a column's dense block
+  for (size_t k = 0; k < columns; ++k) {
+    for (uint32_t j = 0; j < size; ++j) {
+      const int64_t* src = m.staged_tokens.data() + (j * columns + k) * token_capacity_;
+      int64_t* dst = m.tokens.data() + k * block + size_t{j} * length;
+      const uint32_t n = m.token_lengths[j * columns + k];
+      std::copy_n(src, n, dst);
+      std::fill(dst + n, dst + length, pads[k]);
+    }
   }
 }
 

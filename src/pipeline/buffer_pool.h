@@ -37,6 +37,8 @@ struct SlotView {
   int32_t* content_size = nullptr;  // 2: height, width
   int64_t* labels = nullptr;        // label_capacity entries (staged, unpadded)
   uint32_t* label_length = nullptr;
+  int64_t* tokens = nullptr;          // token column k's row at k * token_capacity (staged)
+  uint32_t* token_lengths = nullptr;  // one per token column
   std::vector<SkippedSample>* skipped = nullptr;  // the samples this slot replaced
 };
 
@@ -48,6 +50,13 @@ class BufferPool {
     std::vector<uint32_t> label_lengths;  // per slot
     std::vector<int64_t> labels;          // the batch's rows compacted to its label length
     uint32_t label_length = 0;
+    // Token columns: per slot, the columns' rows token_capacity apart; per slot and column,
+    // the row's length; compacted, column k's size x token_length block at k * batch_size *
+    // token_capacity.
+    std::vector<int64_t> staged_tokens;
+    std::vector<uint32_t> token_lengths;
+    std::vector<int64_t> tokens;
+    uint32_t token_length = 0;
     std::vector<int64_t> sample_ids;
     std::vector<int32_t> pad_offsets;
     std::vector<int32_t> content_sizes;
@@ -58,10 +67,9 @@ class BufferPool {
   };
 
   // Errors: ResourceExhausted when a pixel buffer cannot be allocated.
-  static Result<std::unique_ptr<BufferPool>> Create(size_t count, uint32_t batch_size,
-                                                    size_t sample_pixel_bytes,
-                                                    uint32_t label_capacity,
-                                                    BufferAllocator allocator);
+  static Result<std::unique_ptr<BufferPool>> Create(
+      size_t count, uint32_t batch_size, size_t sample_pixel_bytes, uint32_t label_capacity,
+      BufferAllocator allocator, size_t token_columns = 0, uint32_t token_capacity = 0);
   ~BufferPool();
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
@@ -77,6 +85,12 @@ class BufferPool {
   // Turns the staged label rows (label_capacity apart) of the first `size` slots into a dense
   // size x L block padded with -100, L being the longest row (fixed_length 0) or fixed_length.
   void CompactLabels(int index, uint32_t size, uint32_t fixed_length);
+  // Turns the staged token rows of the first `size` slots into one dense size x L block per
+  // token column, L being the longest row over all columns and slots, row ends padded with
+  // pads[k]. REQUIRES: pads.size() == token_columns().
+  void CompactTokens(int index, uint32_t size, const std::vector<int64_t>& pads);
+  size_t token_columns() const { return token_columns_; }
+  uint32_t token_capacity() const { return token_capacity_; }
   // Moves the outputs of the first `size` slots (sample_pixel_bytes apart, slot j holding
   // bytes_of(j) bytes) down so that they follow each other from the buffer's start, in slot
   // order, and records the total as the buffer's pixel_bytes.
@@ -89,6 +103,8 @@ class BufferPool {
   uint32_t batch_size_ = 0;
   size_t sample_pixel_bytes_ = 0;
   uint32_t label_capacity_ = 0;
+  size_t token_columns_ = 0;
+  uint32_t token_capacity_ = 0;
   BufferAllocator allocator_;
 };
 

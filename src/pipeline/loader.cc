@@ -147,6 +147,10 @@ Batch& Batch::operator=(Batch&& other) noexcept {
   pixel_bytes_ = other.pixel_bytes_;
   labels_ = other.labels_;
   label_length_ = other.label_length_;
+  tokens_ = other.tokens_;
+  token_block_ = other.token_block_;
+  num_token_columns_ = other.num_token_columns_;
+  token_length_ = other.token_length_;
   sample_ids_ = other.sample_ids_;
   pad_offsets_ = other.pad_offsets_;
   content_sizes_ = other.content_sizes_;
@@ -275,6 +279,8 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
   ro.layout = options.layout;
   ro.label_column = options.label_column;
   ro.label_length = options.label_length;
+  for (const TokenColumn& t : options.token_columns) ro.token_columns.push_back(t.name);
+  ro.token_capacity = options.token_capacity;
   DOCFEED_ASSIGN_OR_RETURN(
       core->reader, SampleReader::Create(std::move(dataset), std::move(preset), ro, &core->stats));
   const size_t buffers =
@@ -282,7 +288,8 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
   DOCFEED_ASSIGN_OR_RETURN(
       core->pool,
       BufferPool::Create(buffers, options.batch_size, core->reader->sample_pixel_bytes(),
-                         core->reader->label_capacity(), options.allocator));
+                         core->reader->label_capacity(), options.allocator,
+                         options.token_columns.size(), options.token_capacity));
   const uint64_t num_samples = core->reader->dataset().size();
   auto make_order = [options, num_samples](
                         uint64_t epoch,
@@ -303,6 +310,8 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
   BufferPool* pool = core->pool.get();
   const bool labels = core->reader->has_labels();
   const uint32_t label_length = options.label_length;
+  std::vector<int64_t> token_pads;
+  for (const TokenColumn& t : options.token_columns) token_pads.push_back(t.pad);
   const internal::Preset* stage = &core->reader->preset();
   const DType dtype = options.dtype;
   LoaderState shape;
@@ -311,8 +320,9 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
   shape.batch_size = options.batch_size;
   core->scheduler = std::make_unique<Scheduler>(
       shape, static_cast<int>(buffers), options.prefetch, make_order,
-      [pool, labels, label_length, stage, dtype](int buffer, uint32_t size) {
+      [pool, labels, label_length, token_pads, stage, dtype](int buffer, uint32_t size) {
         if (labels) pool->CompactLabels(buffer, size, label_length);
+        if (!token_pads.empty()) pool->CompactTokens(buffer, size, token_pads);
         BufferPool::Buffer& m = pool->buffer(buffer);
         if (!stage->variable_size()) {
           m.pixel_bytes = pool->sample_pixel_bytes() * size;
@@ -328,7 +338,7 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
       (options.range_prefetch == RangePrefetch::kAuto && IsRemotePath(options.path));
   if (prefetch) {
     internal::RangePrefetchOptions po;
-    po.with_labels = labels;
+    po.with_labels = core->reader->reads_values();
     po.max_bytes = options.prefetch_bytes;
     po.max_requests = options.prefetch_requests;
     core->retries_at_start = GetRemoteStats().retries;
@@ -419,6 +429,10 @@ Result<Batch> Loader::Next() {
   batch.pixel_bytes_ = m.pixel_bytes;
   batch.labels_ = labels ? m.labels.data() : nullptr;
   batch.label_length_ = labels ? m.label_length : 0;
+  batch.num_token_columns_ = c.pool->token_columns();
+  batch.tokens_ = batch.num_token_columns_ > 0 ? m.tokens.data() : nullptr;
+  batch.token_block_ = size_t{c.options.batch_size} * c.pool->token_capacity();
+  batch.token_length_ = batch.num_token_columns_ > 0 ? m.token_length : 0;
   batch.sample_ids_ = m.sample_ids.data();
   batch.pad_offsets_ = m.pad_offsets.data();
   batch.content_sizes_ = m.content_sizes.data();

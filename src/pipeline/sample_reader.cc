@@ -26,6 +26,7 @@ Result<std::unique_ptr<SampleReader>> SampleReader::Create(std::unique_ptr<Datas
     DOCFEED_RETURN_IF_ERROR(r->preset_->CheckStored(stored, r->dataset_->dir()));
   }
   DOCFEED_RETURN_IF_ERROR(r->SetUpLabels());
+  DOCFEED_RETURN_IF_ERROR(r->SetUpTokenColumns());
   const Preset& p = *r->preset_;
   r->slot_bytes_ = p.SampleBytes(options.dtype);
   if (p.variable_size()) {
@@ -85,6 +86,27 @@ Status SampleReader::SetUpLabels() {
   return Status::Ok();
 }
 
+// Finds the token columns, each of which must be list<int64>.
+Status SampleReader::SetUpTokenColumns() {
+  const Manifest& m = dataset_->manifest();
+  const SampleReaderOptions& o = options_;
+  if (o.token_columns.empty()) return Status::Ok();
+  if (o.token_capacity == 0) return InvalidArgumentError("token_capacity must be > 0");
+  for (const std::string& name : o.token_columns) {
+    size_t i = 0;
+    while (i < m.columns.size() && m.columns[i].name != name) ++i;
+    if (i == m.columns.size()) {
+      return InvalidArgumentError(dataset_->dir() + " has no column \"" + name + "\"");
+    }
+    if (m.columns[i].type != ColumnType::kInt64List) {
+      return InvalidArgumentError(dataset_->dir() + ": token column \"" + name +
+                                  "\" is not a list of int64");
+    }
+    token_columns_.push_back(i);
+  }
+  return Status::Ok();
+}
+
 // The prepared page of sample `id`: the stored one (preprocessed datasets; PPM pages are viewed
 // in place), or the preset's Prepare of the stored original, with the EXIF orientation the
 // packer recorded.
@@ -140,8 +162,8 @@ Status SampleReader::Load(uint64_t id, uint64_t epoch, const SlotView& slot, Wor
   }
   // `sample` views scratch.read's buffers (compressed bodies) until this worker's next read;
   // the fetched bytes are copied there, so they go back to the prefetcher's budget at once.
-  Result<SampleBytes> stored =
-      dataset_->ReadSample(id, has_labels(), &scratch.read, fetched ? &fetched->range() : nullptr);
+  Result<SampleBytes> stored = dataset_->ReadSample(id, reads_values(), &scratch.read,
+                                                    fetched ? &fetched->range() : nullptr);
   fetched.reset();
   if (prefetcher != nullptr && !stored.ok() &&
       (stored.status().code() == StatusCode::kCorruption ||
@@ -179,6 +201,7 @@ Status SampleReader::Load(uint64_t id, uint64_t epoch, const SlotView& slot, Wor
   slot.content_size[0] = placed->height;
   slot.content_size[1] = placed->width;
   if (has_labels()) DOCFEED_RETURN_IF_ERROR(CopyLabels(id, sample.labels, slot));
+  if (!token_columns_.empty()) DOCFEED_RETURN_IF_ERROR(CopyTokens(id, sample.labels, slot));
   stats_->samples.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
 }
@@ -193,7 +216,7 @@ Result<SampleBytes> SampleReader::RereadFromBatch(uint64_t id, WorkerScratch& sc
     read = file.ReadAt(plan.range.offset, bytes);
     if (read.ok() && Hash64(bytes) == plan.xxh3) {
       const FetchedRange fetched{plan.range.file, plan.range.offset, bytes};
-      return dataset_->ReadSample(id, has_labels(), &scratch.read, &fetched);
+      return dataset_->ReadSample(id, reads_values(), &scratch.read, &fetched);
     }
   }
   if (!read.ok()) return read.WithContext(SampleName(id));
@@ -220,6 +243,25 @@ Status SampleReader::CopyLabels(uint64_t id, const std::vector<Value>& values,
   }
   std::copy_n(row->data(), length, slot.labels);
   *slot.label_length = length;
+  return Status::Ok();
+}
+
+Status SampleReader::CopyTokens(uint64_t id, const std::vector<Value>& values,
+                                const SlotView& slot) const {
+  const uint32_t capacity = options_.token_capacity;
+  for (size_t k = 0; k < token_columns_.size(); ++k) {
+    const std::string& name = options_.token_columns[k];
+    const auto* row = std::get_if<std::vector<int64_t>>(&values[token_columns_[k]]);
+    if (row == nullptr)
+      return CorruptionError(SampleName(id) + ": column \"" + name + "\" is null");
+    if (row->size() > capacity) {
+      return InvalidArgumentError(SampleName(id) + ": column \"" + name + "\" has " +
+                                  std::to_string(row->size()) + " tokens, more than the " +
+                                  std::to_string(capacity) + " the buffers hold (token_capacity)");
+    }
+    std::copy(row->begin(), row->end(), slot.tokens + k * capacity);
+    slot.token_lengths[k] = static_cast<uint32_t>(row->size());
+  }
   return Status::Ok();
 }
 

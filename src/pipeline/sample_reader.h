@@ -37,6 +37,10 @@ struct SampleReaderOptions {
   // must be list<int64>.
   std::string label_column;
   uint32_t label_length = 0;  // 0: the longest row of the dataset (from its index)
+  // list<int64> columns copied whole into SlotView::tokens (docfeed/loader.h TokenColumn), each
+  // row at most token_capacity long.
+  std::vector<std::string> token_columns;
+  uint32_t token_capacity = 0;
 };
 
 class SampleReader {
@@ -52,6 +56,8 @@ class SampleReader {
   const Preset& preset() const { return *preset_; }
   bool preprocessed() const { return preprocessed_; }
   bool has_labels() const { return label_column_ >= 0; }
+  // Whether a sample's column values are read (labels or token columns).
+  bool reads_values() const { return has_labels() || !token_columns_.empty(); }
   // The longest label row a slot holds.
   uint32_t label_capacity() const { return label_capacity_; }
   // Bytes of one slot: the preset's output; for a variable-size preset the largest any sample of
@@ -67,6 +73,8 @@ class SampleReader {
  private:
   SampleReader() = default;
   Status SetUpLabels();
+  Status SetUpTokenColumns();
+  Status CopyTokens(uint64_t id, const std::vector<Value>& values, const SlotView& slot) const;
   Result<ImageView> Prepared(uint64_t id, const SampleBytes& sample, WorkerScratch& scratch) const;
   Status CopyLabels(uint64_t id, const std::vector<Value>& values, const SlotView& slot) const;
   std::string SampleName(uint64_t id) const;
@@ -81,6 +89,7 @@ class SampleReader {
   bool preprocessed_ = false;
   int label_column_ = -1;  // index into the manifest's columns; -1: no labels
   uint32_t label_capacity_ = 0;
+  std::vector<size_t> token_columns_;  // indices into the manifest's columns
   size_t slot_bytes_ = 0;
 };
 

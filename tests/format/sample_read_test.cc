@@ -155,6 +155,28 @@ TEST(ManifestPreprocessTest, RoundTripsAndIsAbsentForOriginals) {
   EXPECT_EQ(back->original_column, kOriginalColumn);
 }
 
+// docfeed.pack(processor=...)'s record: absent by default, an object kept as its JSON text, and
+// anything but an object refused.
+TEST(ManifestChatLabelsTest, RoundTripsAndANonObjectIsRefused) {
+  Manifest m;
+  EXPECT_EQ(EncodeManifest(m).find("\"chat_labels\""), std::string::npos);
+  m.chat_labels = R"({"pad_token_id": 1, "longest": 70, "columns": ["input_ids"]})";
+  std::string text = EncodeManifest(m);
+  Result<Manifest> back = DecodeManifest(text, "docfeed.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->chat_labels, R"({"pad_token_id":1,"longest":70,"columns":["input_ids"]})");
+  const std::string object = "\"chat_labels\": {";
+  const size_t at = text.find(object);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, object.size(), "\"chat_labels\": [1], \"x\": {");
+  Reseal(text);
+  back = DecodeManifest(text, "x/docfeed.json");
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(back.status().message().find("chat_labels is not a JSON object"), std::string::npos)
+      << back.status().ToString();
+}
+
 TEST(ManifestPreprocessTest, UnknownPresetAndBadSizeAreRefused) {
   Manifest m;
   m.preprocess = {"pix2struct", 10, 10, false};

@@ -545,6 +545,67 @@ TEST(Loader, LabelsArePaddedToTheBatchMaximumOrAFixedLength) {
   for (const Copied& b : Epoch(*none)) EXPECT_EQ(b.label_length, 0u);
 }
 
+// Token columns (a chat dataset's input_ids / attention_mask / labels): every row copied whole and
+// padded with its column's own value to the batch's longest row, beside the label column.
+TEST(Loader, TokenColumnsArePaddedWithTheirOwnValueToTheBatchMaximum) {
+  LoaderOptions o = Options(Shared().originals);
+  o.shuffle = false;
+  o.token_columns = {{"labels", 7}, {"labels", -1}};  // one column twice: two pads
+  o.token_capacity = 6;
+  auto loader = Make(o);
+  ASSERT_NE(loader, nullptr);
+  int batches = 0;
+  while (true) {
+    Result<Batch> b = loader->Next();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    if (!b->valid()) break;
+    ++batches;
+    ASSERT_EQ(b->num_token_columns(), 2u);
+    uint32_t longest = 0;
+    for (uint32_t j = 0; j < b->size(); ++j) {
+      longest = std::max(longest, static_cast<uint32_t>(b->sample_ids()[j] % 6 + 1));
+    }
+    ASSERT_EQ(b->token_length(), longest);
+    EXPECT_EQ(b->label_length(), longest);  // the label column is batched as before
+    for (size_t k = 0; k < 2; ++k) {
+      const int64_t pad = k == 0 ? 7 : -1;
+      for (uint32_t j = 0; j < b->size(); ++j) {
+        const int64_t id = b->sample_ids()[j];
+        for (uint32_t t = 0; t < longest; ++t) {
+          const int64_t want = t <= static_cast<uint32_t>(id % 6) ? 100 * id + t : pad;
+          ASSERT_EQ(b->tokens(k)[j * longest + t], want)
+              << "column " << k << " sample " << id << " token " << t;
+        }
+      }
+    }
+  }
+  EXPECT_GT(batches, 1);
+
+  o.token_capacity = 3;  // shorter than the longest row: an error naming the sample
+  auto small = Make(o);
+  ASSERT_NE(small, nullptr);
+  Status first_error;
+  while (first_error.ok()) {
+    Result<Batch> b = small->Next();
+    if (!b.ok()) first_error = b.status();
+    if (b.ok() && !b->valid()) break;
+  }
+  ASSERT_FALSE(first_error.ok());
+  EXPECT_NE(first_error.message().find("sample 3: column \"labels\" has 4 tokens"),
+            std::string::npos)
+      << first_error.ToString();
+
+  o.token_columns = {{"input_ids", 0}};
+  Result<std::unique_ptr<Loader>> missing = Loader::Create(o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.status().message().find("no column \"input_ids\""), std::string::npos)
+      << missing.status().ToString();
+  o.token_capacity = 0;
+  o.token_columns = {{"labels", 0}};
+  EXPECT_EQ(Loader::Create(o).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(Loader, RefusesAPreprocessedDatasetOfAnotherSize) {
   LoaderOptions o = Options(Shared().preprocessed);
   o.preset.donut.height = kHeight * 2;
