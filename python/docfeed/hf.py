@@ -220,7 +220,6 @@ class DocfeedDataset:
         return docfeed.Loader(self.path, image_size=self.image_size, hf_version=hf_version,
                               backend=backend, **options)
 
-
     def _qwen_loader(self, processor: Any, options: Dict[str, Any]) -> docfeed.Loader:
         """A Qwen preset's loader: the processor's smart_resize settings unless given, the
         installed generation unless hf_version is given; CPU batches (the preset has no GPU

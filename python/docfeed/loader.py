@@ -216,8 +216,9 @@ class Loader:
         image_mean/image_std are given; hf_version 4 (NougatImageProcessor of 4.x, alpha dropped
         as image.convert("RGB")) or 5 (NougatImageProcessorPil with do_convert_rgb=True,
         transparency onto white), backend "pil" only. pad="center" is the processor's padding;
-        "random" (the default) is docfeed's augmentation, as for Donut. Original images only (a
-        dataset packed with --preprocess is refused).
+        "random" (the default) is docfeed's augmentation, as for Donut. Original images, or a
+        dataset packed with --preprocess nougat at the same image_size, align_long_axis and
+        hf_version (others are refused).
       image_mean, image_std: the normalization of float pixel_values, named and given as in
         DonutImageProcessor (one number or one per R, G, B channel): (v / 255 - mean) / std.
         None (default): what the dataset records (a dataset migrated by `docfeed pack` from

@@ -330,7 +330,10 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       cache, Parquet), "full" for files and other rows, and with strict.
     preprocess="donut", size=(height, width), align_long_axis: store the Donut preset's
       deterministic stages (`docfeed pack --preprocess donut --size HxW`); keep_original also
-      stores the source file. preprocess="qwen2-vl" or "qwen2.5-vl" with min_pixels,
+      stores the source file. preprocess="nougat" (size defaults to the processor's (896, 672);
+      align_long_axis, hf_version 4 or 5, backend "pil" only) stores NougatImageProcessor's
+      cropped and resized pages (`docfeed pack --preprocess nougat`). preprocess="qwen2-vl" or
+      "qwen2.5-vl" with min_pixels,
       max_pixels, patch_size, merge_size (default: the processor's 3136, 12845056, 14, 2) stores
       Qwen2VLImageProcessor's smart_resize'd pages instead. hf_version (4 or 5, default 4;
       with processor=, its image processor's generation and backend) and backend ("pil", default, or

@@ -289,7 +289,12 @@ void PrintTable(const BenchConfig& c, const RunResult& r, double baseline_s) {
   const double mb_s = r.seconds > 0 ? static_cast<double>(s.stored_bytes) / 1e6 /
                                           (r.seconds + r.first_batch_seconds)
                                     : 0;
-  if (c.loader.preset.name != "donut") {
+  if (c.loader.preset.name == "nougat") {
+    const NougatConfig& n = c.loader.preset.nougat;
+    std::printf("%s: %s, %d threads, batch %u, nougat %dx%d, transformers %d.x pil\n",
+                c.loader.path.c_str(), r.preprocessed ? "preprocessed" : "original images",
+                r.threads, c.loader.batch_size, n.height, n.width, n.hf_version);
+  } else if (c.loader.preset.name != "donut") {
     const QwenVLConfig& q = c.loader.preset.qwen_vl;
     std::printf("%s: %s, %d threads, batch %u, %s max_pixels %lld, transformers %d.x %s\n",
                 c.loader.path.c_str(), r.preprocessed ? "preprocessed" : "original images",
