@@ -153,23 +153,22 @@ class ChatLabeler:
                            "end_token_id": self.end_token_id, "longest": self.longest,
                            **self.settings}, sort_keys=True)
 
+    @staticmethod
+    def _text(row: Dict[str, Any], column: str, role: str, where: str) -> str:
+        """row[column], which must be a string; errors name the row, the column and its role."""
+        if column not in row:
+            raise InvalidArgumentError(f"{where}: no column {column!r} ({role})")
+        value = row[column]
+        if not isinstance(value, str):
+            raise InvalidArgumentError(f"{where}: column {column!r} is {type(value).__name__}, "
+                                       "not a string")
+        return value
+
     def _messages(self, row: Dict[str, Any], where: str) -> List[Dict[str, Any]]:
-        if self.text_column not in row:
-            raise InvalidArgumentError(f"{where}: no column {self.text_column!r} (text_column, "
-                                       "the assistant's answer)")
-        answer = row[self.text_column]
-        if not isinstance(answer, str):
-            raise InvalidArgumentError(f"{where}: column {self.text_column!r} is "
-                                       f"{type(answer).__name__}, not a string")
+        answer = self._text(row, self.text_column, "text_column, the assistant's answer", where)
         prompt = self.prompt
         if self.prompt_column is not None:
-            if self.prompt_column not in row:
-                raise InvalidArgumentError(f"{where}: no column {self.prompt_column!r} "
-                                           "(prompt_column)")
-            prompt = row[self.prompt_column]
-            if not isinstance(prompt, str):
-                raise InvalidArgumentError(f"{where}: column {self.prompt_column!r} is "
-                                           f"{type(prompt).__name__}, not a string")
+            prompt = self._text(row, self.prompt_column, "prompt_column", where)
         user: List[Dict[str, Any]] = [{"type": "image"}]
         if prompt:
             user.append({"type": "text", "text": prompt})
