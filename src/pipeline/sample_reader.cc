@@ -49,6 +49,14 @@ std::string SampleReader::SampleName(uint64_t id) const {
   return dataset_->dir() + ": sample " + std::to_string(id);
 }
 
+Result<size_t> SampleReader::FindColumn(const std::string& name) const {
+  const std::vector<ColumnSpec>& columns = dataset_->manifest().columns;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i].name == name) return i;
+  }
+  return InvalidArgumentError(dataset_->dir() + " has no column \"" + name + "\"");
+}
+
 // Finds the label column and the longest row the buffers must hold.
 Status SampleReader::SetUpLabels() {
   const Manifest& m = dataset_->manifest();
@@ -56,11 +64,8 @@ Status SampleReader::SetUpLabels() {
   if (o.label_column == "-") return Status::Ok();
   const std::string name = o.label_column.empty() ? m.label_column : o.label_column;
   if (name.empty()) return Status::Ok();
-  for (size_t i = 0; i < m.columns.size(); ++i) {
-    if (m.columns[i].name == name) label_column_ = static_cast<int>(i);
-  }
-  if (label_column_ < 0)
-    return InvalidArgumentError(dataset_->dir() + " has no column \"" + name + "\"");
+  DOCFEED_ASSIGN_OR_RETURN(const size_t column, FindColumn(name));
+  label_column_ = static_cast<int>(column);
   if (m.columns[static_cast<size_t>(label_column_)].type != ColumnType::kInt64List) {
     // The dataset's own label column may be text (ground truth packed without a tokenizer):
     // then there are no token labels to batch. A column the caller named must be token ids.
@@ -93,11 +98,7 @@ Status SampleReader::SetUpTokenColumns() {
   if (o.token_columns.empty()) return Status::Ok();
   if (o.token_capacity == 0) return InvalidArgumentError("token_capacity must be > 0");
   for (const std::string& name : o.token_columns) {
-    size_t i = 0;
-    while (i < m.columns.size() && m.columns[i].name != name) ++i;
-    if (i == m.columns.size()) {
-      return InvalidArgumentError(dataset_->dir() + " has no column \"" + name + "\"");
-    }
+    DOCFEED_ASSIGN_OR_RETURN(const size_t i, FindColumn(name));
     if (m.columns[i].type != ColumnType::kInt64List) {
       return InvalidArgumentError(dataset_->dir() + ": token column \"" + name +
                                   "\" is not a list of int64");

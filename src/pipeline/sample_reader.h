@@ -74,6 +74,8 @@ class SampleReader {
   SampleReader() = default;
   Status SetUpLabels();
   Status SetUpTokenColumns();
+  // The index of the manifest column `name`; InvalidArgument naming the dataset otherwise.
+  Result<size_t> FindColumn(const std::string& name) const;
   Status CopyTokens(uint64_t id, const std::vector<Value>& values, const SlotView& slot) const;
   Result<ImageView> Prepared(uint64_t id, const SampleBytes& sample, WorkerScratch& scratch) const;
   Status CopyLabels(uint64_t id, const std::vector<Value>& values, const SlotView& slot) const;
