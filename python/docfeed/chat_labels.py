@@ -12,8 +12,8 @@ adds three list<int64> columns per row:
                     Qwen2-VL  <|image_pad|> repeated grid_h * grid_w / merge_size**2 times, the
                               page's grid from smart_resize (min_pixels, max_pixels, patch_size,
                               merge_size);
-                    Idefics3  <image> replaced by the processor module's own
-                              get_image_prompt_string(rows, cols, image_seq_len, ...): a
+                    Idefics3  <image> replaced by the processor's own text for the page
+                              (5.x replace_image_token, 4.x get_image_prompt_string): a
                               <fake_token_around_image><row_r_col_c> run of image_seq_len
                               <image> tokens per tile, then the global image's; rows and cols
                               from the longest-edge resize and the tiling (longest_edge,
@@ -112,11 +112,14 @@ def page_grid(family: str, settings: Dict[str, int], size: Tuple[int, int]) -> T
     from docfeed import _docfeed
     from docfeed.errors import Error
 
-    keys = (("min_pixels", "max_pixels", "patch_size", "merge_size") if family == QWEN
-            else ("longest_edge", "max_image_size", "do_image_splitting"))
+    if family == QWEN:
+        args = {k: settings[k] for k in ("min_pixels", "max_pixels", "patch_size", "merge_size")}
+    else:
+        args = {"longest_edge": settings["longest_edge"],
+                "max_image_size": settings["max_image_size"],
+                "do_image_splitting": bool(settings["do_image_splitting"])}
     try:
-        _, rows, cols = _docfeed.page_grid(family, size[0], size[1],
-                                           **{k: settings[k] for k in keys})
+        _, rows, cols = _docfeed.page_grid(family, size[0], size[1], **args)
     except Error as e:
         raise ValueError(str(e)) from None
     return rows, cols
@@ -137,17 +140,28 @@ def processor_generation(processor: Any) -> Tuple[int, str]:
     return 5, "pil" if type(image_processor).__name__.endswith("Pil") else "torchvision"
 
 
-def _idefics3_prompt_string(processor: Any) -> Callable[..., str]:
-    """get_image_prompt_string of the module that defines the processor's class (or of a base
-    class's module: Idefics3's and SmolVLM's processors each have one), the function its
-    __call__ expands <image> with."""
+def _idefics3_image_text(processor: Any) -> Callable[[int, int], str]:
+    """(rows, cols) -> the text the processor's __call__ puts in place of <image> for a page of
+    rows x cols tiles: its own code, found where its generation keeps it (transformers 5.x: the
+    method replace_image_token; 4.x: get_image_prompt_string of the module that defines the
+    processor's class or a base class's, Idefics3's and SmolVLM's each having one)."""
+    if hasattr(processor, "replace_image_token"):
+        return lambda rows, cols: processor.replace_image_token({"rows": [[rows]],
+                                                                 "cols": [[cols]]}, 0)
+    prompt_string = None
     for cls in type(processor).__mro__:
-        found = getattr(sys.modules.get(cls.__module__), "get_image_prompt_string", None)
-        if found is not None:
-            return found
-    from transformers.models.idefics3 import processing_idefics3
+        prompt_string = getattr(sys.modules.get(cls.__module__), "get_image_prompt_string", None)
+        if prompt_string is not None:
+            break
+    if prompt_string is None:
+        from transformers.models.idefics3 import processing_idefics3
 
-    return processing_idefics3.get_image_prompt_string
+        prompt_string = processing_idefics3.get_image_prompt_string
+    fake = getattr(processor, "fake_image_token", "<fake_token_around_image>")
+    image = getattr(processor, "image_token", "<image>")
+    global_image = getattr(processor, "global_image_tag", "<global-img>")
+    seq_len = int(processor.image_seq_len)
+    return lambda rows, cols: prompt_string(rows, cols, seq_len, fake, image, global_image)
 
 
 class ChatLabeler:
@@ -190,9 +204,7 @@ class ChatLabeler:
                                        "pads input_ids with it (set tokenizer.pad_token)")
         self.pad_token_id = int(tokenizer.pad_token_id)
         if not qwen:
-            self._prompt_string = _idefics3_prompt_string(processor)
-            self._fake_token = getattr(processor, "fake_image_token", "<fake_token_around_image>")
-            self._global_token = getattr(processor, "global_image_tag", "<global-img>")
+            self._idefics3_text = _idefics3_image_text(processor)
         self.longest = 0  # the longest input_ids row so far
 
     def metadata(self) -> str:
@@ -230,8 +242,7 @@ class ChatLabeler:
         rows, cols = grid
         if self.family == QWEN:
             return self.image_token * (rows * cols // self.settings["merge_size"] ** 2)
-        return self._prompt_string(rows, cols, self.settings["image_seq_len"], self._fake_token,
-                                   self.image_token, self._global_token)
+        return self._idefics3_text(rows, cols)
 
     def _ids(self, text: str, image_text: str, where: str) -> List[int]:
         if text.count(self.image_token) != 1:
