@@ -147,7 +147,13 @@ class DocfeedDataset:
     Qwen2VLForConditionalGeneration / Qwen2_5_VLForConditionalGeneration takes; min_pixels,
     max_pixels, patch_size, merge_size and temporal_patch_size default to the Trainer's
     processing_class' image processor (else the preset's defaults), hf_version and backend to
-    its generation (qwen_generation); the batches stay on the CPU (the Trainer moves them)."""
+    its generation (qwen_generation); the batches stay on the CPU (the Trainer moves them).
+    preset="idefics3" (Idefics3 / SmolVLM / SmolDocling; a dataset packed with
+    docfeed.pack(processor=...) of an Idefics3Processor or SmolVLMProcessor): batches hold
+    pixel_values, pixel_attention_mask, input_ids, attention_mask and labels, what an
+    Idefics3ForConditionalGeneration takes; longest_edge, max_image_size and
+    do_image_splitting default to the Trainer's processing_class' image processor, hf_version
+    to the installed transformers (the PIL processor's pixels)."""
 
     def __init__(self, path: "str | os.PathLike[str]",
                  image_size: Optional[Tuple[int, int]] = None, *,
@@ -156,7 +162,7 @@ class DocfeedDataset:
                  **loader_options: Any) -> None:
         self.path = os.fspath(path)
         self.preset = preset
-        if image_size is None and preset not in _QWEN_PRESETS:
+        if image_size is None and preset not in _QWEN_PRESETS + ("idefics3",):
             raise docfeed.InvalidArgumentError(
                 f"image_size (height, width) is required with preset={preset!r}")
         self.image_size = None if image_size is None else tuple(image_size)
@@ -211,6 +217,8 @@ class DocfeedDataset:
         options.update(self.loader_options)
         if self.preset in _QWEN_PRESETS:
             return self._qwen_loader(processor, options)
+        if self.preset == "idefics3":
+            return self._idefics3_loader(processor, options)
         hf_version, backend, reason = self.choose_generation(processor)
         self.generation = (hf_version, backend, reason)
         logger.info("docfeed: %s gives the pixels of transformers %d.x DonutImageProcessor "
@@ -244,6 +252,35 @@ class DocfeedDataset:
                     "(%s backend): %s", self.path, hf_version, backend, reason)
         return docfeed.Loader(self.path, preset=self.preset, hf_version=hf_version,
                               backend=backend, **options)
+
+
+    def _idefics3_loader(self, processor: Any, options: Dict[str, Any]) -> docfeed.Loader:
+        """The idefics3 preset's loader: the processor's longest_edge, max_image_size and
+        do_image_splitting unless given, the installed generation's PIL processor unless
+        hf_version is given (5.x's default torchvision Idefics3ImageProcessor is not reproduced:
+        a warning names it); CPU batches (the Trainer moves them)."""
+        hf_version = self.hf_version or _transformers_major()
+        image_processor = getattr(processor, "image_processor", None)
+        name = type(image_processor).__name__ if image_processor is not None else ""
+        reason = f"transformers {transformers.__version__} is installed"
+        if image_processor is not None:
+            from docfeed import chat_labels
+
+            if hf_version >= 5 and not name.endswith("Pil"):
+                logger.warning("docfeed: the processor's %s (transformers %s) is not reproduced; "
+                               "docfeed gives %sPil's pixels", name, transformers.__version__,
+                               name)
+            found = chat_labels.processor_settings(processor, {})
+            options.setdefault("longest_edge", found["longest_edge"])
+            options.setdefault("max_image_size", found["max_image_size"])
+            options.setdefault("do_image_splitting", bool(found["do_image_splitting"]))
+            reason = f"the processor is {name} (transformers {transformers.__version__})"
+        self.generation = (hf_version, "pil", reason)
+        options["device"] = None
+        options.pop("pad", None)  # the eval loader's centred padding: no padding here
+        logger.info("docfeed: %s gives the pixels of transformers %d.x Idefics3ImageProcessor "
+                    "(PIL): %s", self.path, hf_version, reason)
+        return docfeed.Loader(self.path, preset=self.preset, hf_version=hf_version, **options)
 
 
 class _TrainLoader:

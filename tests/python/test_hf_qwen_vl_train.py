@@ -15,7 +15,6 @@ CPU, with the real transformers Trainer; runs on both stacks (transformers 4.57 
 
 About 15 s on 2 cores.
 """
-import hashlib
 import json
 
 import pytest
@@ -27,12 +26,12 @@ datasets = pytest.importorskip("datasets")
 transformers = pytest.importorskip("transformers")
 import docfeed  # noqa: E402
 import docfeed.hf  # noqa: E402
+import tiny_train  # noqa: E402
+from tiny_train import SAVE_STEPS, STEPS  # noqa: E402
 
 N_DOCS = 8
-STEPS = 30
-SAVE_STEPS = 10
 LEARNING_RATE = 1e-2
-KEYS = {"pixel_values", "image_grid_thw", "input_ids", "attention_mask", "labels"}
+KEYS = frozenset({"pixel_values", "image_grid_thw", "input_ids", "attention_mask", "labels"})
 
 
 def tiny_qwen(tok, seed=0):
@@ -61,27 +60,8 @@ def tiny_qwen(tok, seed=0):
     return Qwen2_5_VLForConditionalGeneration(config)
 
 
-def batch_digest(inputs):
-    h = hashlib.sha256()
-    for key in sorted(KEYS):
-        h.update(inputs[key].detach().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()
-
-
-class RecordingTrainer(docfeed.hf.Trainer):
-    """Records every batch the training loop computes a loss on, and the loss."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.seen, self.losses = [], []
-
-    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        assert set(inputs) == KEYS, set(inputs)
-        loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
-        if model.training:
-            self.seen.append(batch_digest(inputs))
-            self.losses.append(float((loss[0] if return_outputs else loss).detach()))
-        return loss
+class RecordingTrainer(tiny_train.RecordingTrainer):
+    keys = KEYS
 
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
         """The checkpoint's weights through from_pretrained (see the module docstring)."""
@@ -91,14 +71,9 @@ class RecordingTrainer(docfeed.hf.Trainer):
 
 
 def make_trainer(ds, proc, out_dir):
-    from transformers import TrainingArguments
-
-    args = TrainingArguments(
-        output_dir=str(out_dir), per_device_train_batch_size=2, max_steps=STEPS,
-        learning_rate=LEARNING_RATE, lr_scheduler_type="constant", warmup_steps=0,
-        save_strategy="steps", save_steps=SAVE_STEPS, logging_steps=1, report_to=[],
-        use_cpu=True, seed=0, disable_tqdm=True, dataloader_drop_last=True)
-    return RecordingTrainer(model=tiny_qwen(proc.tokenizer), args=args, processing_class=proc,
+    return RecordingTrainer(model=tiny_qwen(proc.tokenizer),
+                            args=tiny_train.training_args(out_dir, LEARNING_RATE),
+                            processing_class=proc,
                             train_dataset=docfeed.hf.DocfeedDataset(ds, preset="qwen2.5-vl"))
 
 
@@ -159,4 +134,4 @@ def test_the_trainer_batches_are_the_loaders(runs):
     assert len(got) == N_DOCS // 2
     for a, b in zip(got, want):
         assert set(a) == KEYS
-        assert batch_digest(a) == batch_digest(b)
+        assert tiny_train.batch_digest(a, KEYS) == tiny_train.batch_digest(b, KEYS)
