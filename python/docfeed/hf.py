@@ -62,9 +62,11 @@ What it does (DocfeedTrainerMixin, usable with any Trainer subclass):
     are logged (logger "docfeed.hf", INFO) and kept in DocfeedDataset.generation. Nougat and
     Pix2Struct reproduce the PIL processor of the installed generation (pil_preset_generation),
     Qwen the one of qwen_generation.
-  * Gradient accumulation: the loss of a VisionEncoderDecoderModel (Donut) is the mean over the
-    accumulation window's label tokens on every transformers version, as 4.57 computes it (5.x's
-    model ignores num_items_in_batch; see _loss_ignores_num_items and compute_loss).
+  * Gradient accumulation: the loss of a VisionEncoderDecoderModel (Donut, Nougat) is the mean
+    over the accumulation window's label tokens on every transformers version, as 4.57
+    computes it, and so is a Pix2StructForConditionalGeneration's on 5.x (5.x's models ignore
+    num_items_in_batch; see _loss_ignores_num_items and compute_loss). 4.57's Pix2Struct takes
+    no **kwargs: Trainer divides its batch means by the accumulation steps, left as it is.
 
 Works with transformers 4.40 through 5.x (tested: 4.57.6 with datasets 4.8.5 and 5.23.0 with
 datasets 5.2.0).
@@ -462,10 +464,18 @@ class _TrainLoader:
         return self.loader.state_dict()
 
 
+# The models whose loss is a plain per-batch mean of the cross-entropy over the label tokens
+# (labels unshifted: the decoder reads them shifted right), and where it is computed: the
+# model's own forward, or its decoder's (Pix2Struct's text model).
+_MEAN_LOSS_MODELS = {"VisionEncoderDecoderModel": False, "Pix2StructForConditionalGeneration": True}
+
+
 def _loss_ignores_num_items(model: Any) -> bool:
-    """True for a VisionEncoderDecoderModel (Donut) whose forward takes **kwargs but computes a
-    per-batch mean loss without `num_items_in_batch` (transformers 5.x; 4.57 divides the token
-    sum by it), unless the model says what it accepts itself (`accepts_loss_kwargs`).
+    """True for a VisionEncoderDecoderModel (Donut, Nougat) or Pix2StructForConditionalGeneration
+    whose forward takes **kwargs but computes a per-batch mean loss without
+    `num_items_in_batch` (transformers 5.x; 4.57's VisionEncoderDecoderModel divides the token
+    sum by it, 4.57's Pix2Struct takes no **kwargs), unless the model says what it accepts
+    itself (`accepts_loss_kwargs`).
 
     Trainer decides from the forward signature alone: with **kwargs it counts the label tokens of
     the whole accumulation window, passes the count as num_items_in_batch and does not divide the
@@ -475,13 +485,18 @@ def _loss_ignores_num_items(model: Any) -> bool:
     2x at N = 2)."""
     if hasattr(model, "accepts_loss_kwargs"):
         return False
-    if not isinstance(model, transformers.VisionEncoderDecoderModel):
+    in_decoder = next((v for k, v in _MEAN_LOSS_MODELS.items()
+                       if isinstance(model, getattr(transformers, k, ()))), None)
+    if in_decoder is None:
         return False
+    forwards = [type(model).forward]
+    if in_decoder:
+        forwards.append(type(model.decoder).forward)
     try:
-        source = inspect.getsource(type(model).forward)
+        sources = [inspect.getsource(forward) for forward in forwards]
     except (OSError, TypeError):  # no source: leave Trainer's choice alone
         return False
-    return "num_items_in_batch" not in source
+    return not any("num_items_in_batch" in source for source in sources)
 
 
 def _check_loss_scaling(trainer: Any) -> None:

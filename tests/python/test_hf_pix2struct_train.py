@@ -12,6 +12,9 @@ docfeed.pack(tokenizer=...), on the CPU, with the real transformers Trainer; run
 * The Trainer's batches are docfeed.Loader's, and the processor's own flattened_patches and
   attention_mask (bit for bit where torch runs its AVX2 / AVX512 kernels, as in
   test_hf_pix2struct_loader.py).
+* With gradient accumulation the logged loss is the one computed by hand: on 5.x the mean over
+  the window's label tokens (docfeed.hf rescales 5.23's Pix2Struct, whose own loss would log
+  2.0x), on 4.57 Trainer's mean of the batch means.
 
 About 15 s on 2 cores.
 """
@@ -150,3 +153,44 @@ def test_a_processor_docfeed_does_not_reproduce_is_refused(runs):
     with pytest.raises(docfeed.InvalidArgumentError, match="image_size"):
         docfeed.hf.DocfeedDataset(runs["ds"], preset="pix2struct", image_size=(64, 48))
 
+
+def test_gradient_accumulation_loss_is_the_no_accumulation_loss(runs):
+    """One optimizer step over 2 accumulated batches of 2, against the loss computed here by
+    hand on a copy of the same initial model. transformers 5.x: the loss that one batch of the
+    same 4 samples has without accumulation, the mean cross-entropy over all their label tokens
+    (5.23's Pix2Struct takes **kwargs, so Trainer passes num_items_in_batch and does not divide
+    by the accumulation steps, but its loss is its own batch mean: without docfeed.hf's
+    rescaling the logged loss is about twice this). 4.57: its Pix2Struct takes no **kwargs and
+    Trainer divides each batch's mean by the steps, the mean of the two batch means, which
+    docfeed.hf leaves as it is (the dates have 8 to 11 characters, so the two differ)."""
+    from transformers import TrainingArguments
+
+    ds, tok = runs["ds"], runs["tok"]
+    args = TrainingArguments(
+        output_dir=str(runs["tmp"] / "ga"), per_device_train_batch_size=2,
+        gradient_accumulation_steps=2, max_steps=1, learning_rate=1e-2, max_grad_norm=0.0,
+        lr_scheduler_type="constant", save_strategy="no", logging_steps=1, report_to=[],
+        use_cpu=True, seed=0, disable_tqdm=True, dataloader_drop_last=True)
+    trainer = RecordingTrainer(model=tiny_pix2struct(len(tok)), args=args,
+                               processing_class=pix2struct_processor(),
+                               train_dataset=docfeed.hf.DocfeedDataset(ds, preset="pix2struct"))
+    trainer.train()
+    assert len(trainer.seen) == 2
+
+    model = tiny_pix2struct(len(tok))  # the same initial weights (seeded)
+    model.train()
+    batches = list(docfeed.Loader(ds, batch_size=2, preset="pix2struct", seed=0,
+                                  max_patches=MAX_PATCHES, patch_size=PATCH,
+                                  hf_version=HF_VERSION))[:2]
+    assert [tiny_train.batch_digest(b, KEYS) for b in batches] == trainer.seen
+    width = max(b["labels"].shape[1] for b in batches)
+    labels = torch.cat([torch.nn.functional.pad(b["labels"], (0, width - b["labels"].shape[1]),
+                                                value=-100) for b in batches])
+    with torch.no_grad():
+        whole = model(flattened_patches=torch.cat([b["flattened_patches"] for b in batches]),
+                      attention_mask=torch.cat([b["attention_mask"] for b in batches]),
+                      labels=labels).loss
+        means = [model(**b).loss for b in batches]
+    logged = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    want = whole if HF_VERSION >= 5 else sum(means) / 2
+    assert logged == pytest.approx([float(want)], rel=1e-3)
