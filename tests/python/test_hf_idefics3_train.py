@@ -25,18 +25,18 @@ import tiny_train  # noqa: E402
 from tiny_train import SAVE_STEPS, STEPS  # noqa: E402
 
 N_DOCS = 8
-LEARNING_RATE = 1e-2
 KEYS = frozenset({"pixel_values", "pixel_attention_mask", "input_ids", "attention_mask",
                   "labels"})
 
 
-class RecordingTrainer(tiny_train.RecordingTrainer):
-    keys = KEYS
+RecordingTrainer = tiny_train.recording(docfeed.hf.Trainer, KEYS)
 
 
 def make_trainer(ds, proc, out_dir):
+    from transformers import TrainingArguments
+
     return RecordingTrainer(model=idefics3_tiny.model(proc.tokenizer),
-                            args=tiny_train.training_args(out_dir, LEARNING_RATE),
+                            args=tiny_train.training_args(TrainingArguments, out_dir),
                             processing_class=proc,
                             train_dataset=docfeed.hf.DocfeedDataset(ds, preset="idefics3"))
 

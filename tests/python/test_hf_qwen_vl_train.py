@@ -30,7 +30,6 @@ import tiny_train  # noqa: E402
 from tiny_train import SAVE_STEPS, STEPS  # noqa: E402
 
 N_DOCS = 8
-LEARNING_RATE = 1e-2
 KEYS = frozenset({"pixel_values", "image_grid_thw", "input_ids", "attention_mask", "labels"})
 
 
@@ -60,9 +59,7 @@ def tiny_qwen(tok, seed=0):
     return Qwen2_5_VLForConditionalGeneration(config)
 
 
-class RecordingTrainer(tiny_train.RecordingTrainer):
-    keys = KEYS
-
+class RecordingTrainer(tiny_train.recording(docfeed.hf.Trainer, KEYS)):
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
         """The checkpoint's weights through from_pretrained (see the module docstring)."""
         model = self.model if model is None else model
@@ -71,8 +68,10 @@ class RecordingTrainer(tiny_train.RecordingTrainer):
 
 
 def make_trainer(ds, proc, out_dir):
+    from transformers import TrainingArguments
+
     return RecordingTrainer(model=tiny_qwen(proc.tokenizer),
-                            args=tiny_train.training_args(out_dir, LEARNING_RATE),
+                            args=tiny_train.training_args(TrainingArguments, out_dir),
                             processing_class=proc,
                             train_dataset=docfeed.hf.DocfeedDataset(ds, preset="qwen2.5-vl"))
 
