@@ -14,13 +14,12 @@ both stacks (transformers 4.57 in .venv/train, 5.x in .venv/hf5).
 
 About 15 s on 2 cores.
 """
-import json
 
 import numpy as np
 import pytest
 
 import tiny_train
-from tiny_train import N_DOCS, SAVE_STEPS, STEPS
+from tiny_train import N_DOCS, SAVE_STEPS
 
 torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
@@ -102,27 +101,16 @@ def runs(tmp_path_factory):
 
 
 def test_loss_falls(runs):
-    losses = runs["full"].losses
-    assert len(losses) == STEPS
-    first, last = tiny_train.mean(losses[:5]), tiny_train.mean(losses[-5:])
-    assert last < 0.6 * first, (first, last)
+    tiny_train.check_loss_falls(runs["full"])
 
 
 def test_resume_mid_epoch_continues_with_the_same_batches(runs):
-    full, resumed = runs["full"], runs["resumed"]
-    # 8 docs / batch 2 = 4 batches an epoch: checkpoint-10 is 2 batches into epoch 2.
-    state = json.loads((runs["tmp"] / "full" / f"checkpoint-{SAVE_STEPS}" /
-                        docfeed.hf.STATE_FILE).read_text())["loader"]
-    assert (state["epoch"], state["position"]) == (2, 4)
-    assert len(resumed.seen) == STEPS - SAVE_STEPS  # nothing replayed
-    assert resumed.seen == full.seen[SAVE_STEPS:]
-    for e in range(STEPS // 4):  # each epoch is 4 different batches
-        assert len(set(full.seen[4 * e:4 * e + 4])) == 4
+    tiny_train.check_resume_continues(runs["full"], runs["resumed"],
+                                      runs["tmp"] / "full" / f"checkpoint-{SAVE_STEPS}")
 
 
 def test_resume_reaches_the_same_losses(runs):
-    full, resumed = runs["full"], runs["resumed"]
-    assert resumed.losses == pytest.approx(full.losses[SAVE_STEPS:], rel=1e-4, abs=1e-5)
+    tiny_train.check_resumed_losses(runs["full"], runs["resumed"])
 
 
 def reference(proc, images):

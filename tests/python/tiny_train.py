@@ -78,3 +78,34 @@ def training_args(args_class, out_dir):
 
 def mean(values):
     return sum(values) / len(values)
+
+
+def check_loss_falls(full):
+    """The uninterrupted run trained STEPS steps and the mean loss of its last five is under
+    0.6 of its first five's."""
+    assert len(full.losses) == STEPS
+    first, last = mean(full.losses[:5]), mean(full.losses[-5:])
+    assert last < 0.6 * first, (first, last)
+
+
+def check_resume_continues(full, resumed, checkpoint):
+    """The checkpoint SAVE_STEPS in holds the loader 2 batches into epoch 2 (N_DOCS docs /
+    batch 2 = 4 batches an epoch); the resumed run saw exactly the uninterrupted run's batches
+    from there (nothing replayed), and each epoch was 4 different batches."""
+    import json
+
+    import docfeed.hf
+
+    state = json.loads((checkpoint / docfeed.hf.STATE_FILE).read_text())["loader"]
+    assert (state["epoch"], state["position"]) == (2, 4)
+    assert len(resumed.seen) == STEPS - SAVE_STEPS  # nothing replayed
+    assert resumed.seen == full.seen[SAVE_STEPS:]
+    for e in range(STEPS // 4):
+        assert len(set(full.seen[4 * e:4 * e + 4])) == 4
+
+
+def check_resumed_losses(full, resumed):
+    """The resumed run's losses are the uninterrupted run's from the checkpoint on."""
+    import pytest
+
+    assert resumed.losses == pytest.approx(full.losses[SAVE_STEPS:], rel=1e-4, abs=1e-5)
