@@ -425,7 +425,6 @@ class DocfeedDataset:
         return docfeed.Loader(self.path, preset=self.preset, hf_version=hf_version,
                               backend=backend, **options)
 
-
     def _idefics3_loader(self, processor: Any, options: Dict[str, Any]) -> docfeed.Loader:
         """The idefics3 preset's loader: the processor's longest_edge, max_image_size and
         do_image_splitting unless given, the installed generation's PIL processor unless
