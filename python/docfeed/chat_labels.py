@@ -68,10 +68,9 @@ def processor_family(processor: Any) -> str:
         "Qwen2-VL / Qwen2.5-VL and Idefics3 / SmolVLM processors")
 
 
-def _size_value(size: Any, key: str) -> Any:
-    if isinstance(size, dict):
-        return size.get(key)
-    return getattr(size, key, None)
+def size_value(size: Any, key: str) -> Any:
+    """size[key] of an image processor's size (a dict in 4.x, a dict or SizeDict in 5.x)."""
+    return size.get(key) if isinstance(size, dict) else getattr(size, key, None)
 
 
 def processor_settings(processor: Any, given: Dict[str, Optional[int]]) -> Dict[str, int]:
@@ -84,16 +83,16 @@ def processor_settings(processor: Any, given: Dict[str, Optional[int]]) -> Dict[
     image_processor = processor.image_processor
     size = getattr(image_processor, "size", None)
     if family == QWEN:
-        found = {"min_pixels": _size_value(size, "shortest_edge") or getattr(
+        found = {"min_pixels": size_value(size, "shortest_edge") or getattr(
                      image_processor, "min_pixels", None),
-                 "max_pixels": _size_value(size, "longest_edge") or getattr(
+                 "max_pixels": size_value(size, "longest_edge") or getattr(
                      image_processor, "max_pixels", None),
                  "patch_size": getattr(image_processor, "patch_size", None),
                  "merge_size": getattr(image_processor, "merge_size", None)}
     else:
         splitting = getattr(image_processor, "do_image_splitting", None)
-        found = {"longest_edge": _size_value(size, "longest_edge"),
-                 "max_image_size": _size_value(getattr(image_processor, "max_image_size", None),
+        found = {"longest_edge": size_value(size, "longest_edge"),
+                 "max_image_size": size_value(getattr(image_processor, "max_image_size", None),
                                                "longest_edge"),
                  "do_image_splitting": None if splitting is None else int(bool(splitting)),
                  "image_seq_len": getattr(processor, "image_seq_len", None)}
@@ -101,7 +100,8 @@ def processor_settings(processor: Any, given: Dict[str, Optional[int]]) -> Dict[
     for name, value in found.items():
         value = given.get(name) if given.get(name) is not None else value
         if value is None:
-            raise InvalidArgumentError(f"processor.image_processor has no {name}; pass {name}=")
+            owner = "processor" if name == "image_seq_len" else "processor.image_processor"
+            raise InvalidArgumentError(f"{owner} has no {name}; pass {name}=")
         out[name] = int(value)
     return out
 

@@ -88,6 +88,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoin
 
 import docfeed
 from docfeed import _docfeed
+from docfeed.chat_labels import size_value
 
 STATE_FILE = "docfeed_loader_state.json"
 
@@ -190,11 +191,6 @@ def pil_preset_generation(preset: str, processor: Any = None) -> Tuple[int, str,
     return hf_version, "pil", f"the processor is {name} (transformers {version})"
 
 
-def _size_value(size: Any, key: str) -> Any:
-    """size[key] of an image processor's size (a dict in 4.x, a dict or SizeDict in 5.x)."""
-    return size.get(key) if isinstance(size, dict) else getattr(size, key, None)
-
-
 def _nougat_settings(image_processor: Any) -> Dict[str, Any]:
     """The nougat preset's loader options from a NougatImageProcessor: image_size (its size),
     align_long_axis (do_align_long_axis), image_mean and image_std. InvalidArgumentError when it
@@ -210,7 +206,7 @@ def _nougat_settings(image_processor: Any) -> Dict[str, Any]:
             "margin, resizes, thumbnails, pads and rescales by 1/255 then normalizes")
     out: Dict[str, Any] = {}
     size = getattr(image_processor, "size", None)
-    height, width = _size_value(size, "height"), _size_value(size, "width")
+    height, width = size_value(size, "height"), size_value(size, "width")
     if height is not None and width is not None:
         out["image_size"] = (int(height), int(width))
     if getattr(image_processor, "do_align_long_axis", None) is not None:
@@ -238,7 +234,7 @@ def _pix2struct_settings(image_processor: Any) -> Dict[str, Any]:
     if getattr(image_processor, "max_patches", None) is not None:
         out["max_patches"] = int(image_processor.max_patches)
     patch = getattr(image_processor, "patch_size", None)
-    height, width = _size_value(patch, "height"), _size_value(patch, "width")
+    height, width = size_value(patch, "height"), size_value(patch, "width")
     if height is not None and width is not None:
         out["patch_size"] = {"height": int(height), "width": int(width)}
     return out
