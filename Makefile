@@ -7,7 +7,9 @@ PYTHON ?= python3
 VENV := .venv
 JOBS ?= $(shell nproc)
 
-.PHONY: help deps venv python-install build build-asan test test-cpp test-asan test-python-asan test-tsan test-thread-safety test-python test-fuzz fuzz-long demo format clean
+.PHONY: help deps venv python-install build build-asan build-tsan build-tsa build-fuzz build-checks
+.PHONY: test test-cpp test-asan test-python-asan test-tsan test-thread-safety test-python test-fuzz
+.PHONY: fuzz-long demo format clean
 .PHONY: bench-compare
 
 help:
@@ -122,8 +124,10 @@ build/tsan/CMakeCache.txt:
 
 # ThreadSanitizer over the tests that run threads (the pack pipeline, its ordered pool, the loader).
 TSAN_TESTS := base_test pack_test pipeline_test migrate_test
-test-tsan: deps build/tsan/CMakeCache.txt
+build-tsan: deps build/tsan/CMakeCache.txt
 	cmake --build build/tsan -j $(JOBS) --target $(TSAN_TESTS)
+
+test-tsan: build-tsan
 	for t in $(TSAN_TESTS); do TSAN_OPTIONS=halt_on_error=1 build/tsan/bin/$$t || exit 1; done
 
 # clang's -Wthread-safety over the libraries whose members are GUARDED_BY a Mutex (a build that
@@ -133,8 +137,10 @@ build/tsa/CMakeCache.txt:
 	@$(MAKE) --no-print-directory deps
 	cmake --preset tsa
 
-test-thread-safety: deps build/tsa/CMakeCache.txt
+build-tsa: deps build/tsa/CMakeCache.txt
 	cmake --build build/tsa -j $(JOBS) --target $(TSA_TARGETS)
+
+test-thread-safety: build-tsa
 	@if clang++ -std=c++20 -fsyntax-only -Wthread-safety -Werror -Isrc -Iinclude \
 	    tests/base/thread_safety_violation.cc 2>/dev/null; then \
 	  echo "test-thread-safety: tests/base/thread_safety_violation.cc compiled; the analysis is off"; \
@@ -165,6 +171,10 @@ test-python: build venv python-install
 	  $(HF5_ONLY_TESTS)
 
 # Each fuzz target briefly (libFuzzer + ASan/UBSan); `tests/fuzz/run_fuzz.sh 600` for long runs.
+# build-fuzz compiles them only.
+build-fuzz: deps
+	tests/fuzz/run_fuzz.sh build
+
 test-fuzz: deps
 	tests/fuzz/run_fuzz.sh 10
 
@@ -176,7 +186,29 @@ FUZZ_RUNS ?= 10000000
 fuzz-long: deps
 	tests/fuzz/run_fuzz_long.sh $(FUZZ_SECONDS) $(FUZZ_RUNS)
 
-test: test-cpp test-python test-asan test-python-asan test-tsan test-thread-safety test-fuzz
+# `make test` runs the stages below in this order. The sanitizer, thread-safety and fuzz trees
+# are compiled meanwhile, in the background at nice 19 (build-checks, its output in
+# $(CHECKS_LOG)): the release tests run at full priority and the compiles take the CPU time they
+# leave (the Python tests mostly keep one core of two busy), which takes about a quarter off a
+# fresh run on two cores. build/asan is configured with .venv/train's Python, so that venv comes
+# first. The stages that run those trees wait for the background build; if it failed, its log is
+# printed and `make test` fails; if a foreground stage fails, the background build is stopped.
+CHECKS_LOG := build/checks-build.log
+build-checks: build-asan build-tsan build-tsa build-fuzz
+
+test:
+	@$(MAKE) --no-print-directory deps $(TRAIN_VENV)/.installed
+	@mkdir -p build; set -m; \
+	nice -n 19 $(MAKE) --no-print-directory build-checks > $(CHECKS_LOG) 2>&1 & checks=$$!; set +m; \
+	trap 'kill -- -$$checks 2>/dev/null; exit 130' INT TERM; \
+	echo "make test: the sanitizer, thread-safety and fuzz builds run in the background (nice 19, $(CHECKS_LOG))"; \
+	$(MAKE) --no-print-directory test-cpp test-python; fg=$$?; \
+	if [ $$fg -ne 0 ]; then kill -- -$$checks 2>/dev/null; wait $$checks; exit $$fg; fi; \
+	echo "make test: waiting for the background builds"; \
+	if ! wait $$checks; then \
+	  cat $(CHECKS_LOG); echo "make test: the background build failed (its log above, in $(CHECKS_LOG))"; exit 1; \
+	fi; \
+	$(MAKE) --no-print-directory test-asan test-python-asan test-tsan test-thread-safety test-fuzz
 
 # Runs in .venv/train with the installed package (its bundled CLI); see scripts/demo_train.py.
 demo: python-install

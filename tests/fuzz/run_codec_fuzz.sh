@@ -63,7 +63,7 @@ for target in jpeg png webp gif ppm tiff; do
   esac
   # The corpus the long campaign kept (tests/fuzz/run_fuzz_long.sh).
   cp -f "${root}/tests/fuzz/corpus/${target}"/* "${corpus}/" 2>/dev/null || true
-  echo "== running ${target}_decode_fuzz for ${seconds}s ($(ls "${corpus}" | wc -l) seeds)"
+  [[ -n "${FUZZ_BUILD_ONLY:-}" ]] || echo "== running ${target}_decode_fuzz for ${seconds}s ($(ls "${corpus}" | wc -l) seeds)"
   run_fuzz_target "${target}_decode_fuzz" "${out}/${target}" "${bin}" -max_total_time="${seconds}" \
     -rss_limit_mb=2048 -max_len=262144 -timeout=10 -print_final_stats=1 corpus || status=1
 done

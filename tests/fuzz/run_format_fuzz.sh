@@ -50,7 +50,7 @@ for target in manifest index metadata_jsonl tar parquet remote_parse; do
     cp -f "${root}/tests/fuzz/corpus/${target}"/* "${work}/" 2>/dev/null || true
   fi
   [[ "${target}" == metadata_jsonl ]] && cp -f "${root}/tests/data/sample-docs/metadata.jsonl" "${work}/sample-docs.jsonl"
-  echo "== running ${target}_fuzz for ${seconds}s ($(ls "${work}" | wc -l) seeds)"
+  [[ -n "${FUZZ_BUILD_ONLY:-}" ]] || echo "== running ${target}_fuzz for ${seconds}s ($(ls "${work}" | wc -l) seeds)"
   run_fuzz_target "${target}_fuzz" "${out}/${target}" "${bin}" -max_total_time="${seconds}" \
     -rss_limit_mb=2048 -max_len=65536 -timeout=10 -print_final_stats=1 "$@" corpus || status=1
 done

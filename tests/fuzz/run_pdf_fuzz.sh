@@ -31,6 +31,6 @@ corpus="${out}/pdf/corpus"
 mkdir -p "${corpus}"
 cp -f "${root}"/tests/data/pdf/*.pdf "${corpus}/"
 cp -f "${root}/tests/fuzz/corpus/pdf"/* "${corpus}/" 2>/dev/null || true
-echo "== running pdf_fuzz for ${seconds}s ($(ls "${corpus}" | wc -l) seeds)"
+[[ -n "${FUZZ_BUILD_ONLY:-}" ]] || echo "== running pdf_fuzz for ${seconds}s ($(ls "${corpus}" | wc -l) seeds)"
 run_fuzz_target pdf_fuzz "${out}/pdf" "${bin}" -max_total_time="${seconds}" \
   -rss_limit_mb=2048 -max_len=65536 -timeout=20 -print_final_stats=1 "$@" corpus
