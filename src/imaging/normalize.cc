@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -59,59 +58,6 @@ float TableValue(int v, int channel, const DonutConfig& config) {
     x = centered / std;
   }
   return x;
-}
-
-// A division as the FMA targets compute it (NormalizeAffine): one correction step of the
-// reciprocal's quotient. std::fma is the fused operation on every target.
-float DivideFma(float a, float b, float reciprocal) {
-  const float q = a * reciprocal;
-  const float e = std::fma(-q, b, a);
-  return std::fma(e, reciprocal, q);
-}
-
-// The arithmetic form of the config's entries (normalize.h NormalizeAffine), without `exact`.
-NormalizeAffine AffineOf(const DonutConfig& config) {
-  NormalizeAffine a;
-  for (int c = 0; c < 3; ++c) {
-    float divisor = 1.0f;
-    float mean = 0.0f;
-    float std = 1.0f;
-    if (config.backend == DonutBackend::kTorchvision && config.do_normalize) {
-      mean = static_cast<float>(config.mean[c]);
-      std = static_cast<float>(config.std[c]);
-      if (config.do_rescale) {  // mean' and std' as TorchTableValue folds them
-        const auto inverse = static_cast<float>(1.0 / config.rescale_factor);
-        mean = mean * inverse;
-        std = std * inverse;
-      }
-    } else {
-      if (config.do_rescale) divisor = static_cast<float>(1.0 / config.rescale_factor);
-      if (config.do_normalize) {
-        mean = static_cast<float>(config.mean[c]);
-        std = static_cast<float>(config.std[c]);
-      }
-    }
-    a.divisor[c] = divisor;
-    a.divisor_reciprocal[c] = 1.0f / divisor;
-    a.mean[c] = mean;
-    a.std[c] = std;
-    a.std_reciprocal[c] = 1.0f / std;
-  }
-  return a;
-}
-
-// Whether both arithmetic forms give every entry of `f32` (bit for bit, all finite).
-bool AffineIsExact(const NormalizeAffine& a, const std::array<std::array<float, 256>, 3>& f32) {
-  for (int c = 0; c < 3; ++c) {
-    for (int v = 0; v < 256; ++v) {
-      const auto want = std::bit_cast<uint32_t>(f32[c][v]);
-      if (!std::isfinite(f32[c][v]) || std::bit_cast<uint32_t>(AffineEntry(a, c, v)) != want ||
-          std::bit_cast<uint32_t>(AffineEntryFma(a, c, v)) != want) {
-        return false;
-      }
-    }
-  }
-  return true;
 }
 
 template <typename T>
@@ -243,16 +189,17 @@ void WritePadded(const ImageView& image, const Canvas& k, ChannelTables<T> table
   }
 }
 
-// CHW float32 or bfloat16: bands of 16 canvas rows are padded in a small RGB buffer (zeros stay
-// in place; only the image bytes are copied per row, gray replicated) and written by the SIMD
-// writer as whole rows. Writing the pad separately with ordinary stores next to the writer's
-// streaming stores into the same cache lines measured slower than the unfused pad + normalize.
-void WritePaddedChwSimd(const ImageView& image, const Canvas& k, const NormalizeTable& t,
-                        DType dtype, void* out) {
+// CHW float32: bands of 16 canvas rows are padded in a small RGB buffer (zeros stay in place;
+// only the image bytes are copied per row, gray replicated) and written by the SIMD table writer as
+// whole rows. Writing the pad separately with ordinary stores next to the writer's streaming
+// stores into the same cache lines measured slower than the unfused pad + normalize.
+void WritePaddedChwFloat32Simd(const ImageView& image, const Canvas& k, const NormalizeTable& t,
+                               float* out) {
   constexpr int32_t kBand = 16;
   const auto row_bytes = static_cast<size_t>(k.width) * 3;
   std::vector<uint8_t> band(row_bytes * kBand, 0);
   const size_t plane = static_cast<size_t>(k.width) * static_cast<size_t>(k.height);
+  const float* const tables[3] = {t.f32[0].data(), t.f32[1].data(), t.f32[2].data()};
   const auto body = static_cast<size_t>(k.left) * 3;
   for (int32_t y0 = 0; y0 < k.height; y0 += kBand) {
     const int32_t rows = std::min(kBand, k.height - y0);
@@ -271,16 +218,9 @@ void WritePaddedChwSimd(const ImageView& image, const Canvas& k, const Normalize
       }
     }
     const ImageView view{band.data(), k.width, rows, 3, static_cast<ptrdiff_t>(row_bytes)};
-    const size_t first = static_cast<size_t>(y0) * static_cast<size_t>(k.width);
-    void* at = static_cast<uint8_t*>(out) + first * DTypeSize(dtype);
-    NormalizeChwStrided(view, t, dtype, at, plane, static_cast<size_t>(k.width));
+    NormalizeChwFloat32Strided(view, tables, out + static_cast<size_t>(y0) * k.width, plane,
+                               static_cast<size_t>(k.width));
   }
-}
-
-// Whether the SIMD CHW writer takes `dtype` (the others go through the scalar table loops).
-bool SimdChw(OutputLayout layout, DType dtype) {
-  return layout == OutputLayout::kChw && CurrentSimdMode() == SimdMode::kAuto &&
-         (dtype == DType::kFloat32 || dtype == DType::kBfloat16);
 }
 
 }  // namespace
@@ -305,10 +245,6 @@ Status NormalizePadded(const ImageView& resized, PadOffsets offsets, int32_t hei
                                 std::to_string(width) + "x" + std::to_string(height));
   }
   const Canvas k{height, width, offsets.top, offsets.left};
-  if (SimdChw(layout, dtype)) {
-    WritePaddedChwSimd(resized, k, table, dtype, out);
-    return Status::Ok();
-  }
   switch (dtype) {
     case DType::kUint8: {
       const uint8_t* id = IdentityTable().data();
@@ -316,6 +252,10 @@ Status NormalizePadded(const ImageView& resized, PadOffsets offsets, int32_t hei
       break;
     }
     case DType::kFloat32:
+      if (layout == OutputLayout::kChw && CurrentSimdMode() == SimdMode::kAuto) {
+        WritePaddedChwFloat32Simd(resized, k, table, static_cast<float*>(out));
+        break;
+      }
       WritePadded<float>(resized, k, TablesOf(table.f32), layout, out);
       break;
     case DType::kFloat16:
@@ -361,22 +301,7 @@ Result<NormalizeTable> MakeNormalizeTable(const DonutConfig& config) {
       table.bf16[c][v] = FloatToBfloat16(x);
     }
   }
-  table.affine = AffineOf(config);
-  table.affine.exact = AffineIsExact(table.affine, table.f32);
   return table;
-}
-
-float AffineEntry(const NormalizeAffine& affine, int channel, int v) {
-  const float x = static_cast<float>(v) / affine.divisor[channel];
-  const float centered = x - affine.mean[channel];
-  return centered / affine.std[channel];
-}
-
-float AffineEntryFma(const NormalizeAffine& affine, int channel, int v) {
-  const float x =
-      DivideFma(static_cast<float>(v), affine.divisor[channel], affine.divisor_reciprocal[channel]);
-  const float centered = x - affine.mean[channel];
-  return DivideFma(centered, affine.std[channel], affine.std_reciprocal[channel]);
 }
 
 Status Normalize(const ImageView& image, const NormalizeTable& table, OutputLayout layout,
@@ -388,10 +313,6 @@ Status Normalize(const ImageView& image, const NormalizeTable& table, OutputLayo
                                 std::to_string(image.width) + "x" + std::to_string(image.height) +
                                 ", " + std::to_string(image.channels) + " channels) and an output");
   }
-  if (image.channels == 3 && SimdChw(layout, dtype)) {
-    NormalizeChw(image, table, dtype, out);
-    return Status::Ok();
-  }
   switch (dtype) {
     case DType::kUint8: {
       const uint8_t* id = IdentityTable().data();
@@ -399,6 +320,13 @@ Status Normalize(const ImageView& image, const NormalizeTable& table, OutputLayo
       break;
     }
     case DType::kFloat32:
+      if (layout == OutputLayout::kChw && image.channels == 3 &&
+          CurrentSimdMode() == SimdMode::kAuto) {
+        const float* const tables[3] = {table.f32[0].data(), table.f32[1].data(),
+                                        table.f32[2].data()};
+        NormalizeChwFloat32(image, tables, static_cast<float*>(out));
+        break;
+      }
       Write<float>(image, TablesOf(table.f32), layout, out);
       break;
     case DType::kFloat16:

@@ -8,10 +8,8 @@
 // the 0.5/0.5 defaults). float16 and bfloat16 outputs are that float32 rounded to nearest-even,
 // as torch's .to(float16/bfloat16) and numpy's astype(float16) do.
 //
-// The SIMD writers (normalize_chw.h: CHW float32 and bfloat16 pages; qwen_vl.h: the patch rows)
-// compute the entries instead of looking them up when NormalizeAffine reproduces every one of
-// them (checked exhaustively when the table is built), else they gather the table's entries;
-// DOCFEED_SIMD=scalar selects the plain table loops.
+// The RGB -> CHW float32 case (pixel_values) runs a Highway writer (normalize_chw.h) that gathers
+// the same table entries; DOCFEED_SIMD=scalar selects the plain table loop.
 //
 // Thread safety: a NormalizeTable is immutable after MakeNormalizeTable; share it freely.
 #ifndef DOCFEED_IMAGING_NORMALIZE_H_
@@ -37,31 +35,12 @@ using docfeed::OutputLayout;
 uint16_t FloatToHalf(float value);
 uint16_t FloatToBfloat16(float value);
 
-// The float32 entries as arithmetic, for the SIMD writers: entry(c, v) is
-//   x = float(v) / divisor[c];  y = (x - mean[c]) / std[c]
-// each step one float32 IEEE operation (numpy's float32(float64(v) * rescale_factor) is float(v)
-// / 255 for every v with the default 1/255; torchvision's fused form has divisor 1). On targets
-// with fused multiply-add the divisions may be computed as q = a * r, q + (a - q * b) * r with r
-// the float32 reciprocal of b (two FMAs, faster than a division). `exact` is true only when both
-// forms give every one of the 768 entries bit for bit and all of them are finite; only then may
-// a writer compute instead of looking up.
-struct NormalizeAffine {
-  bool exact = false;
-  std::array<float, 3> divisor{}, divisor_reciprocal{}, mean{}, std{}, std_reciprocal{};
-};
-
 // The output for every (channel, uint8 value) in each dtype.
 struct NormalizeTable {
   std::array<std::array<float, 256>, 3> f32;
   std::array<std::array<uint16_t, 256>, 3> f16;
   std::array<std::array<uint16_t, 256>, 3> bf16;
-  NormalizeAffine affine;
 };
-
-// The two forms of NormalizeAffine's entry (c, v), one scalar operation at a time: with plain
-// divisions, and with the reciprocal and fused multiply-adds. Exposed for the tests.
-float AffineEntry(const NormalizeAffine& affine, int channel, int v);
-float AffineEntryFma(const NormalizeAffine& affine, int channel, int v);
 
 // Builds the table for `config`'s do_rescale, rescale_factor, do_normalize, mean and std (with
 // neither flag set the table holds float32(v)).

@@ -6,9 +6,6 @@
 #include <cstring>
 #include <string>
 
-#include "imaging/qwen_patches.h"
-#include "kernels/simd_mode.h"
-
 namespace docfeed::internal {
 namespace {
 
@@ -184,12 +181,6 @@ Status QwenPatchify(const ImageView& page, const QwenVLConfig& config, const Nor
   if (page.height % merged != 0 || page.width % merged != 0) {
     return InvalidArgumentError("patchify: page is " + Dims(page.height, page.width) +
                                 ", not a multiple of " + std::to_string(merged) + " on each side");
-  }
-  if ((dtype == DType::kFloat32 || dtype == DType::kBfloat16) &&
-      CurrentSimdMode() == SimdMode::kAuto &&
-      QwenPatchifySimd(page, config.patch_size, config.merge_size, config.temporal_patch_size,
-                       table, dtype, out)) {
-    return Status::Ok();
   }
   switch (dtype) {
     case DType::kUint8: {

@@ -59,8 +59,7 @@ int64_t QwenMaxPatches(const QwenVLConfig& config);
 // multiple of patch_size * merge_size on each side): QwenPatchCount rows of QwenPatchDim values,
 // row r = the patch at (merge block, position within the block) in row-major order of blocks,
 // each row laid out channel, frame (temporal_patch_size identical copies), patch row, patch
-// column; every value is table[c][v] in `dtype` (kUint8: v itself). float32 and bfloat16 run the
-// SIMD writer (qwen_patches.h; DOCFEED_SIMD=scalar: the table loop; same bits).
+// column; every value is table[c][v] in `dtype` (kUint8: v itself).
 // REQUIRES: `out` holds QwenPatchCount * QwenPatchDim * DTypeSize(dtype) bytes, aligned for dtype.
 // Errors: InvalidArgument for a bad view or a size that is not a multiple of the merged patch.
 Status QwenPatchify(const ImageView& page, const QwenVLConfig& config, const NormalizeTable& table,

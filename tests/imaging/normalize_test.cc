@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
-#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -315,98 +314,6 @@ TEST_P(NormalizeChwTarget, Float32EqualsTableForEveryValueAndAlignment) {
     for (int v = 0; v < 256; ++v) {
       ASSERT_EQ(std::bit_cast<uint32_t>(simd[static_cast<size_t>(c * 256 + v)]),
                 std::bit_cast<uint32_t>(table->f32[c][v]));
-    }
-  }
-}
-
-// Issue 19: the SIMD writers compute the entries (NormalizeAffine) instead of gathering them
-// when both arithmetic forms reproduce the table. Checked exhaustively, 256 values x 3 channels,
-// for the normalizations the presets use, in both processor generations' arithmetic.
-TEST(NormalizeAffine, ReproducesEveryEntryOfThePresetsTables) {
-  struct Case {
-    std::array<double, 3> mean, std;
-  };
-  const Case cases[] = {
-      {{0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}},              // Donut, Idefics3
-      {{0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}},  // Nougat (ImageNet)
-      {{0.48145466, 0.4578275, 0.40821073}, {0.26862954, 0.26130258, 0.27577711}},  // Qwen (CLIP)
-  };
-  for (const Case& k : cases) {
-    for (DonutBackend backend : {DonutBackend::kPil, DonutBackend::kTorchvision}) {
-      DonutConfig config;
-      config.mean = k.mean;
-      config.std = k.std;
-      config.backend = backend;
-      config.hf_version = backend == DonutBackend::kTorchvision ? 5 : 4;
-      Result<NormalizeTable> table = MakeNormalizeTable(config);
-      ASSERT_TRUE(table.ok()) << table.status().ToString();
-      EXPECT_TRUE(table->affine.exact) << "mean " << k.mean[0];
-      for (int c = 0; c < 3; ++c) {
-        for (int v = 0; v < 256; ++v) {
-          const uint32_t want = std::bit_cast<uint32_t>(table->f32[c][v]);
-          ASSERT_EQ(std::bit_cast<uint32_t>(AffineEntry(table->affine, c, v)), want)
-              << c << " " << v;
-          ASSERT_EQ(std::bit_cast<uint32_t>(AffineEntryFma(table->affine, c, v)), want)
-              << c << " " << v;
-        }
-      }
-    }
-  }
-}
-
-// A table the arithmetic cannot reproduce says so (the writers then gather its entries).
-TEST(NormalizeAffine, NotExactWhenTheArithmeticDiffers) {
-  DonutConfig config;
-  config.rescale_factor = 1.0 / 3.0;  // float(v) / 3 is not float32(v * (1 / 3.0)) for every v
-  config.do_normalize = false;
-  Result<NormalizeTable> table = MakeNormalizeTable(config);
-  ASSERT_TRUE(table.ok());
-  bool differs = false;
-  for (int v = 0; v < 256; ++v) {
-    differs = differs || AffineEntry(table->affine, 0, v) != table->f32[0][v];
-  }
-  EXPECT_EQ(table->affine.exact, !differs);
-}
-
-// Every uint8 value of every channel through the SIMD CHW writer, float32 and bfloat16, computed
-// (the table's arithmetic) and gathered (affine.exact cleared), against the table's entries; at
-// output offsets that make the rows streamed and not.
-TEST_P(NormalizeChwTarget, ComputedAndGatheredEntriesEqualTheTable) {
-  DonutConfig config;
-  config.mean = {0.48145466, 0.4578275, 0.40821073};
-  config.std = {0.26862954, 0.26130258, 0.27577711};
-  Result<NormalizeTable> computed = MakeNormalizeTable(config);
-  ASSERT_TRUE(computed.ok());
-  ASSERT_TRUE(computed->affine.exact);
-  NormalizeTable gathered = *computed;
-  gathered.affine.exact = false;
-  // Channel c of pixel i is (i * (2c + 1) + 7c) mod 256: each channel takes all 256 values.
-  constexpr int32_t kWidth = 256 + 37;
-  std::vector<uint8_t> pixels(kWidth * 3);
-  for (int32_t i = 0; i < kWidth; ++i) {
-    for (int c = 0; c < 3; ++c) pixels[i * 3 + c] = static_cast<uint8_t>(i * (2 * c + 1) + 7 * c);
-  }
-  const ImageView view{pixels.data(), kWidth, 1, 3, kWidth * 3};
-  for (const NormalizeTable* t : {&*computed, &gathered}) {
-    for (DType dtype : {DType::kFloat32, DType::kBfloat16}) {
-      const size_t size = DTypeSize(dtype);
-      std::vector<uint8_t> buffer((kWidth * 3 + 64) * size + 64);
-      for (size_t shift : {size_t{0}, size_t{1}, size_t{5}, size_t{16}}) {
-        uint8_t* out =
-            buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) + shift * size;
-        ASSERT_TRUE(Normalize(view, *t, OutputLayout::kChw, dtype, out).ok());
-        for (int c = 0; c < 3; ++c) {
-          for (int32_t x = 0; x < kWidth; ++x) {
-            const uint8_t v = pixels[x * 3 + c];
-            const uint8_t* got = out + (static_cast<size_t>(c) * kWidth + x) * size;
-            const void* want = dtype == DType::kFloat32 ? static_cast<const void*>(&t->f32[c][v])
-                                                        : static_cast<const void*>(&t->bf16[c][v]);
-            ASSERT_EQ(std::memcmp(got, want, size), 0)
-                << "dtype " << static_cast<int>(dtype) << " exact " << t->affine.exact << " c " << c
-                << " v " << int{v} << " shift " << shift;
-          }
-        }
-      }
     }
   }
 }

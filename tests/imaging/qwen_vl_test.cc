@@ -3,11 +3,8 @@
 #include "imaging/qwen_vl.h"
 
 #include <gtest/gtest.h>
-#include <hwy/targets.h>
 
 #include <cstdint>
-#include <cstring>
-#include <string>
 #include <vector>
 
 namespace docfeed::internal {
@@ -105,87 +102,6 @@ TEST(QwenPatchify, LaysOutPatchesInMergeOrderWithRepeatedFrames) {
   }
   EXPECT_EQ(i, out.size());
 }
-
-// The SIMD patch writer (qwen_patches.h; issue 19) on every Highway target: float32 and bfloat16,
-// computed and gathered entries, RGB and gray pages whose channels take every uint8 value, output
-// 64-byte aligned (streamed) and not, against the layout above with the table's entries.
-class QwenPatchifyTarget : public ::testing::TestWithParam<int64_t> {
- protected:
-  void SetUp() override { hwy::SetSupportedTargetsForTest(GetParam()); }
-  void TearDown() override { hwy::SetSupportedTargetsForTest(0); }
-};
-
-TEST_P(QwenPatchifyTarget, EqualsTheTableInTheProcessorsLayout) {
-  struct Geometry {
-    int32_t patch, merge, frames, height, width;
-  };
-  // The checkpoints' geometry; a patch row exactly 8 wide; odd merge and one frame.
-  for (const Geometry g :
-       {Geometry{14, 2, 2, 56, 84}, Geometry{8, 2, 2, 32, 48}, Geometry{9, 3, 1, 27, 54}}) {
-    QwenVLConfig config;
-    config.patch_size = g.patch;
-    config.merge_size = g.merge;
-    config.temporal_patch_size = g.frames;
-    Result<NormalizeTable> computed = MakeQwenVLTable(config);
-    ASSERT_TRUE(computed.ok());
-    ASSERT_TRUE(computed->affine.exact);
-    NormalizeTable gathered = *computed;
-    gathered.affine.exact = false;
-    for (int32_t channels : {3, 1}) {
-      std::vector<uint8_t> pixels(static_cast<size_t>(g.height) * g.width * channels);
-      for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7 + i / 256);
-      const ImageView page{pixels.data(), g.width, g.height, channels, g.width * channels};
-      const int64_t rows = QwenPatchCount(g.height, g.width, config);
-      const int64_t dim = QwenPatchDim(config);
-      for (const NormalizeTable* t : {&*computed, &gathered}) {
-        for (DType dtype : {DType::kFloat32, DType::kBfloat16}) {
-          const size_t size = DTypeSize(dtype);
-          const auto bytes = static_cast<size_t>(rows * dim) * size;
-          std::vector<uint8_t> buffer(bytes + 128);
-          for (size_t shift : {size_t{0}, size_t{4}}) {
-            uint8_t* out =
-                buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) + shift;
-            ASSERT_TRUE(QwenPatchify(page, config, *t, dtype, out).ok());
-            // Walk the processor's layout: blocks, patches in a block, channel, frame, y, x.
-            const uint8_t* at = out;
-            for (int32_t by = 0; by < g.height; by += g.patch * g.merge) {
-              for (int32_t bx = 0; bx < g.width; bx += g.patch * g.merge) {
-                for (int32_t m = 0; m < g.merge * g.merge; ++m) {
-                  const int32_t y0 = by + m / g.merge * g.patch, x0 = bx + m % g.merge * g.patch;
-                  for (int c = 0; c < 3; ++c) {
-                    for (int32_t f = 0; f < g.frames; ++f) {
-                      for (int32_t y = 0; y < g.patch; ++y) {
-                        for (int32_t x = 0; x < g.patch; ++x, at += size) {
-                          const size_t px = static_cast<size_t>((y0 + y) * g.width + x0 + x);
-                          const uint8_t v = pixels[px * channels + (channels == 3 ? c : 0)];
-                          const void* want = dtype == DType::kFloat32
-                                                 ? static_cast<const void*>(&t->f32[c][v])
-                                                 : static_cast<const void*>(&t->bf16[c][v]);
-                          ASSERT_EQ(std::memcmp(at, want, size), 0)
-                              << "patch " << g.patch << " channels " << channels << " dtype "
-                              << static_cast<int>(dtype) << " exact " << t->affine.exact
-                              << " shift " << shift << " at " << (at - out) / size;
-                        }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            ASSERT_EQ(static_cast<size_t>(at - out), bytes);
-          }
-        }
-      }
-    }
-  }
-}
-
-std::string QwenTargetName(const ::testing::TestParamInfo<int64_t>& param) {
-  return hwy::TargetName(param.param);
-}
-
-INSTANTIATE_TEST_SUITE_P(AllTargets, QwenPatchifyTarget,
-                         ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()), QwenTargetName);
 
 TEST(QwenPatchify, RefusesPagesThatAreNotWholeMergedPatches) {
   QwenVLConfig config;
