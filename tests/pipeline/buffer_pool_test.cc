@@ -83,11 +83,12 @@ TEST(BufferPoolPack, AnyMixPacksInSlotOrder) {
   ASSERT_NE(pool, nullptr);
   std::mt19937 rng(19);
   for (int iter = 0; iter < 500; ++iter) {
-    const uint32_t size = 1 + rng() % kBatch;
+    const auto size = static_cast<uint32_t>(1 + rng() % kBatch);
     std::vector<size_t> predicted(size), actual(size);
     for (uint32_t j = 0; j < size; ++j) {
       predicted[j] = 1 + rng() % kSlotBytes;
-      const uint32_t kind = rng() % 3;  // as predicted, another size, as predicted
+      const auto kind =
+          static_cast<uint32_t>(rng() % 3);  // as predicted, another size, as predicted
       actual[j] = kind == 1 ? 1 + rng() % kSlotBytes : predicted[j];
     }
     const std::vector<uint8_t> want = Fill(*pool, predicted, actual);
