@@ -225,6 +225,27 @@ struct PrepareOptions {
 // `processor(Image.open(path))` rather than what `datasets` gives. Reentrant.
 int32_t OrientationAppliedOnOpen(std::span<const uint8_t> bytes);
 
+// The size of the page in image file `bytes` as `datasets` decodes it: after the EXIF
+// orientation (a quarter turn swaps the sides), from the headers only (microseconds, no pixel
+// decoded). Errors: those of reading the headers (Unsupported, Corruption).
+struct PageSize {
+  int32_t height = 0;
+  int32_t width = 0;
+};
+Result<PageSize> ProbePageSize(std::span<const uint8_t> bytes);
+
+// The grid of vision tokens a page gives, which decides how many image tokens a chat template's
+// placeholder expands to:
+//   Qwen2-VL:  temporal x rows x cols patches = image_grid_thw (temporal 1 for an image); the
+//              placeholder becomes rows * cols / merge_size^2 image tokens;
+//   Idefics3:  rows x cols tiles plus the global image (rows = cols = 0: the page is one tile),
+//              the processor's image_rows / image_cols.
+struct PageGrid {
+  int32_t temporal = 1;
+  int32_t rows = 0;
+  int32_t cols = 0;
+};
+
 // A sample's identity, from which Finish draws its randomness: a function of these only.
 struct SampleKey {
   uint64_t seed = 0;
@@ -268,6 +289,11 @@ class Preset {
   // batches and normalizes elsewhere (docfeed's GPU stage) looks its values up here to give the
   // same floats bit for bit.
   std::vector<float> NormalizeTable() const;
+
+  // The grid of a page of height x width as decoded (PageSize), as the processor computes it
+  // from the size alone. Errors: InvalidArgument for a size the preset refuses (an extreme
+  // aspect ratio) and for a preset without a token grid (donut, nougat, pix2struct).
+  Result<PageGrid> GridOf(int32_t height, int32_t width) const;
 
   // Image file bytes (JPEG, PNG, WebP, PPM) -> the prepared page in `out`, whose pixel buffer is
   // reused when large enough.

@@ -81,6 +81,16 @@ STATS_FIELDS: Tuple[str, ...]
 # original_column, chat_labels (the manifest's JSON object text, "" when absent).
 def dataset_info(path: str) -> Dict[str, Any]: ...
 
+# docfeed/preprocess.h ProbePageSize: (height, width) of an image file's page after its EXIF
+# orientation, from the headers.
+def page_size(data: bytes) -> Tuple[int, int]: ...
+
+# docfeed/preprocess.h Preset::GridOf: (temporal, rows, cols) of a page of height x width under a
+# Qwen2-VL preset (image_grid_thw) or idefics3 (image_rows, image_cols; 0, 0 for one tile).
+def page_grid(preset: str, height: int, width: int, *, min_pixels: int = ..., max_pixels: int = ...,
+              patch_size: int = ..., merge_size: int = ..., longest_edge: int = ...,
+              max_image_size: int = ..., do_image_splitting: bool = ...) -> Tuple[int, int, int]: ...
+
 # docfeed/remote.h GetRemoteStats: {"requests", "connections", "bytes", "retries", "errors"} of the process's
 # remote reads (s3://, http(s)://).
 def remote_stats() -> Dict[str, int]: ...

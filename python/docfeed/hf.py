@@ -7,6 +7,23 @@ The recipe change is one import and one dataset argument:
                              train_dataset=DocfeedDataset("train.docfeed", image_size=(1280, 960)))
     trainer.train(resume_from_checkpoint=True)
 
+Models that train through it (each a preset of DocfeedDataset, whose batches hold the keyword
+arguments the model's forward takes; tests/python/test_hf_*_train.py and test_hf_trainer.py
+train a tiny random-initialized one of each on both transformers generations, resuming
+mid-epoch without replay):
+  * Donut (VisionEncoderDecoderModel, DonutSwin + MBart): preset "donut", pixel_values + labels.
+  * Nougat (VisionEncoderDecoderModel, DonutSwin + MBart): preset "nougat", pixel_values +
+    labels; its settings from the Trainer's processing_class' NougatImageProcessor.
+  * Pix2Struct (Pix2StructForConditionalGeneration): preset "pix2struct", flattened_patches +
+    attention_mask + labels; max_patches / patch_size from its Pix2StructImageProcessor.
+  * Qwen2-VL / Qwen2.5-VL: preset "qwen2-vl" / "qwen2.5-vl" on a dataset packed with
+    docfeed.pack(processor=...): pixel_values, image_grid_thw, input_ids, attention_mask, labels.
+  * Idefics3 / SmolVLM / SmolDocling (Idefics3ForConditionalGeneration): preset "idefics3" on a
+    dataset packed with docfeed.pack(processor=...): pixel_values, pixel_attention_mask,
+    input_ids, attention_mask, labels.
+Labels for Donut, Nougat and Pix2Struct are the text targets `docfeed pack --tokenizer` /
+docfeed.pack(tokenizer=...) store (include the end-of-sequence token in the text).
+
 What it does (DocfeedTrainerMixin, usable with any Trainer subclass):
   * get_train_dataloader() returns a docfeed.Loader with per_device_train_batch_size, seed
     (args.data_seed or args.seed), drop_last (args.dataloader_drop_last), rank / world size from
@@ -37,7 +54,7 @@ What it does (DocfeedTrainerMixin, usable with any Trainer subclass):
     than the new step remains, dropped as any epoch's) continues with the next epoch.
   * get_eval_dataloader() uses docfeed for a DocfeedDataset eval set: storage order, centred
     padding, every sample (a short last batch; under several processes the last step wraps).
-  * The pixels are those of the DonutImageProcessor the run would use (processor_generation):
+  * Donut's pixels are those of the DonutImageProcessor the run would use (processor_generation):
     the Trainer's processing_class when it is a Donut processor (DonutImageProcessor of 4.x;
     DonutImageProcessorPil or the torchvision DonutImageProcessor of 5.x), else what the
     installed transformers' AutoImageProcessor returns (4.x: the PIL processor; 5.x: the
@@ -45,10 +62,14 @@ What it does (DocfeedTrainerMixin, usable with any Trainer subclass):
     were stored resized (`pack --preprocess`, or migrated from saved tensors) keeps the
     generation it records, with a warning when that is not the one the run would use.
     DocfeedDataset(..., hf_version=, backend=) overrides all of it; the choice and its reason
-    are logged (logger "docfeed.hf", INFO) and kept in DocfeedDataset.generation.
-  * Gradient accumulation: the loss of a VisionEncoderDecoderModel (Donut) is the mean over the
-    accumulation window's label tokens on every transformers version, as 4.57 computes it (5.x's
-    model ignores num_items_in_batch; see _loss_ignores_num_items and compute_loss).
+    are logged (logger "docfeed.hf", INFO) and kept in DocfeedDataset.generation. Nougat and
+    Pix2Struct reproduce the PIL processor of the installed generation (pil_preset_generation),
+    Qwen the one of qwen_generation.
+  * Gradient accumulation: the loss of a VisionEncoderDecoderModel (Donut, Nougat) is the mean
+    over the accumulation window's label tokens on every transformers version, as 4.57
+    computes it, and so is a Pix2StructForConditionalGeneration's on 5.x (5.x's models ignore
+    num_items_in_batch; see _loss_ignores_num_items and compute_loss). 4.57's Pix2Struct takes
+    no **kwargs: Trainer divides its batch means by the accumulation steps, left as it is.
 
 Works with transformers 4.40 through 5.x (tested: 4.57.6 with datasets 4.8.5 and 5.23.0 with
 datasets 5.2.0).
@@ -67,6 +88,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoin
 
 import docfeed
 from docfeed import _docfeed
+from docfeed.chat_labels import size_value
 
 STATE_FILE = "docfeed_loader_state.json"
 
@@ -137,17 +159,122 @@ def qwen_generation(processor: Any = None) -> Tuple[int, str, str]:
     return 4, "pil", f"transformers {version} is installed"
 
 
+# The presets whose processors docfeed reproduces on their PIL / numpy path only (backend
+# "pil"), with the image processor class each takes its settings from.
+_PIL_PRESETS = {"nougat": "NougatImageProcessor", "pix2struct": "Pix2StructImageProcessor"}
+# NougatImageProcessor's steps the nougat preset always takes: a processor with one of them off
+# asks for pixels docfeed does not give.
+_NOUGAT_STEPS = ("do_crop_margin", "do_resize", "do_thumbnail", "do_pad", "do_rescale",
+                 "do_normalize")
+
+
+def pil_preset_generation(preset: str, processor: Any = None) -> Tuple[int, str, str]:
+    """(hf_version, backend, reason) for preset "nougat" or "pix2struct", which reproduce the
+    PIL / numpy processor of each transformers generation only: hf_version 4 on transformers
+    4.x (NougatImageProcessor, Pix2StructImageProcessor), 5 on 5.x (NougatImageProcessorPil,
+    Pix2StructImageProcessorPil); backend "pil". `processor` (or its image_processor) of the
+    family that docfeed does not reproduce (5.x's torchvision NougatImageProcessor /
+    Pix2StructImageProcessor, what AutoImageProcessor builds when torchvision is installed;
+    4.x's NougatImageProcessorFast) gets a warning naming it: the pixels are then the PIL
+    processor's of the same generation."""
+    version = transformers.__version__
+    family = _PIL_PRESETS[preset]
+    hf_version = 5 if _transformers_major() >= 5 else 4
+    image_processor = getattr(processor, "image_processor", processor)
+    name = type(image_processor).__name__ if image_processor is not None else ""
+    if not name.startswith(family):
+        return hf_version, "pil", f"transformers {version} is installed"
+    pil_name = family + "Pil" if hf_version >= 5 else family
+    if name != pil_name and getattr(image_processor, "backend", None) != "pil":
+        logger.warning("docfeed: the processor's %s (transformers %s) is not reproduced; docfeed "
+                       "gives %s's pixels", name, version, pil_name)
+    return hf_version, "pil", f"the processor is {name} (transformers {version})"
+
+
+def _nougat_settings(image_processor: Any) -> Dict[str, Any]:
+    """The nougat preset's loader options from a NougatImageProcessor: image_size (its size),
+    align_long_axis (do_align_long_axis), image_mean and image_std. InvalidArgumentError when it
+    skips a step the preset always takes (docfeed would give other pixels than it)."""
+    name = type(image_processor).__name__
+    off = [step for step in _NOUGAT_STEPS if getattr(image_processor, step, True) is False]
+    rescale = getattr(image_processor, "rescale_factor", None)
+    if rescale is not None and abs(float(rescale) - 1 / 255) > 1e-12:
+        off.append(f"rescale_factor={rescale}")
+    if off:
+        raise docfeed.InvalidArgumentError(
+            f"processor: {name} has {', '.join(off)}; the nougat preset always crops the "
+            "margin, resizes, thumbnails, pads and rescales by 1/255 then normalizes")
+    out: Dict[str, Any] = {}
+    size = getattr(image_processor, "size", None)
+    height, width = size_value(size, "height"), size_value(size, "width")
+    if height is not None and width is not None:
+        out["image_size"] = (int(height), int(width))
+    if getattr(image_processor, "do_align_long_axis", None) is not None:
+        out["align_long_axis"] = bool(image_processor.do_align_long_axis)
+    for key in ("image_mean", "image_std"):
+        if getattr(image_processor, key, None) is not None:
+            out[key] = [float(v) for v in getattr(image_processor, key)]
+    return out
+
+
+def _pix2struct_settings(image_processor: Any) -> Dict[str, Any]:
+    """The pix2struct preset's loader options from a Pix2StructImageProcessor: max_patches and
+    patch_size. InvalidArgumentError for is_vqa (a header rendered onto the page) and
+    do_normalize=False, which the preset does not offer."""
+    name = type(image_processor).__name__
+    if getattr(image_processor, "is_vqa", False):
+        raise docfeed.InvalidArgumentError(
+            f"processor: {name} has is_vqa=True (the question rendered as a header onto the "
+            "page); the pix2struct preset does not render headers")
+    if getattr(image_processor, "do_normalize", True) is False:
+        raise docfeed.InvalidArgumentError(
+            f"processor: {name} has do_normalize=False; the pix2struct preset always "
+            "standardizes each page")
+    out: Dict[str, Any] = {}
+    if getattr(image_processor, "max_patches", None) is not None:
+        out["max_patches"] = int(image_processor.max_patches)
+    patch = getattr(image_processor, "patch_size", None)
+    height, width = size_value(patch, "height"), size_value(patch, "width")
+    if height is not None and width is not None:
+        out["patch_size"] = {"height": int(height), "width": int(width)}
+    return out
+
+
 class DocfeedDataset:
     """A docfeed dataset and the docfeed.Loader options a Trainer should use with it. batch
-    size, seed, drop_last, rank/world size and device come from the Trainer unless given here.
+    size, seed, drop_last, rank/world size and device come from the Trainer unless given here;
+    any other docfeed.Loader option (pad=, num_threads=, ...) may be given as a keyword.
 
-    image_size: the Donut / Nougat pixel_values size (required for them). preset="qwen2-vl" or
-    "qwen2.5-vl" (a dataset packed with docfeed.pack(processor=...)): batches hold
-    pixel_values, image_grid_thw, input_ids, attention_mask and labels, the keyword arguments a
-    Qwen2VLForConditionalGeneration / Qwen2_5_VLForConditionalGeneration takes; min_pixels,
-    max_pixels, patch_size, merge_size and temporal_patch_size default to the Trainer's
-    processing_class' image processor (else the preset's defaults), hf_version and backend to
-    its generation (qwen_generation); the batches stay on the CPU (the Trainer moves them)."""
+    Each preset's batches hold the keyword arguments its model's forward takes:
+    * "donut" (default): pixel_values and labels (a dataset packed with a tokenizer), for a
+      VisionEncoderDecoderModel. image_size (height, width) is required.
+    * "nougat": the same keys, for Nougat's VisionEncoderDecoderModel (Donut-Swin encoder, MBart
+      decoder). image_size, align_long_axis, image_mean and image_std default to the Trainer's
+      processing_class when it is (or holds) a NougatImageProcessor (its size,
+      do_align_long_axis, image_mean, image_std; a processor skipping a step the preset always
+      takes, such as do_crop_margin=False, is refused), else to what a dataset packed with
+      --preprocess nougat records, else to the preset's (896 x 672). pad: "random" (docfeed's
+      augmentation, as for Donut; the default) or "center" (the processor's own padding).
+    * "pix2struct": flattened_patches, attention_mask and labels, for
+      Pix2StructForConditionalGeneration. max_patches and patch_size default to the
+      processing_class' Pix2StructImageProcessor (is_vqa and do_normalize=False are refused),
+      else to the preset's (2048, 16 x 16); image_size does not apply.
+    * "qwen2-vl" / "qwen2.5-vl" (a dataset packed with docfeed.pack(processor=...)):
+      pixel_values, image_grid_thw, input_ids, attention_mask and labels, for
+      Qwen2VLForConditionalGeneration / Qwen2_5_VLForConditionalGeneration; min_pixels,
+      max_pixels, patch_size, merge_size and temporal_patch_size default to the Trainer's
+      processing_class' image processor (else the preset's defaults), hf_version and backend to
+      its generation (qwen_generation); image_size does not apply.
+    * "idefics3" (Idefics3 / SmolVLM / SmolDocling; a dataset packed with
+      docfeed.pack(processor=...) of an Idefics3Processor or SmolVLMProcessor): pixel_values,
+      pixel_attention_mask, input_ids, attention_mask and labels, for
+      Idefics3ForConditionalGeneration; longest_edge, max_image_size and do_image_splitting
+      default to the Trainer's processing_class' image processor, hf_version to the installed
+      transformers (the PIL processor's pixels); image_size does not apply.
+    Options given here win over the processor's. hf_version / backend: for nougat and
+    pix2struct (PIL processors only), pil_preset_generation; for donut, choose_generation.
+    The pix2struct, Qwen and idefics3 batches stay on the CPU (those presets have no GPU stage; the
+    Trainer moves them); donut and nougat use the GPU stage when the Trainer trains on CUDA."""
 
     def __init__(self, path: "str | os.PathLike[str]",
                  image_size: Optional[Tuple[int, int]] = None, *,
@@ -156,9 +283,13 @@ class DocfeedDataset:
                  **loader_options: Any) -> None:
         self.path = os.fspath(path)
         self.preset = preset
-        if image_size is None and preset not in _QWEN_PRESETS:
+        if image_size is None and preset == "donut":
             raise docfeed.InvalidArgumentError(
                 f"image_size (height, width) is required with preset={preset!r}")
+        if image_size is not None and preset in _QWEN_PRESETS + ("pix2struct", "idefics3"):
+            raise docfeed.InvalidArgumentError(
+                f"image_size does not apply to preset={preset!r} (its pages keep their aspect "
+                "ratio within the preset's own limits)")
         self.image_size = None if image_size is None else tuple(image_size)
         self.hf_version = hf_version
         self.backend = backend
@@ -211,6 +342,10 @@ class DocfeedDataset:
         options.update(self.loader_options)
         if self.preset in _QWEN_PRESETS:
             return self._qwen_loader(processor, options)
+        if self.preset == "idefics3":
+            return self._idefics3_loader(processor, options)
+        if self.preset in _PIL_PRESETS:
+            return self._pil_preset_loader(processor, options)
         hf_version, backend, reason = self.choose_generation(processor)
         self.generation = (hf_version, backend, reason)
         logger.info("docfeed: %s gives the pixels of transformers %d.x DonutImageProcessor "
@@ -219,6 +354,47 @@ class DocfeedDataset:
             options["preset"] = self.preset
         return docfeed.Loader(self.path, image_size=self.image_size, hf_version=hf_version,
                               backend=backend, **options)
+
+    def _pil_preset_loader(self, processor: Any, options: Dict[str, Any]) -> docfeed.Loader:
+        """A nougat or pix2struct loader: the generation from pil_preset_generation (or as
+        given, or for nougat the one its stored pages were prepared for), the settings of the
+        processor's image processor of the family unless given (see the class docstring)."""
+        hf_version, backend, reason = pil_preset_generation(self.preset, processor)
+        stored = _docfeed.dataset_info(self.path)["preprocess"]
+        if stored is not None and stored.get("preset") != self.preset:
+            stored = None  # pages of another preset: the loader refuses them, naming both
+        if self.hf_version is not None:
+            hf_version, reason = self.hf_version, "given to DocfeedDataset"
+        elif stored is not None:
+            version = int(stored.get("hf_version", 4))
+            if version != hf_version:
+                logger.warning(
+                    "docfeed: %s stores pages prepared for transformers %d.x, not for the "
+                    "processor this run would use (%d.x: %s); loading them as stored. Re-pack "
+                    "from the originals to change.", self.path, version, hf_version, reason)
+            hf_version, reason = version, "the dataset's stored pages were prepared for it"
+        if self.backend is not None:
+            backend = self.backend  # anything but "pil" is refused by the loader, saying why
+        self.generation = (hf_version, backend, reason)
+        found: Dict[str, Any] = {}
+        image_processor = getattr(processor, "image_processor", processor)
+        if type(image_processor).__name__.startswith(_PIL_PRESETS[self.preset]):
+            settings = _nougat_settings if self.preset == "nougat" else _pix2struct_settings
+            found = settings(image_processor)
+        elif stored is not None:  # nougat's stored pages: their size and alignment
+            found = {"image_size": (int(stored["height"]), int(stored["width"])),
+                     "align_long_axis": bool(stored.get("align_long_axis", False))}
+        image_size = self.image_size or found.pop("image_size", None)
+        found.pop("image_size", None)
+        for name, value in found.items():
+            options.setdefault(name, value)
+        if self.preset == "pix2struct":
+            options["device"] = None  # no GPU stage: Trainer's _prepare_inputs moves the batch
+            options.pop("pad", None)  # the eval loader's centred padding: no padding here
+        logger.info("docfeed: %s gives the pixels of transformers %d.x %s (%s backend): %s",
+                    self.path, hf_version, _PIL_PRESETS[self.preset], backend, reason)
+        return docfeed.Loader(self.path, image_size=image_size, preset=self.preset,
+                              hf_version=hf_version, backend=backend, **options)
 
     def _qwen_loader(self, processor: Any, options: Dict[str, Any]) -> docfeed.Loader:
         """A Qwen preset's loader: the processor's smart_resize settings unless given, the
@@ -244,6 +420,34 @@ class DocfeedDataset:
                     "(%s backend): %s", self.path, hf_version, backend, reason)
         return docfeed.Loader(self.path, preset=self.preset, hf_version=hf_version,
                               backend=backend, **options)
+
+    def _idefics3_loader(self, processor: Any, options: Dict[str, Any]) -> docfeed.Loader:
+        """The idefics3 preset's loader: the processor's longest_edge, max_image_size and
+        do_image_splitting unless given, the installed generation's PIL processor unless
+        hf_version is given (5.x's default torchvision Idefics3ImageProcessor is not reproduced:
+        a warning names it); CPU batches (the Trainer moves them)."""
+        hf_version = self.hf_version or _transformers_major()
+        image_processor = getattr(processor, "image_processor", None)
+        name = type(image_processor).__name__ if image_processor is not None else ""
+        reason = f"transformers {transformers.__version__} is installed"
+        if image_processor is not None:
+            from docfeed import chat_labels
+
+            if hf_version >= 5 and not name.endswith("Pil"):
+                logger.warning("docfeed: the processor's %s (transformers %s) is not reproduced; "
+                               "docfeed gives %sPil's pixels", name, transformers.__version__,
+                               name)
+            found = chat_labels.processor_settings(processor, {})
+            options.setdefault("longest_edge", found["longest_edge"])
+            options.setdefault("max_image_size", found["max_image_size"])
+            options.setdefault("do_image_splitting", bool(found["do_image_splitting"]))
+            reason = f"the processor is {name} (transformers {transformers.__version__})"
+        self.generation = (hf_version, "pil", reason)
+        options["device"] = None
+        options.pop("pad", None)  # the eval loader's centred padding: no padding here
+        logger.info("docfeed: %s gives the pixels of transformers %d.x Idefics3ImageProcessor "
+                    "(PIL): %s", self.path, hf_version, reason)
+        return docfeed.Loader(self.path, preset=self.preset, hf_version=hf_version, **options)
 
 
 class _TrainLoader:
@@ -295,10 +499,18 @@ class _TrainLoader:
         return self.loader.state_dict()
 
 
+# The models whose loss is a plain per-batch mean of the cross-entropy over the label tokens
+# (labels unshifted: the decoder reads them shifted right), and where it is computed: the
+# model's own forward, or its decoder's (Pix2Struct's text model).
+_MEAN_LOSS_MODELS = {"VisionEncoderDecoderModel": False, "Pix2StructForConditionalGeneration": True}
+
+
 def _loss_ignores_num_items(model: Any) -> bool:
-    """True for a VisionEncoderDecoderModel (Donut) whose forward takes **kwargs but computes a
-    per-batch mean loss without `num_items_in_batch` (transformers 5.x; 4.57 divides the token
-    sum by it), unless the model says what it accepts itself (`accepts_loss_kwargs`).
+    """True for a VisionEncoderDecoderModel (Donut, Nougat) or Pix2StructForConditionalGeneration
+    whose forward takes **kwargs but computes a per-batch mean loss without
+    `num_items_in_batch` (transformers 5.x; 4.57's VisionEncoderDecoderModel divides the token
+    sum by it, 4.57's Pix2Struct takes no **kwargs), unless the model says what it accepts
+    itself (`accepts_loss_kwargs`).
 
     Trainer decides from the forward signature alone: with **kwargs it counts the label tokens of
     the whole accumulation window, passes the count as num_items_in_batch and does not divide the
@@ -308,13 +520,18 @@ def _loss_ignores_num_items(model: Any) -> bool:
     2x at N = 2)."""
     if hasattr(model, "accepts_loss_kwargs"):
         return False
-    if not isinstance(model, transformers.VisionEncoderDecoderModel):
+    in_decoder = next((v for k, v in _MEAN_LOSS_MODELS.items()
+                       if isinstance(model, getattr(transformers, k, ()))), None)
+    if in_decoder is None:
         return False
+    forwards = [type(model).forward]
+    if in_decoder:
+        forwards.append(type(model.decoder).forward)
     try:
-        source = inspect.getsource(type(model).forward)
+        sources = [inspect.getsource(forward) for forward in forwards]
     except (OSError, TypeError):  # no source: leave Trainer's choice alone
         return False
-    return "num_items_in_batch" not in source
+    return not any("num_items_in_batch" in source for source in sources)
 
 
 def _check_loss_scaling(trainer: Any) -> None:

@@ -346,18 +346,36 @@ class Loader:
         self._restored = False
 
     def _chat_token_columns(self, label_column: Optional[str]) -> List[str]:
-        """With a Qwen preset, a dataset packed with processor= (its manifest's chat_labels) and
-        label_column None: input_ids, attention_mask and labels are batched as token columns
-        (padded with the recorded pad id, 0 and -100 to the batch's longest row) instead of the
-        label column. Returns their names ([] otherwise); sets the C++ loader's arguments."""
+        """With a Qwen or the Idefics3 preset, a dataset packed with processor= (its manifest's
+        chat_labels) and label_column None: input_ids, attention_mask and labels are batched as
+        token columns (padded with the recorded pad id, 0 and -100 to the batch's longest row)
+        instead of the label column. Returns their names ([] otherwise); sets the C++ loader's
+        arguments. InvalidArgumentError when the labels' image tokens were counted for another
+        preset or other settings than this loader's (the model would find more or fewer image
+        tokens than image features)."""
         import json
 
-        if not self._patched or label_column is not None:
+        if not (self._patched or self._tiled) or label_column is not None:
             return []
-        text = _docfeed.dataset_info(self._core_args["path"]).get("chat_labels", "")
+        path = self._core_args["path"]
+        text = _docfeed.dataset_info(path).get("chat_labels", "")
         if not text:
             return []
         chat = json.loads(text)
+        family = "idefics3" if self._tiled else "qwen2-vl"
+        counted = chat.get("preset", "qwen2-vl")  # datasets of before the key: Qwen's
+        if counted != family:
+            raise InvalidArgumentError(
+                f"{path}: its input_ids count the image tokens of the {counted} processor, not "
+                f"of preset={self._core_args['preset']!r}; load it with a {counted} preset")
+        keys = (("longest_edge", "max_image_size", "do_image_splitting") if self._tiled
+                else ("min_pixels", "max_pixels", "patch_size", "merge_size"))
+        differ = [f"{k} {chat[k]} (this loader: {int(self._core_args[k])})" for k in keys
+                  if k in chat and int(chat[k]) != int(self._core_args[k])]
+        if differ:
+            raise InvalidArgumentError(
+                f"{path}: its input_ids count the image tokens of pages resized with "
+                f"{', '.join(differ)}; give the loader the settings the dataset was packed with")
         pads = {"input_ids": int(chat["pad_token_id"]), "attention_mask": 0, "labels": -100}
         names = list(chat.get("columns", pads))
         self._core_args.update(label_column="-", token_capacity=int(chat["longest"]),

@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Sequence as _Sequence
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from docfeed.errors import DataError, InvalidArgumentError
+from docfeed.errors import DataError, Error, InvalidArgumentError
 
 # Rows handed to C++ per fetch: enough to keep the encode workers busy, few enough to bound
 # the memory of fetched-but-not-yet-encoded images.
@@ -196,9 +196,8 @@ def _page_sizes(cells: Iterable[Union[bytes, str]]) -> Iterator[Tuple[int, int]]
             raise DataError(f"row {i}: image: {cell}")
         try:
             yield chat_labels.page_size(cell)
-        except Exception as e:  # noqa: BLE001 - Pillow raises many types for a bad header
-            raise DataError(f"row {i}: image: cannot read its size ({type(e).__name__}: {e})") \
-                from None
+        except Error as e:
+            raise DataError(f"row {i}: image: cannot read its size ({e})") from None
 
 
 def _listing(metadata: Iterable[Dict[str, Any]], suffixes: Iterable[str], image_column: str,
@@ -305,19 +304,23 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       `text_column`, padded/truncated to `max_length` with -100 in place of padding.
     columns: the other columns to keep (default: every column with str/int/float/bool values).
     processor, prompt, prompt_column: chat-template token columns for Qwen2-VL / Qwen2.5-VL
-      fine-tuning (docfeed/chat_labels.py). `processor` is the user's Hugging Face processor (a
-      Qwen2VLProcessor / Qwen2_5_VLProcessor, or anything with .tokenizer, .image_processor
-      and apply_chat_template); each row becomes the conversation [user: the page, then the
+      and Idefics3 / SmolVLM / SmolDocling fine-tuning (docfeed/chat_labels.py). `processor`
+      is the user's Hugging Face processor (a Qwen2VLProcessor / Qwen2_5_VLProcessor or an
+      Idefics3Processor / SmolVLMProcessor: .tokenizer, .image_processor and
+      apply_chat_template); each row becomes the conversation [user: the page, then the
       prompt (`prompt`, the same for every row, or the row's `prompt_column`; "" for none)],
       [assistant: the row's `text_column`], and three list<int64> columns are added:
-      input_ids (the processor's: the page's image placeholder repeated grid_h * grid_w /
-      merge_size**2 times for the grid of smart_resize with min_pixels, max_pixels,
-      patch_size and merge_size, taken from processor.image_processor unless given here),
-      attention_mask (all 1) and labels (-100 except on the answer and its end-of-turn token).
-      The tokenizer's pad id is recorded in the manifest (`chat_labels`), and
-      docfeed.Loader(preset="qwen2.5-vl") batches the three columns padded to the batch's
-      longest row. preprocess must be None or "qwen2-vl" / "qwen2.5-vl" (the same smart_resize
-      settings are then used for the stored pages); not with tokenizer=, nor for a path (the
+      input_ids (the processor's, its image placeholder expanded for the page: Qwen's
+      repeated grid_h * grid_w / merge_size**2 times for the grid of smart_resize with
+      min_pixels, max_pixels, patch_size and merge_size, taken from processor.image_processor
+      unless given here; Idefics3's <image> as the processor expands it for the page's tile
+      rows and cols, from its longest_edge, max_image_size, do_image_splitting and
+      image_seq_len), attention_mask (all 1) and labels (-100 except on the answer and its
+      end-of-turn token). The tokenizer's pad id is recorded in the manifest (`chat_labels`),
+      and docfeed.Loader(preset="qwen2.5-vl" or "idefics3") batches the three columns padded
+      to the batch's longest row. With a Qwen processor preprocess must be None or "qwen2-vl"
+      / "qwen2.5-vl" (the same smart_resize settings are then used for the stored pages); with
+      an Idefics3 processor None. Not with tokenizer=, nor for a path (the
       rows are read in memory). A row without the text (or prompt) column, or whose text is
       not a string, raises InvalidArgumentError naming the row and the column; an image whose
       size cannot be read, DataError naming the row. max_length does not apply (a conversation
@@ -443,6 +446,14 @@ def _chat_labeler(processor: Any, tokenizer: Any, options: Dict[str, Any], text_
     if tokenizer is not None:
         raise InvalidArgumentError("give tokenizer= (Donut labels) or processor= (chat-template "
                                    "token columns), not both")
+    family = chat_labels.processor_family(processor)
+    if family == chat_labels.IDEFICS3:
+        if options["preprocess"]:
+            raise InvalidArgumentError(
+                f"processor= is an Idefics3 processor, whose pages are stored as they are; "
+                f"preprocess={options['preprocess']!r} stores other pages (leave it out)")
+        settings = chat_labels.processor_settings(processor, {})
+        return chat_labels.ChatLabeler(processor, settings, text_column, prompt, prompt_column)
     if options["preprocess"] not in ("", "qwen2-vl", "qwen2.5-vl"):
         raise InvalidArgumentError(
             f"processor= computes Qwen2-VL image tokens; preprocess={options['preprocess']!r} "

@@ -37,8 +37,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -1000,6 +1002,50 @@ NB_MODULE(_docfeed, m) {
       "path"_a,
       "The bytes of a file, or of an object at an s3:// or http(s):// URL, read as docfeed reads "
       "datasets (docfeed.ray reads the parts' rejects.jsonl with it).");
+  m.def(
+      "page_size",
+      [](nb::bytes data) {
+        const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data.data()), data.size());
+        Result<PageSize> size = ProbePageSize(bytes);
+        if (!size.ok()) Raise(size.status());
+        return std::make_tuple(size->height, size->width);
+      },
+      "data"_a,
+      "(height, width) of the page in image file bytes as `datasets` decodes it (after the EXIF "
+      "orientation), from its headers.");
+  m.def(
+      "page_grid",
+      [](const std::string& preset, nb::handle height, nb::handle width, nb::handle min_pixels,
+         nb::handle max_pixels, nb::handle patch_size, nb::handle merge_size,
+         nb::handle longest_edge, nb::handle max_image_size, bool do_image_splitting) {
+        PresetOptions options;
+        options.name = preset;
+        options.qwen_vl.min_pixels = ToInt<int64_t>("min_pixels", min_pixels, 1);
+        options.qwen_vl.max_pixels = ToInt<int64_t>("max_pixels", max_pixels, 1);
+        options.qwen_vl.patch_size = ToInt<int32_t>("patch_size", patch_size, 1, 1024);
+        options.qwen_vl.merge_size = ToInt<int32_t>("merge_size", merge_size, 1, 1024);
+        options.idefics3.longest_edge = ToInt<int32_t>("longest_edge", longest_edge, 1, 8192);
+        options.idefics3.max_image_size = ToInt<int32_t>("max_image_size", max_image_size, 1, 8192);
+        options.idefics3.do_image_splitting = do_image_splitting;
+        const int32_t h = ToInt<int32_t>("height", height, 1);
+        const int32_t w = ToInt<int32_t>("width", width, 1);
+        Result<Preset> made = Preset::Create(options);
+        if (!made.ok()) Raise(made.status());
+        Result<PageGrid> grid = made->GridOf(h, w);
+        if (!grid.ok()) Raise(grid.status());
+        return std::make_tuple(grid->temporal, grid->rows, grid->cols);
+      },
+      "preset"_a, "height"_a, "width"_a, nb::kw_only(),
+      "min_pixels"_a = kDefaults.preset.qwen_vl.min_pixels,
+      "max_pixels"_a = kDefaults.preset.qwen_vl.max_pixels,
+      "patch_size"_a = kDefaults.preset.qwen_vl.patch_size,
+      "merge_size"_a = kDefaults.preset.qwen_vl.merge_size,
+      "longest_edge"_a = kDefaults.preset.idefics3.longest_edge,
+      "max_image_size"_a = kDefaults.preset.idefics3.max_image_size,
+      "do_image_splitting"_a = kDefaults.preset.idefics3.do_image_splitting,
+      "(temporal, rows, cols) of a page of height x width (as decoded) under `preset`: "
+      "Qwen2-VL's image_grid_thw, Idefics3's image_rows / image_cols (0, 0: one tile). The "
+      "processor's own arithmetic (docfeed::Preset::GridOf).");
   m.def("dataset_info", &DatasetInfoDict, "path"_a,
         "The manifest's facts about a dataset (num_samples, columns, label_column, preprocess, "
         "...) without starting a loader.");

@@ -44,6 +44,12 @@ class Idefics3Preset final : public Preset {
     return std::min(largest * static_cast<size_t>(Idefics3TileValues(config_)) * DTypeSize(dtype),
                     SampleBytes(dtype));
   }
+  // The processor's image_rows / image_cols, which its text side expands <image> with.
+  Result<PageGrid> GridOf(int32_t height, int32_t width) const override {
+    DOCFEED_ASSIGN_OR_RETURN(const Idefics3Geometry g,
+                             ComputeIdefics3Geometry(height, width, config_));
+    return PageGrid{1, g.rows, g.cols};
+  }
   const std::array<double, 3>& image_mean() const override { return config_.mean; }
   const std::array<double, 3>& image_std() const override { return config_.std; }
   std::vector<float> Float32Table() const override { return FlatFloat32Table(table_); }

@@ -38,6 +38,7 @@ namespace docfeed::internal {
 // The preset vocabulary of docfeed/preprocess.h.
 using docfeed::OutputShape;
 using docfeed::PadMode;
+using docfeed::PageGrid;
 using docfeed::Placement;
 using docfeed::PrepareMode;
 using docfeed::SampleKey;
@@ -107,6 +108,10 @@ class Preset {
                                     bool /*prepared*/, DType dtype) const {
     return SampleBytes(dtype);
   }
+
+  // The grid of vision tokens of a page of height x width as decoded (docfeed/preprocess.h
+  // PageGrid). Presets whose output has no token grid refuse (InvalidArgument).
+  virtual Result<PageGrid> GridOf(int32_t height, int32_t width) const;
 
   // The per-epoch part: writes one sample's output, every byte of it, at `out` (SampleBytes
   // bytes, aligned for `dtype`). `prepared` is Prepare's output (or a stored page that

@@ -1,6 +1,7 @@
 // docfeed::Preset (docfeed/preprocess.h): the public handle over an internal::Preset.
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/clock.h"
 #include "codec/codec.h"
@@ -36,7 +37,21 @@ Status RefuseStoredPages(const PreprocessInfo& stored, const std::string& dir,
                                  "packed without --preprocess)");
 }
 
+Result<PageGrid> Preset::GridOf(int32_t /*height*/, int32_t /*width*/) const {
+  return InvalidArgumentError("the " + std::string(name()) +
+                              " preset has no grid of image tokens (qwen2-vl, qwen2.5-vl and "
+                              "idefics3 have)");
+}
+
 }  // namespace internal
+
+Result<PageSize> ProbePageSize(std::span<const uint8_t> bytes) {
+  DOCFEED_ASSIGN_OR_RETURN(const internal::ImageInfo info, internal::ProbeImage(bytes));
+  PageSize size{info.height, info.width};
+  // Orientations 5..8 are a quarter turn, with or without a flip (the EXIF specification).
+  if (info.exif_orientation >= 5) std::swap(size.height, size.width);
+  return size;
+}
 
 int32_t OrientationAppliedOnOpen(std::span<const uint8_t> bytes) {
   if (internal::SniffCodec(bytes) != internal::ImageCodec::kTiff) return 1;
@@ -60,6 +75,9 @@ size_t Preset::OutputBytes(const Placement& placement, DType dtype) const {
 const std::array<double, 3>& Preset::image_mean() const { return impl_->image_mean(); }
 const std::array<double, 3>& Preset::image_std() const { return impl_->image_std(); }
 std::vector<float> Preset::NormalizeTable() const { return impl_->Float32Table(); }
+Result<PageGrid> Preset::GridOf(int32_t height, int32_t width) const {
+  return impl_->GridOf(height, width);
+}
 
 Status Preset::Prepare(std::span<const uint8_t> bytes, const PrepareOptions& options,
                        Image* out) const {

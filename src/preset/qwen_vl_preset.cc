@@ -55,6 +55,11 @@ class QwenVLPreset final : public Preset {
     }
     return std::min(OutputBytesFor(g.height, g.width, dtype), SampleBytes(dtype));
   }
+  // image_grid_thw of an image: smart_resize's size in patches, one temporal step.
+  Result<PageGrid> GridOf(int32_t height, int32_t width) const override {
+    DOCFEED_ASSIGN_OR_RETURN(const QwenGeometry g, QwenSmartResize(height, width, config_));
+    return PageGrid{1, g.height / config_.patch_size, g.width / config_.patch_size};
+  }
   const std::array<double, 3>& image_mean() const override { return config_.mean; }
   const std::array<double, 3>& image_std() const override { return config_.std; }
   std::vector<float> Float32Table() const override { return FlatFloat32Table(table_); }

@@ -86,7 +86,7 @@ def test_manifest_records_the_pad_id_and_settings(setup):
     chat = json.loads(info["chat_labels"])
     rows = datasets.load_from_disk(str(out))
     assert chat == {
-        "columns": ["input_ids", "attention_mask", "labels"],
+        "columns": ["input_ids", "attention_mask", "labels"], "preset": "qwen2-vl",
         "pad_token_id": proc.tokenizer.pad_token_id,
         "image_token_id": proc.tokenizer.convert_tokens_to_ids("<|image_pad|>"),
         "end_token_id": proc.tokenizer.convert_tokens_to_ids("<|im_end|>"),

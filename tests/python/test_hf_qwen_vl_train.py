@@ -15,8 +15,6 @@ CPU, with the real transformers Trainer; runs on both stacks (transformers 4.57 
 
 About 15 s on 2 cores.
 """
-import hashlib
-import json
 
 import pytest
 
@@ -27,12 +25,11 @@ datasets = pytest.importorskip("datasets")
 transformers = pytest.importorskip("transformers")
 import docfeed  # noqa: E402
 import docfeed.hf  # noqa: E402
+import tiny_train  # noqa: E402
+from tiny_train import SAVE_STEPS  # noqa: E402
 
 N_DOCS = 8
-STEPS = 30
-SAVE_STEPS = 10
-LEARNING_RATE = 1e-2
-KEYS = {"pixel_values", "image_grid_thw", "input_ids", "attention_mask", "labels"}
+KEYS = frozenset({"pixel_values", "image_grid_thw", "input_ids", "attention_mask", "labels"})
 
 
 def tiny_qwen(tok, seed=0):
@@ -61,28 +58,7 @@ def tiny_qwen(tok, seed=0):
     return Qwen2_5_VLForConditionalGeneration(config)
 
 
-def batch_digest(inputs):
-    h = hashlib.sha256()
-    for key in sorted(KEYS):
-        h.update(inputs[key].detach().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()
-
-
-class RecordingTrainer(docfeed.hf.Trainer):
-    """Records every batch the training loop computes a loss on, and the loss."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.seen, self.losses = [], []
-
-    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        assert set(inputs) == KEYS, set(inputs)
-        loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
-        if model.training:
-            self.seen.append(batch_digest(inputs))
-            self.losses.append(float((loss[0] if return_outputs else loss).detach()))
-        return loss
-
+class RecordingTrainer(tiny_train.recording(docfeed.hf.Trainer, KEYS)):
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
         """The checkpoint's weights through from_pretrained (see the module docstring)."""
         model = self.model if model is None else model
@@ -93,12 +69,9 @@ class RecordingTrainer(docfeed.hf.Trainer):
 def make_trainer(ds, proc, out_dir):
     from transformers import TrainingArguments
 
-    args = TrainingArguments(
-        output_dir=str(out_dir), per_device_train_batch_size=2, max_steps=STEPS,
-        learning_rate=LEARNING_RATE, lr_scheduler_type="constant", warmup_steps=0,
-        save_strategy="steps", save_steps=SAVE_STEPS, logging_steps=1, report_to=[],
-        use_cpu=True, seed=0, disable_tqdm=True, dataloader_drop_last=True)
-    return RecordingTrainer(model=tiny_qwen(proc.tokenizer), args=args, processing_class=proc,
+    return RecordingTrainer(model=tiny_qwen(proc.tokenizer),
+                            args=tiny_train.training_args(TrainingArguments, out_dir),
+                            processing_class=proc,
                             train_dataset=docfeed.hf.DocfeedDataset(ds, preset="qwen2.5-vl"))
 
 
@@ -122,29 +95,18 @@ def runs(tmp_path_factory):
 
 
 def test_loss_falls(runs):
-    losses = runs["full"].losses
-    assert len(losses) == STEPS
     # The receipts' dates: their shape ("dd/mm/20yy") is learned within 30 steps, each page's
     # digits only in part; measured: about 3.0 -> 1.5 in both stacks.
-    first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
-    assert last < 0.6 * first, (first, last)
+    tiny_train.check_loss_falls(runs["full"])
 
 
 def test_resume_mid_epoch_continues_with_the_same_batches(runs):
-    full, resumed = runs["full"], runs["resumed"]
-    # 8 docs / batch 2 = 4 batches an epoch: checkpoint-10 is 2 batches into epoch 2.
-    state = json.loads((runs["tmp"] / "full" / f"checkpoint-{SAVE_STEPS}" /
-                        docfeed.hf.STATE_FILE).read_text())["loader"]
-    assert (state["epoch"], state["position"]) == (2, 4)
-    assert len(resumed.seen) == STEPS - SAVE_STEPS  # nothing replayed
-    assert resumed.seen == full.seen[SAVE_STEPS:]
-    for e in range(STEPS // 4):  # each epoch is 4 different batches
-        assert len(set(full.seen[4 * e:4 * e + 4])) == 4
+    tiny_train.check_resume_continues(runs["full"], runs["resumed"],
+                                      runs["tmp"] / "full" / f"checkpoint-{SAVE_STEPS}")
 
 
 def test_resume_reaches_the_same_losses(runs):
-    full, resumed = runs["full"], runs["resumed"]
-    assert resumed.losses == pytest.approx(full.losses[SAVE_STEPS:], rel=1e-4, abs=1e-5)
+    tiny_train.check_resumed_losses(runs["full"], runs["resumed"])
 
 
 def test_the_trainer_batches_are_the_loaders(runs):
@@ -159,4 +121,4 @@ def test_the_trainer_batches_are_the_loaders(runs):
     assert len(got) == N_DOCS // 2
     for a, b in zip(got, want):
         assert set(a) == KEYS
-        assert batch_digest(a) == batch_digest(b)
+        assert tiny_train.batch_digest(a, KEYS) == tiny_train.batch_digest(b, KEYS)
