@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -50,6 +49,9 @@ Result<std::unique_ptr<BufferPool>> BufferPool::Create(
     b.pad_offsets.resize(2 * bs);
     b.content_sizes.resize(2 * bs);
     b.skipped.resize(bs);
+    b.placements.resize(bs);
+    b.spills.resize(bs);
+    b.packed_offsets.resize(bs + 1);
   }
   return pool;
 }
@@ -66,9 +68,18 @@ BufferPool::~BufferPool() {
 }
 
 SlotView BufferPool::Slot(int index, uint32_t j) {
+  return SlotAt(index, j, sample_pixel_bytes_ * j, sample_pixel_bytes_);
+}
+
+SlotView BufferPool::SlotAt(int index, uint32_t j, size_t offset_bytes, size_t capacity_bytes) {
+  DOCFEED_CHECK(offset_bytes + capacity_bytes <= batch_pixel_bytes());
   Buffer& b = buffer(index);
   const size_t slot = j;
-  return {static_cast<uint8_t*>(b.pixels) + sample_pixel_bytes_ * slot,
+  b.placements[slot] = {offset_bytes, capacity_bytes, 0, false};
+  return {static_cast<uint8_t*>(b.pixels) + offset_bytes,
+          capacity_bytes,
+          &b.placements[slot],
+          &b.spills[slot],
           &b.sample_ids[slot],
           &b.pad_offsets[2 * slot],
           &b.content_sizes[2 * slot],
@@ -113,20 +124,45 @@ void BufferPool::CompactTokens(int index, uint32_t size, const std::vector<int64
   }
 }
 
-void BufferPool::CompactPixels(int index, uint32_t size,
-                               const std::function<size_t(uint32_t)>& bytes_of) {
+size_t BufferPool::PackPixels(int index, uint32_t size) {
   Buffer& m = buffer(index);
   auto* base = static_cast<uint8_t*>(m.pixels);
-  size_t at = 0;
+  // Where each output goes: right after the previous one.
+  std::vector<size_t>& to = m.packed_offsets;
+  to[0] = 0;
+  bool in_place = true;
   for (uint32_t j = 0; j < size; ++j) {
-    const size_t bytes = bytes_of(j);
-    DOCFEED_CHECK(bytes <= sample_pixel_bytes_);
-    // Slot j starts at j * sample_pixel_bytes_ >= at: moving down never overwrites a slot not
-    // yet moved (memmove: slot j's own range may overlap its destination).
-    std::memmove(base + at, base + size_t{j} * sample_pixel_bytes_, bytes);
-    at += bytes;
+    const SlotPixels& s = m.placements[j];
+    DOCFEED_CHECK(s.bytes <= sample_pixel_bytes_ && (s.spilled || s.bytes <= s.capacity));
+    to[j + 1] = to[j] + s.bytes;
+    in_place = in_place && !s.spilled && s.offset == to[j];
   }
-  m.pixel_bytes = at;
+  m.pixel_bytes = to[size];
+  if (in_place) return 0;
+  // Regions are in slot order and each in-place output lies within its own, so an output moving
+  // up (to > offset) lands below the next slot's destination and an output moving down lands
+  // above the previous slot's region: moving the upward ones last slot first, then the downward
+  // ones first slot first, never overwrites an output not yet moved. Spilled outputs are copied
+  // last, into destinations no other output occupies any more.
+  size_t moved = 0;
+  auto move = [&](uint32_t j) {
+    const SlotPixels& s = m.placements[j];
+    std::memmove(base + to[j], base + s.offset, s.bytes);
+    moved += s.bytes;
+  };
+  for (uint32_t j = size; j-- > 0;) {
+    if (!m.placements[j].spilled && to[j] > m.placements[j].offset) move(j);
+  }
+  for (uint32_t j = 0; j < size; ++j) {
+    if (!m.placements[j].spilled && to[j] < m.placements[j].offset) move(j);
+  }
+  for (uint32_t j = 0; j < size; ++j) {
+    const SlotPixels& s = m.placements[j];
+    if (!s.spilled) continue;
+    std::memcpy(base + to[j], m.spills[j].data(), s.bytes);
+    moved += s.bytes;
+  }
+  return moved;
 }
 
 }  // namespace docfeed::internal

@@ -11,7 +11,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,13 +28,27 @@ struct SkippedSample {
   std::string error;
 };
 
+// Where a variable-size preset's output for one slot went. The loader writes each page at its
+// final offset in the batch (the offsets are the predicted sizes of the slots before it, from the
+// index), so a batch whose pages all came out as predicted is packed as written; PackPixels
+// moves only what a replacement or a missed prediction displaced.
+struct SlotPixels {
+  size_t offset = 0;     // the slot's region in the buffer's pixels, set before the load
+  size_t capacity = 0;   // bytes the region holds: the predicted output
+  size_t bytes = 0;      // bytes the load wrote
+  bool spilled = false;  // larger than the region: written to the slot's spill buffer instead
+};
+
 // Where one sample of a batch goes: what SampleReader::Load writes.
 struct SlotView {
-  void* pixels = nullptr;           // Preset::SampleBytes bytes
-  int64_t* sample_id = nullptr;     // 1
-  int32_t* pad_offset = nullptr;    // 2: top, left
-  int32_t* content_size = nullptr;  // 2: height, width
-  int64_t* labels = nullptr;        // label_capacity entries (staged, unpadded)
+  void* pixels = nullptr;           // pixel_capacity bytes
+  size_t pixel_capacity = 0;        // fixed-size presets: Preset::SampleBytes
+  SlotPixels* placement = nullptr;  // variable-size presets: bytes and spilled, set by the load
+  std::vector<uint8_t>* spill = nullptr;  // for an output larger than pixel_capacity
+  int64_t* sample_id = nullptr;           // 1
+  int32_t* pad_offset = nullptr;          // 2: top, left
+  int32_t* content_size = nullptr;        // 2: height, width
+  int64_t* labels = nullptr;              // label_capacity entries (staged, unpadded)
   uint32_t* label_length = nullptr;
   int64_t* tokens = nullptr;          // token column k's row at k * token_capacity (staged)
   uint32_t* token_lengths = nullptr;  // one per token column
@@ -61,8 +74,13 @@ class BufferPool {
     std::vector<int32_t> pad_offsets;
     std::vector<int32_t> content_sizes;
     std::vector<std::vector<SkippedSample>> skipped;  // per slot
+    // Variable-size presets, per slot: where its output is, and the buffer it spills to (empty
+    // until a slot's output first exceeds its region; kept for reuse).
+    std::vector<SlotPixels> placements;
+    std::vector<std::vector<uint8_t>> spills;
+    std::vector<size_t> packed_offsets;  // PackPixels' destinations, size + 1 entries
     // Bytes of the batch's pixels once complete: size x sample_pixel_bytes, or for a
-    // variable-size preset the slots' outputs packed together by CompactPixels.
+    // variable-size preset the slots' outputs packed together (PackPixels).
     size_t pixel_bytes = 0;
   };
 
@@ -80,7 +98,12 @@ class BufferPool {
   uint32_t label_capacity() const { return label_capacity_; }
   Buffer& buffer(int index) { return buffers_[static_cast<size_t>(index)]; }
 
+  // Slot j of buffer `index` at j * sample_pixel_bytes (fixed-size presets).
   SlotView Slot(int index, uint32_t j);
+  // Slot j of a variable-size preset's batch: its output goes to `offset_bytes` (the predicted
+  // sizes of the slots before it), and holds `capacity_bytes` (its own predicted size).
+  // REQUIRES: offset_bytes + capacity_bytes <= batch_pixel_bytes().
+  SlotView SlotAt(int index, uint32_t j, size_t offset_bytes, size_t capacity_bytes);
 
   // Turns the staged label rows (label_capacity apart) of the first `size` slots into a dense
   // size x L block padded with -100, L being the longest row (fixed_length 0) or fixed_length.
@@ -91,11 +114,14 @@ class BufferPool {
   void CompactTokens(int index, uint32_t size, const std::vector<int64_t>& pads);
   size_t token_columns() const { return token_columns_; }
   uint32_t token_capacity() const { return token_capacity_; }
-  // Moves the outputs of the first `size` slots (sample_pixel_bytes apart, slot j holding
-  // bytes_of(j) bytes) down so that they follow each other from the buffer's start, in slot
-  // order, and records the total as the buffer's pixel_bytes.
-  // REQUIRES: bytes_of(j) <= sample_pixel_bytes() for every j.
-  void CompactPixels(int index, uint32_t size, const std::function<size_t(uint32_t)>& bytes_of);
+  // Packs the outputs of the first `size` slots (written through SlotAt) so that they follow
+  // each other from the buffer's start in slot order, and records the total as the buffer's
+  // pixel_bytes. Moves nothing when every slot wrote exactly its region (the common case); else
+  // moves the displaced outputs (in an order that never overwrites one not yet moved) and copies
+  // the spilled ones in. Returns the bytes moved or copied.
+  // REQUIRES: every slot's placement is set; regions in slot order, each output within its
+  // region unless spilled, and at most sample_pixel_bytes().
+  size_t PackPixels(int index, uint32_t size);
 
  private:
   BufferPool() = default;

@@ -53,6 +53,10 @@ struct LoaderCore {
 
   // One worker: claim a slot, fill it (outside the scheduler's lock), report it.
   void WorkerLoop();
+  // Slot c.j of its buffer. A variable-size preset's slot is at its final offset in the packed
+  // batch: the predicted outputs of the batch's slots before it (the index knows every page's
+  // size before any is read), so a batch whose pages come out as predicted needs no packing.
+  SlotView SlotFor(const Claim& c) const;
   // Fills slot c.j of its buffer; under kSkip a failed sample is replaced by the next positions
   // of the same epoch order, so the replacement is the same whichever thread meets it, and the
   // replaced ids are noted in the slot for Next() to count.
@@ -91,9 +95,19 @@ void LoaderCore::WorkerLoop() {
   }
 }
 
+SlotView LoaderCore::SlotFor(const Claim& c) const {
+  if (!reader->preset().variable_size()) return pool->Slot(c.buffer, c.j);
+  const EpochOrder& o = *c.order;
+  size_t offset = 0;
+  for (uint32_t i = 0; i < c.j; ++i)
+    offset += reader->PredictedBytes(o.SampleAt(o.Position(c.k, i)));
+  return pool->SlotAt(c.buffer, c.j, offset,
+                      reader->PredictedBytes(o.SampleAt(o.Position(c.k, c.j))));
+}
+
 Status LoaderCore::FillSlot(const Claim& c, WorkerScratch& scratch) {
   const EpochOrder& o = *c.order;
-  const SlotView slot = pool->Slot(c.buffer, c.j);
+  const SlotView slot = SlotFor(c);
   slot.skipped->clear();
   uint64_t position = o.Position(c.k, c.j);
   for (uint64_t tries = 0;; ++tries, ++position) {
@@ -312,26 +326,23 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
   const uint32_t label_length = options.label_length;
   std::vector<int64_t> token_pads;
   for (const TokenColumn& t : options.token_columns) token_pads.push_back(t.pad);
-  const internal::Preset* stage = &core->reader->preset();
-  const DType dtype = options.dtype;
+  const bool variable_size = core->reader->preset().variable_size();
   LoaderState shape;
   shape.seed = options.seed;
   shape.world_size = options.world_size;
   shape.batch_size = options.batch_size;
   core->scheduler = std::make_unique<Scheduler>(
       shape, static_cast<int>(buffers), options.prefetch, make_order,
-      [pool, labels, label_length, token_pads, stage, dtype](int buffer, uint32_t size) {
+      [pool, labels, label_length, token_pads, variable_size](int buffer, uint32_t size) {
         if (labels) pool->CompactLabels(buffer, size, label_length);
         if (!token_pads.empty()) pool->CompactTokens(buffer, size, token_pads);
-        BufferPool::Buffer& m = pool->buffer(buffer);
-        if (!stage->variable_size()) {
-          m.pixel_bytes = pool->sample_pixel_bytes() * size;
-          return;
+        if (variable_size) {
+          // Each page's output follows the previous one's; written so already unless a
+          // replacement or a missed prediction displaced some.
+          pool->PackPixels(buffer, size);
+        } else {
+          pool->buffer(buffer).pixel_bytes = pool->sample_pixel_bytes() * size;
         }
-        // Each page's output (its placement says how large) follows the previous one's.
-        pool->CompactPixels(buffer, size, [&m, stage, dtype](uint32_t j) {
-          return stage->OutputBytesFor(m.content_sizes[2 * j], m.content_sizes[2 * j + 1], dtype);
-        });
       });
   const bool prefetch =
       options.range_prefetch == RangePrefetch::kOn ||

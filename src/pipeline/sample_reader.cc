@@ -33,16 +33,20 @@ Result<std::unique_ptr<SampleReader>> SampleReader::Create(std::unique_ptr<Datas
     // Sized for this dataset's largest page: with Qwen2-VL's default max_pixels the settings
     // allow 65,536 patches (308 MB in float32) where a scanned page needs a few thousand.
     size_t largest = 0;
-    const Dataset& d = *r->dataset_;
-    for (uint64_t id = 0; id < d.size(); ++id) {
-      const IndexRecord rec = d.record(id);
-      largest = std::max(largest, p.PredictOutputBytes(static_cast<int32_t>(rec.width),
-                                                       static_cast<int32_t>(rec.height),
-                                                       r->preprocessed_, options.dtype));
+    for (uint64_t id = 0; id < r->dataset_->size(); ++id) {
+      largest = std::max(largest, r->PredictedBytes(id));
     }
     r->slot_bytes_ = std::max<size_t>(largest, 1);
   }
   return r;
+}
+
+size_t SampleReader::PredictedBytes(uint64_t id) const {
+  const IndexRecord rec = dataset_->record(id);
+  const size_t bytes =
+      preset_->PredictOutputBytes(static_cast<int32_t>(rec.width), static_cast<int32_t>(rec.height),
+                                  preprocessed_, options_.dtype);
+  return std::min(bytes, slot_bytes_);
 }
 
 std::string SampleReader::SampleName(uint64_t id) const {
@@ -183,18 +187,32 @@ Status SampleReader::Load(uint64_t id, uint64_t epoch, const SlotView& slot, Wor
 
   DOCFEED_ASSIGN_OR_RETURN(const ImageView view, Prepared(id, sample, scratch));
   // A variable-size output must fit the slot sized from the index: a page larger than its
-  // record says (a damaged or forged index) is an error, never a write past the slot.
-  if (preset_->variable_size() &&
-      preset_->OutputBytesFor(view.height, view.width, options_.dtype) > slot_bytes_) {
-    return CorruptionError(SampleName(id) + ": page is " + std::to_string(view.width) + "x" +
-                           std::to_string(view.height) +
-                           ", larger than the index's size for it allows");
+  // record says (a damaged or forged index) is an error, never a write past the slot. One larger
+  // than its region in the batch (a replacement for a bad sample, a missed prediction) is
+  // written to the slot's spill buffer, which PackPixels copies into place.
+  void* out = slot.pixels;
+  size_t out_bytes = 0;
+  if (preset_->variable_size()) {
+    out_bytes = preset_->OutputBytesFor(view.height, view.width, options_.dtype);
+    if (out_bytes > slot_bytes_) {
+      return CorruptionError(SampleName(id) + ": page is " + std::to_string(view.width) + "x" +
+                             std::to_string(view.height) +
+                             ", larger than the index's size for it allows");
+    }
+    if (out_bytes > slot.pixel_capacity) {
+      slot.spill->resize(out_bytes);
+      out = slot.spill->data();
+    }
   }
   start = Clock::now();
-  Result<Placement> placed = preset_->Finish(view, {options_.seed, epoch, id}, options_.dtype,
-                                             options_.layout, slot.pixels);
+  Result<Placement> placed =
+      preset_->Finish(view, {options_.seed, epoch, id}, options_.dtype, options_.layout, out);
   if (!placed.ok()) return placed.status().WithContext(SampleName(id));
   stats_->pad_normalize.Add(NanosSince(start));
+  if (preset_->variable_size()) {
+    slot.placement->bytes = out_bytes;
+    slot.placement->spilled = out != slot.pixels;
+  }
 
   *slot.sample_id = static_cast<int64_t>(id);
   slot.pad_offset[0] = placed->top;

@@ -63,8 +63,14 @@ class SampleReader {
   // Bytes of one slot: the preset's output; for a variable-size preset the largest any sample of
   // this dataset can give (its index says each stored image's size), at most SampleBytes.
   size_t sample_pixel_bytes() const { return slot_bytes_; }
+  // A variable-size preset's output for sample `id` as its index record predicts it (exact for
+  // pages the preset stored, and for originals whose decode agrees with the index), at most
+  // sample_pixel_bytes(): what the loader reserves for it in a batch.
+  size_t PredictedBytes(uint64_t id) const;
 
-  // Writes sample `id` (of `epoch`, for the per-epoch randomness) into `slot`. Errors name the
+  // Writes sample `id` (of `epoch`, for the per-epoch randomness) into `slot`. A variable-size
+  // output larger than slot.pixel_capacity (a replacement, a missed prediction) goes to
+  // slot.spill instead; slot.placement records its size and where it went. Errors name the
   // dataset and the sample. With a `prefetcher`, the sample's bytes come from it when it planned
   // them (its fetch's or checksum's error is the sample's), else from the file.
   Status Load(uint64_t id, uint64_t epoch, const SlotView& slot, WorkerScratch& scratch,
