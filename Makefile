@@ -161,13 +161,15 @@ HF5_ONLY_TESTS := tests/python/test_donut_parity_hf5.py tests/python/test_migrat
 # docfeed.ray's tests: .venv/train only (requirements-train.txt installs ray[data]); each starts
 # its own Ray on 127.0.0.1.
 RAY_TESTS := tests/python/test_ray_*.py
+# Each run lists its slowest tests, so that a CI log shows where `make test`'s time goes.
+PYTEST := -m pytest -q --durations=12 --durations-min=5
 test-python: build venv python-install
-	DOCFEED_BUILD_DIR=build $(VENV)/bin/python -m pytest -q tests/python tests/kernels \
+	DOCFEED_BUILD_DIR=build $(VENV)/bin/python $(PYTEST) tests/python tests/kernels \
 	  --ignore-glob='*/test_loader_*' --ignore-glob='*/test_hf_*' --ignore-glob='*/test_demo.py' \
 	  --ignore-glob='*/test_doctor.py' --ignore-glob='*/test_ray_*' \
 	  $(addprefix --ignore=,$(HF5_ONLY_TESTS))
-	$(TRAIN_VENV)/bin/python -m pytest -q $(PY_STACK_TESTS) $(RAY_TESTS)
-	DOCFEED_BUILD_DIR=build $(HF5_VENV)/bin/python -m pytest -q $(PY_STACK_TESTS) $(PY_CORE_TESTS) \
+	$(TRAIN_VENV)/bin/python $(PYTEST) $(PY_STACK_TESTS) $(RAY_TESTS)
+	DOCFEED_BUILD_DIR=build $(HF5_VENV)/bin/python $(PYTEST) $(PY_STACK_TESTS) $(PY_CORE_TESTS) \
 	  $(HF5_ONLY_TESTS)
 
 # Each fuzz target briefly (libFuzzer + ASan/UBSan); `tests/fuzz/run_fuzz.sh 600` for long runs.
