@@ -328,7 +328,9 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       and docfeed.Loader(preset="qwen2.5-vl" or "idefics3") batches the three columns padded
       to the batch's longest row. With a Qwen processor preprocess must be None or "qwen2-vl"
       / "qwen2.5-vl" (the same smart_resize settings are then used for the stored pages); with
-      an Idefics3 processor None. Not with tokenizer=, nor for a path (the
+      an Idefics3 processor None or "idefics3" (likewise: its longest_edge, max_image_size,
+      do_image_splitting unless given, and its generation unless hf_version is given). Not
+      with tokenizer=, nor for a path (the
       rows are read in memory). A row without the text (or prompt) column, or whose text is
       not a string, raises InvalidArgumentError naming the row and the column; an image whose
       size cannot be read, DataError naming the row. max_length does not apply (a conversation
@@ -464,11 +466,20 @@ def _chat_labeler(processor: Any, tokenizer: Any, options: Dict[str, Any], text_
                                    "token columns), not both")
     family = chat_labels.processor_family(processor)
     if family == chat_labels.IDEFICS3:
-        if options["preprocess"]:
+        if options["preprocess"] not in ("", "idefics3"):
             raise InvalidArgumentError(
-                f"processor= is an Idefics3 processor, whose pages are stored as they are; "
-                f"preprocess={options['preprocess']!r} stores other pages (leave it out)")
-        settings = chat_labels.processor_settings(processor, {})
+                f"processor= is an Idefics3 processor; preprocess={options['preprocess']!r} "
+                "stores other pages (use preprocess='idefics3' or none)")
+        names = ("longest_edge", "max_image_size", "do_image_splitting")
+        given = {} if not options["preprocess"] else {
+            n: None if options[n] is None else int(options[n]) for n in names}
+        settings = chat_labels.processor_settings(processor, given)
+        if options["preprocess"]:
+            # The stored pages are prepared with the settings the image tokens are counted with.
+            options.update({n: settings[n] for n in names[:2]},
+                           do_image_splitting=bool(settings["do_image_splitting"]))
+            if options["hf_version"] is None:
+                options["hf_version"] = chat_labels.processor_generation(processor)[0]
         return chat_labels.ChatLabeler(processor, settings, text_column, prompt, prompt_column)
     if options["preprocess"] not in ("", "qwen2-vl", "qwen2.5-vl"):
         raise InvalidArgumentError(
