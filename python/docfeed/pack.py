@@ -353,7 +353,8 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       2048, 512, True; hf_version 4 or 5, backend "pil" only) stores Idefics3ImageProcessor's
       resized pages, the tile grid with the global image below it (`docfeed pack --preprocess
       idefics3`); docfeed.Loader(preset="idefics3") with the same settings and hf_version gives
-      the processor's pixel_values for the original pages, and refuses other settings. hf_version (4 or 5, default 4;
+      the processor's pixel_values for the original pages, and refuses other settings.
+      hf_version (4 or 5, default 4;
       with processor=, its image processor's generation and backend) and backend ("pil", default, or
       "torchvision" with 5): the DonutImageProcessor generation to reproduce (`--hf-version`,
       `--backend`), recorded in the manifest. compression: none, zstd or lz4_frame (default: none, lz4_frame
