@@ -44,6 +44,10 @@ struct DatasetInfo {
   int64_t max_pixels = 0;
   int32_t patch_size = 0;
   int32_t merge_size = 0;
+  // Idefics3: the settings its prepared pages depend on (0, 0, false otherwise).
+  int32_t longest_edge = 0;
+  int32_t max_image_size = 0;
+  bool do_image_splitting = false;
   std::string codec;                              // pack option: keep | png | webp | jpeg | ppm
   std::string compression;                        // Arrow body compression: none | zstd | lz4_frame
   std::map<std::string, uint64_t> stored_codecs;  // e.g. {"jpeg": 12, "png": 3}

@@ -83,6 +83,7 @@ inline constexpr char kPackPresetDonut[] = "donut";
 inline constexpr char kPackPresetQwen2VL[] = "qwen2-vl";
 inline constexpr char kPackPresetQwen25VL[] = "qwen2.5-vl";
 inline constexpr char kPackPresetNougat[] = "nougat";
+inline constexpr char kPackPresetIdefics3[] = "idefics3";
 
 // The Arrow body compression a preprocessed pack uses unless told otherwise: LZ4_FRAME
 // decompresses a 1553x1200 page ~2.4x faster than zstd for ~27% more bytes (docs/benchmarks.md,
@@ -93,8 +94,9 @@ inline constexpr char kPreprocessedDefaultCompression[] = "lz4_frame";
 // deterministic stages (EXIF orientation, align, resize, thumbnail) as PGM/PPM, so that loading
 // only pads. PackOptions::codec must then stay kKeep (it does not apply).
 struct PackPreprocess {
-  std::string preset;  // "" (original images), kPackPresetDonut, kPackPresetNougat or a Qwen2-VL
-                       // name
+  // "" (original images), kPackPresetDonut, kPackPresetNougat, a Qwen2-VL name or
+  // kPackPresetIdefics3
+  std::string preset;
   // Donut and Nougat: the processor's size, in pixels (1..65535 each); Nougat's steps are the
   // processor's defaults (crop_margin, resize, thumbnail), its backend "pil" only.
   int32_t height = 0;
@@ -111,6 +113,11 @@ struct PackPreprocess {
   int64_t max_pixels = 28 * 28 * 16384;
   int32_t patch_size = 14;
   int32_t merge_size = 2;
+  // Idefics3: the settings its prepared pages depend on (docfeed/preprocess.h Idefics3Config;
+  // defaults: SmolDocling-256M-preview's); hf_version as above, backend "pil" only.
+  int32_t longest_edge = 2048;
+  int32_t max_image_size = 512;
+  bool do_image_splitting = true;
 };
 
 // Donut labels: the columns `labels` (list<int64>) and `target_sequence` (string), and the

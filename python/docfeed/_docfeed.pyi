@@ -77,7 +77,8 @@ STATS_FIELDS: Tuple[str, ...]
 
 # The manifest's facts without starting a loader: path, num_samples, columns [(name, type)],
 # label_column, codec, compression, stored_codecs, source_bytes, stored_image_bytes, rejected,
-# preprocess (None or {preset, height, width, align_long_axis, hf_version, backend}),
+# preprocess (None or {preset, height, width, align_long_axis, hf_version, backend}, with
+# longest_edge, max_image_size, do_image_splitting for preset "idefics3"),
 # original_column, chat_labels (the manifest's JSON object text, "" when absent).
 def dataset_info(path: str) -> Dict[str, Any]: ...
 
@@ -108,6 +109,8 @@ def pack_rows(output: str, rows: str, fetch: Callable[[], List[Any]], *, codec: 
               keep_original: bool = False, max_file_mb: int = 500, validate: str = "auto",
               min_pixels: Optional[int] = None, max_pixels: Optional[int] = None,
               patch_size: Optional[int] = None, merge_size: Optional[int] = None,
+              longest_edge: Optional[int] = None, max_image_size: Optional[int] = None,
+              do_image_splitting: Optional[bool] = None,
               part: Optional[Tuple[int, int]] = None, chat_labels: str = "") -> Dict[str, Any]: ...
 
 def pack_path(source: str, output: str, *, codec: str = "keep", jpeg_quality: int = 90,
@@ -119,7 +122,8 @@ def pack_path(source: str, output: str, *, codec: str = "keep", jpeg_quality: in
               image_root: str = "", dpi: int = 200, pages: str = "auto",
               validate: str = "auto", min_pixels: Optional[int] = None,
               max_pixels: Optional[int] = None, patch_size: Optional[int] = None,
-              merge_size: Optional[int] = None,
+              merge_size: Optional[int] = None, longest_edge: Optional[int] = None,
+              max_image_size: Optional[int] = None, do_image_splitting: Optional[bool] = None,
               part: Optional[Tuple[int, int]] = None) -> Dict[str, Any]: ...
 
 # docfeed/merge.h Merge: the parts of a split pack joined into `output`; releases the GIL.

@@ -425,11 +425,30 @@ class DocfeedDataset:
         """The idefics3 preset's loader: the processor's longest_edge, max_image_size and
         do_image_splitting unless given, the installed generation's PIL processor unless
         hf_version is given (5.x's default torchvision Idefics3ImageProcessor is not reproduced:
-        a warning names it); CPU batches (the Trainer moves them)."""
+        a warning names it); CPU batches (the Trainer moves them). A dataset packed with
+        --preprocess idefics3 is loaded with the generation its pages were prepared for (unless
+        hf_version is given) and, without a processor, their settings."""
         hf_version = self.hf_version or _transformers_major()
         image_processor = getattr(processor, "image_processor", None)
         name = type(image_processor).__name__ if image_processor is not None else ""
         reason = f"transformers {transformers.__version__} is installed"
+        stored = _docfeed.dataset_info(self.path)["preprocess"]
+        stored_generation = False
+        if stored is not None and stored.get("preset") == "idefics3":
+            # Pages prepared at pack time cannot be prepared again: other settings or another
+            # generation are refused by the loader (naming both).
+            if self.hf_version is None:
+                version = int(stored.get("hf_version", 4))
+                if version != hf_version:
+                    logger.warning(
+                        "docfeed: %s stores pages prepared for transformers %d.x, not for the "
+                        "installed %s; loading them as stored. Re-pack from the originals to "
+                        "change.", self.path, version, transformers.__version__)
+                hf_version, stored_generation = version, True
+                reason = "the dataset's stored pages were prepared for it"
+            if image_processor is None:
+                for key in ("longest_edge", "max_image_size", "do_image_splitting"):
+                    options.setdefault(key, stored[key])
         if image_processor is not None:
             from docfeed import chat_labels
 
@@ -441,7 +460,8 @@ class DocfeedDataset:
             options.setdefault("longest_edge", found["longest_edge"])
             options.setdefault("max_image_size", found["max_image_size"])
             options.setdefault("do_image_splitting", bool(found["do_image_splitting"]))
-            reason = f"the processor is {name} (transformers {transformers.__version__})"
+            if not stored_generation:
+                reason = f"the processor is {name} (transformers {transformers.__version__})"
         self.generation = (hf_version, "pil", reason)
         options["device"] = None
         options.pop("pad", None)  # the eval loader's centred padding: no padding here

@@ -202,7 +202,9 @@ class Loader:
         palette, is taken as image.convert("RGB"), CMYK is refused) or 5
         (Idefics3ImageProcessorPil). image_size, pad, align_long_axis and layout do not apply.
         pixel_values is a view of the loader's buffer when every page has the same tile count,
-        else a padded copy. Original images only (a dataset packed with --preprocess is refused).
+        else a padded copy. Original images, or a dataset packed with --preprocess idefics3 at
+        the same longest_edge, max_image_size, do_image_splitting and hf_version (others are
+        refused).
         "pix2struct" (Pix2StructImageProcessor): a batch holds flattened_patches (B,
         max_patches, 2 + 3 * ph * pw) float32 (a view of the loader's buffer) and attention_mask
         (B, max_patches) float32, as the processor returns them (no pixel_values).

@@ -236,12 +236,17 @@ def _from_cli_args(args: List[str], options: Dict[str, Any]) -> None:
     flags = {"--align-long-axis": "align_long_axis", "--keep-original": "keep_original"}
     valued = {"--preprocess": "preprocess", "--compression": "compression", "--codec": "codec",
               "--quality": "jpeg_quality", "--threads": "threads", "--max-file-mb": "max_file_mb",
-              "--size": "size", "--hf-version": "hf_version", "--backend": "backend"}
+              "--size": "size", "--hf-version": "hf_version", "--backend": "backend",
+              "--longest-edge": "longest_edge", "--max-image-size": "max_image_size"}
     i = 0
     while i < len(args):
         arg = args[i]
         if arg in flags:
             options[flags[arg]] = True
+            i += 1
+            continue
+        if arg == "--no-image-splitting":
+            options["do_image_splitting"] = False
             i += 1
             continue
         if arg not in valued or i + 1 >= len(args):
@@ -256,7 +261,8 @@ def _from_cli_args(args: List[str], options: Dict[str, Any]) -> None:
             except ValueError:
                 raise InvalidArgumentError(f"--size must be HxW, e.g. 1553x1200, not {value!r}") \
                     from None
-        elif key in ("jpeg_quality", "threads", "max_file_mb", "hf_version"):
+        elif key in ("jpeg_quality", "threads", "max_file_mb", "hf_version", "longest_edge",
+                     "max_image_size"):
             try:
                 options[key] = int(value)
             except ValueError:
@@ -280,6 +286,8 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
          pages: Union[str, int] = "auto", validate: str = "auto",
          min_pixels: Optional[int] = None, max_pixels: Optional[int] = None,
          patch_size: Optional[int] = None, merge_size: Optional[int] = None,
+         longest_edge: Optional[int] = None, max_image_size: Optional[int] = None,
+         do_image_splitting: Optional[bool] = None,
          part: Optional[Tuple[int, int]] = None, processor: Any = None,
          prompt: Optional[str] = None, prompt_column: Optional[str] = None,
          _summary_out: Optional[Dict[str, Any]] = None) -> str:
@@ -320,7 +328,9 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       and docfeed.Loader(preset="qwen2.5-vl" or "idefics3") batches the three columns padded
       to the batch's longest row. With a Qwen processor preprocess must be None or "qwen2-vl"
       / "qwen2.5-vl" (the same smart_resize settings are then used for the stored pages); with
-      an Idefics3 processor None. Not with tokenizer=, nor for a path (the
+      an Idefics3 processor None or "idefics3" (likewise: its longest_edge, max_image_size,
+      do_image_splitting unless given, and its generation unless hf_version is given). Not
+      with tokenizer=, nor for a path (the
       rows are read in memory). A row without the text (or prompt) column, or whose text is
       not a string, raises InvalidArgumentError naming the row and the column; an image whose
       size cannot be read, DataError naming the row. max_length does not apply (a conversation
@@ -338,7 +348,13 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       cropped and resized pages (`docfeed pack --preprocess nougat`). preprocess="qwen2-vl" or
       "qwen2.5-vl" with min_pixels,
       max_pixels, patch_size, merge_size (default: the processor's 3136, 12845056, 14, 2) stores
-      Qwen2VLImageProcessor's smart_resize'd pages instead. hf_version (4 or 5, default 4;
+      Qwen2VLImageProcessor's smart_resize'd pages instead. preprocess="idefics3" with
+      longest_edge, max_image_size, do_image_splitting (default: SmolDocling-256M-preview's
+      2048, 512, True; hf_version 4 or 5, backend "pil" only) stores Idefics3ImageProcessor's
+      resized pages, the tile grid with the global image below it (`docfeed pack --preprocess
+      idefics3`); docfeed.Loader(preset="idefics3") with the same settings and hf_version gives
+      the processor's pixel_values for the original pages, and refuses other settings.
+      hf_version (4 or 5, default 4;
       with processor=, its image processor's generation and backend) and backend ("pil", default, or
       "torchvision" with 5): the DonutImageProcessor generation to reproduce (`--hf-version`,
       `--backend`), recorded in the manifest. compression: none, zstd or lz4_frame (default: none, lz4_frame
@@ -369,7 +385,10 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
         "max_file_mb": max_file_mb, "hf_version": hf_version,
         "backend": "pil" if backend is None else backend, "validate": validate,
         "min_pixels": min_pixels, "max_pixels": max_pixels, "patch_size": patch_size,
-        "merge_size": merge_size, "part": None if part is None else tuple(part),
+        "merge_size": merge_size, "longest_edge": longest_edge,
+        "max_image_size": max_image_size,
+        "do_image_splitting": None if do_image_splitting is None else bool(do_image_splitting),
+        "part": None if part is None else tuple(part),
     }
     extra = list(extra_args)
     if extra:
@@ -448,11 +467,20 @@ def _chat_labeler(processor: Any, tokenizer: Any, options: Dict[str, Any], text_
                                    "token columns), not both")
     family = chat_labels.processor_family(processor)
     if family == chat_labels.IDEFICS3:
-        if options["preprocess"]:
+        if options["preprocess"] not in ("", "idefics3"):
             raise InvalidArgumentError(
-                f"processor= is an Idefics3 processor, whose pages are stored as they are; "
-                f"preprocess={options['preprocess']!r} stores other pages (leave it out)")
-        settings = chat_labels.processor_settings(processor, {})
+                f"processor= is an Idefics3 processor; preprocess={options['preprocess']!r} "
+                "stores other pages (use preprocess='idefics3' or none)")
+        names = ("longest_edge", "max_image_size", "do_image_splitting")
+        given = {} if not options["preprocess"] else {
+            n: None if options[n] is None else int(options[n]) for n in names}
+        settings = chat_labels.processor_settings(processor, given)
+        if options["preprocess"]:
+            # The stored pages are prepared with the settings the image tokens are counted with.
+            options.update({n: settings[n] for n in names[:2]},
+                           do_image_splitting=bool(settings["do_image_splitting"]))
+            if options["hf_version"] is None:
+                options["hf_version"] = chat_labels.processor_generation(processor)[0]
         return chat_labels.ChatLabeler(processor, settings, text_column, prompt, prompt_column)
     if options["preprocess"] not in ("", "qwen2-vl", "qwen2.5-vl"):
         raise InvalidArgumentError(

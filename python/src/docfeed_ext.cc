@@ -582,6 +582,11 @@ nb::dict DatasetInfoDict(const std::string& path) {
     pre["align_long_axis"] = info.align_long_axis;
     pre["hf_version"] = info.hf_version;
     pre["backend"] = info.backend;
+    if (info.preset == kPackPresetIdefics3) {
+      pre["longest_edge"] = info.longest_edge;
+      pre["max_image_size"] = info.max_image_size;
+      pre["do_image_splitting"] = info.do_image_splitting;
+    }
     d["preprocess"] = pre;
   } else {
     d["preprocess"] = nb::none();
@@ -718,6 +723,35 @@ class PyRowSource final : public SampleSource {
   Status fetch_error_;                                     // guarded by mu_
 };
 
+// pack_rows' / pack_path's longest_edge, max_image_size and do_image_splitting (None: not given).
+struct Idefics3PackSizes {
+  nb::handle longest_edge, max_image_size, do_image_splitting;
+
+  bool given() const {
+    return !longest_edge.is_none() || !max_image_size.is_none() || !do_image_splitting.is_none();
+  }
+};
+
+// preprocess="idefics3": the sizes given (unset ones keep PackPreprocess's defaults, the
+// processor's), with the bounds of `docfeed pack --longest-edge ...`; other presets' refused.
+void SetIdefics3Sizes(const Idefics3PackSizes& sizes, bool other_sizes, PackPreprocess* p) {
+  if (other_sizes) {
+    RaiseInvalid(
+        "size, align_long_axis, min_pixels, max_pixels, patch_size and merge_size are other "
+        "presets', not idefics3's (it takes longest_edge, max_image_size and "
+        "do_image_splitting)");
+  }
+  if (!sizes.longest_edge.is_none()) {
+    p->longest_edge = ToInt<int32_t>("longest_edge", sizes.longest_edge, 1, 8192);
+  }
+  if (!sizes.max_image_size.is_none()) {
+    p->max_image_size = ToInt<int32_t>("max_image_size", sizes.max_image_size, 1, 8192);
+  }
+  if (!sizes.do_image_splitting.is_none()) {
+    p->do_image_splitting = nb::cast<bool>(sizes.do_image_splitting);
+  }
+}
+
 // The one place that turns pack_rows' typed keyword arguments into PackOptions, with the
 // checks and defaults of `docfeed pack` (tools/docfeed/pack_command.cc).
 PackOptions MakePackOptions(const std::string& output, const std::string& codec,
@@ -729,7 +763,7 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
                             nb::handle hf_version, const std::string& backend, bool keep_original,
                             nb::handle max_file_mb, const std::string& validate,
                             nb::handle min_pixels, nb::handle max_pixels, nb::handle patch_size,
-                            nb::handle merge_size) {
+                            nb::handle merge_size, const Idefics3PackSizes& idefics3) {
   PackOptions o;
   o.output = output;
   Result<PackCodec> parsed_codec = ParsePackCodec(codec);
@@ -749,24 +783,34 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
   const bool qwen = preprocess == kPackPresetQwen2VL || preprocess == kPackPresetQwen25VL;
   if (preprocess.empty()) {
     if (size || align_long_axis || keep_original || !hf_version.is_none() || backend != "pil" ||
-        has_qwen_sizes) {
+        has_qwen_sizes || idefics3.given()) {
       RaiseInvalid(
           "size, align_long_axis, hf_version, backend, keep_original, min_pixels, max_pixels, "
-          "patch_size and merge_size need preprocess= (\"donut\", \"nougat\", \"qwen2-vl\" or "
-          "\"qwen2.5-vl\")");
+          "patch_size, merge_size, longest_edge, max_image_size and do_image_splitting need "
+          "preprocess= (\"donut\", \"nougat\", \"qwen2-vl\", \"qwen2.5-vl\" or \"idefics3\")");
     }
   } else {
     const bool nougat = preprocess == kPackPresetNougat;
-    if (preprocess != kPackPresetDonut && !qwen && !nougat) {
+    const bool tiled = preprocess == kPackPresetIdefics3;
+    if (preprocess != kPackPresetDonut && !qwen && !nougat && !tiled) {
       RaiseInvalid(
-          "preprocess must be \"donut\", \"nougat\", \"qwen2-vl\" or \"qwen2.5-vl\", not \"" +
+          "preprocess must be \"donut\", \"nougat\", \"qwen2-vl\", \"qwen2.5-vl\" or "
+          "\"idefics3\", not \"" +
           preprocess + "\"");
     }
     if (o.codec != PackCodec::kKeep) {
       RaiseInvalid("codec does not apply with preprocess (pages are stored as PGM/PPM)");
     }
+    if (!tiled && idefics3.given()) {
+      RaiseInvalid(
+          "longest_edge, max_image_size and do_image_splitting are the idefics3 "
+          "preset's, not " +
+          preprocess + "'s");
+    }
     o.preprocess.preset = preprocess;
-    if (qwen) {
+    if (tiled) {
+      SetIdefics3Sizes(idefics3, size || align_long_axis || has_qwen_sizes, &o.preprocess);
+    } else if (qwen) {
       if (size || align_long_axis) {
         RaiseInvalid("size and align_long_axis are Donut's, not " + preprocess +
                      "'s (it takes min_pixels and max_pixels)");
@@ -810,10 +854,9 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
     if (backend == "torchvision" && o.preprocess.hf_version != 5) {
       RaiseInvalid("backend=\"torchvision\" needs hf_version=5");
     }
-    if (backend != "pil" && nougat) {
-      RaiseInvalid(
-          "backend=\"torchvision\" is not offered for nougat (the preset reproduces the "
-          "PIL processors)");
+    if (backend != "pil" && (nougat || tiled)) {
+      RaiseInvalid("backend=\"torchvision\" is not offered for " + preprocess +
+                   " (the preset reproduces the PIL processors)");
     }
     o.preprocess.backend = backend;
     o.preprocess.keep_original = keep_original;
@@ -887,11 +930,12 @@ nb::dict PackRows(const std::string& output, const std::string& rows, nb::object
                   bool align_long_axis, nb::object hf_version, const std::string& backend,
                   bool keep_original, nb::int_ max_file_mb, const std::string& validate,
                   nb::object min_pixels, nb::object max_pixels, nb::object patch_size,
-                  nb::object merge_size, nb::object part, const std::string& chat_labels) {
-  PackOptions options = MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad,
-                                        strict, compression, preprocess, size, align_long_axis,
-                                        hf_version, backend, keep_original, max_file_mb, validate,
-                                        min_pixels, max_pixels, patch_size, merge_size);
+                  nb::object merge_size, nb::object longest_edge, nb::object max_image_size,
+                  nb::object do_image_splitting, nb::object part, const std::string& chat_labels) {
+  PackOptions options = MakePackOptions(
+      output, codec, jpeg_quality, threads, overwrite, skip_bad, strict, compression, preprocess,
+      size, align_long_axis, hf_version, backend, keep_original, max_file_mb, validate, min_pixels,
+      max_pixels, patch_size, merge_size, {longest_edge, max_image_size, do_image_splitting});
   SetPart(part, &options);
   options.chat_labels = chat_labels;
   PyRowSource source(CountRows(rows), std::move(fetch));
@@ -913,11 +957,12 @@ nb::dict PackPath(const std::string& source, const std::string& output, const st
                   bool keep_original, nb::int_ max_file_mb, const std::string& split,
                   const std::string& image_root, nb::int_ dpi, const std::string& pages,
                   const std::string& validate, nb::object min_pixels, nb::object max_pixels,
-                  nb::object patch_size, nb::object merge_size, nb::object part) {
-  PackOptions options = MakePackOptions(output, codec, jpeg_quality, threads, overwrite, skip_bad,
-                                        strict, compression, preprocess, size, align_long_axis,
-                                        hf_version, backend, keep_original, max_file_mb, validate,
-                                        min_pixels, max_pixels, patch_size, merge_size);
+                  nb::object patch_size, nb::object merge_size, nb::object longest_edge,
+                  nb::object max_image_size, nb::object do_image_splitting, nb::object part) {
+  PackOptions options = MakePackOptions(
+      output, codec, jpeg_quality, threads, overwrite, skip_bad, strict, compression, preprocess,
+      size, align_long_axis, hf_version, backend, keep_original, max_file_mb, validate, min_pixels,
+      max_pixels, patch_size, merge_size, {longest_edge, max_image_size, do_image_splitting});
   SetPart(part, &options);
   options.source = source;
   options.split = split;
@@ -1208,7 +1253,8 @@ NB_MODULE(_docfeed, m) {
         "size"_a = nb::none(), "align_long_axis"_a = false, "hf_version"_a = nb::none(),
         "backend"_a = "pil", "keep_original"_a = false, "max_file_mb"_a = 500,
         "validate"_a = "auto", "min_pixels"_a = nb::none(), "max_pixels"_a = nb::none(),
-        "patch_size"_a = nb::none(), "merge_size"_a = nb::none(), "part"_a = nb::none(),
+        "patch_size"_a = nb::none(), "merge_size"_a = nb::none(), "longest_edge"_a = nb::none(),
+        "max_image_size"_a = nb::none(), "do_image_splitting"_a = nb::none(), "part"_a = nb::none(),
         "chat_labels"_a = "",
         "Packs rows into `output` (docfeed.pack's engine): `rows` is one JSON object per line "
         "(file_name and the other columns, as metadata.jsonl), `fetch()` returns the next "
@@ -1220,7 +1266,8 @@ NB_MODULE(_docfeed, m) {
         "backend"_a = "pil", "keep_original"_a = false, "max_file_mb"_a = 500, "split"_a = "",
         "image_root"_a = "", "dpi"_a = 200, "pages"_a = "auto", "validate"_a = "auto",
         "min_pixels"_a = nb::none(), "max_pixels"_a = nb::none(), "patch_size"_a = nb::none(),
-        "merge_size"_a = nb::none(), "part"_a = nb::none(),
+        "merge_size"_a = nb::none(), "longest_edge"_a = nb::none(), "max_image_size"_a = nb::none(),
+        "do_image_splitting"_a = nb::none(), "part"_a = nb::none(),
         "Packs the image folder or Hugging Face dataset on disk (save_to_disk output, or a "
         "load_dataset cache directory) at `source` into `output`, as `docfeed pack` does "
         "(dpi, pages: its --dpi and --pages). The GIL is released while packing. Returns the "

@@ -23,6 +23,9 @@ DatasetInfo InfoFromManifest(const std::string& path, const internal::Manifest& 
   info.max_pixels = m.preprocess.max_pixels;
   info.patch_size = m.preprocess.patch_size;
   info.merge_size = m.preprocess.merge_size;
+  info.longest_edge = m.preprocess.longest_edge;
+  info.max_image_size = m.preprocess.max_image_size;
+  info.do_image_splitting = m.preprocess.do_image_splitting;
   info.codec = m.codec;
   info.compression = m.compression;
   info.stored_codecs = m.stored_codecs;

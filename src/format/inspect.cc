@@ -121,6 +121,11 @@ std::string StatsToJson(const DatasetStats& s) {
     j["preprocess"] = {{"preset", p.preset},         {"height", p.height},
                        {"width", p.width},           {"align_long_axis", p.align_long_axis},
                        {"hf_version", p.hf_version}, {"backend", p.backend}};
+    if (p.preset == kPreprocessIdefics3) {
+      j["preprocess"]["longest_edge"] = p.longest_edge;
+      j["preprocess"]["max_image_size"] = p.max_image_size;
+      j["preprocess"]["do_image_splitting"] = p.do_image_splitting;
+    }
   } else {
     j["preprocess"] = nullptr;  // original images
   }

@@ -117,6 +117,10 @@ Json PreprocessToJson(const PreprocessInfo& p) {
     j["max_pixels"] = p.max_pixels;
     j["patch_size"] = p.patch_size;
     j["merge_size"] = p.merge_size;
+  } else if (p.preset == kPreprocessIdefics3) {
+    j["longest_edge"] = p.longest_edge;
+    j["max_image_size"] = p.max_image_size;
+    j["do_image_splitting"] = p.do_image_splitting;
   } else {
     j["height"] = p.height;
     j["width"] = p.width;
@@ -139,6 +143,32 @@ Status QwenPreprocessFromJson(const Json& j, PreprocessInfo* p) {
                            ", max_pixels " + std::to_string(p->max_pixels) + ", patch_size " +
                            std::to_string(p->patch_size) + ", merge_size " +
                            std::to_string(p->merge_size) + " are not smart_resize settings");
+  }
+  return Status::Ok();
+}
+
+// The settings of an Idefics3 record (docs/format.md section 4): the bounds ValidateIdefics3Config
+// enforces, and the PIL processors only.
+Status Idefics3PreprocessFromJson(const Json& j, PreprocessInfo* p) {
+  p->longest_edge = j.at("longest_edge").get<int32_t>();
+  p->max_image_size = j.at("max_image_size").get<int32_t>();
+  p->do_image_splitting = j.at("do_image_splitting").get<bool>();
+  if (p->longest_edge < 1 || p->longest_edge > 8192 || p->max_image_size < 1 ||
+      p->max_image_size > 8192) {
+    return CorruptionError("field preprocess: longest_edge " + std::to_string(p->longest_edge) +
+                           ", max_image_size " + std::to_string(p->max_image_size) +
+                           " are not Idefics3 settings (each 1..8192)");
+  }
+  if (j.contains("hf_version")) p->hf_version = j.at("hf_version").get<int32_t>();
+  if (j.contains("backend")) p->backend = j.at("backend").get<std::string>();
+  if (p->hf_version != 4 && p->hf_version != 5) {
+    return UnsupportedError("field preprocess.hf_version: " + std::to_string(p->hf_version) +
+                            " (this docfeed knows 4 and 5)");
+  }
+  if (p->backend != "pil") {
+    return UnsupportedError("field preprocess.backend: \"" + p->backend +
+                            "\" with preset idefics3 (only \"pil\": the Idefics3 preset reproduces "
+                            "the PIL processors)");
   }
   return Status::Ok();
 }
@@ -210,6 +240,10 @@ Result<PreprocessInfo> PreprocessFromJson(const Json& j) {
     }
     return p;
   }
+  if (p.preset == kPreprocessIdefics3) {
+    DOCFEED_RETURN_IF_ERROR(Idefics3PreprocessFromJson(j, &p));
+    return p;
+  }
   p.height = j.at("height").get<int32_t>();
   p.width = j.at("width").get<int32_t>();
   p.align_long_axis = j.at("align_long_axis").get<bool>();
@@ -228,7 +262,8 @@ Result<PreprocessInfo> PreprocessFromJson(const Json& j) {
   if (p.preset != kPreprocessDonut && p.preset != kPreprocessNougat) {
     return UnsupportedError(
         "field preprocess.preset: unknown preprocessing \"" + p.preset +
-        "\" (this docfeed knows \"donut\", \"nougat\", \"qwen2-vl\" and \"qwen2.5-vl\")");
+        "\" (this docfeed knows \"donut\", \"nougat\", \"qwen2-vl\", \"qwen2.5-vl\" and "
+        "\"idefics3\")");
   }
   if (p.preset == kPreprocessNougat && p.backend != "pil") {
     return UnsupportedError("field preprocess.backend: \"" + p.backend +

@@ -30,6 +30,10 @@ inline constexpr char kPreprocessNougat[] = "nougat";
 // Qwen2-VL / Qwen2.5-VL pages (the same processor under the two names a user may pick).
 inline constexpr char kPreprocessQwen2VL[] = "qwen2-vl";
 inline constexpr char kPreprocessQwen25VL[] = "qwen2.5-vl";
+// Idefics3ImageProcessor's prepared pages (src/imaging/idefics3.h: the tile grid with the global
+// image in a band below it): recorded by longest_edge, max_image_size and do_image_splitting
+// instead of height / width / align_long_axis; backend "pil" only.
+inline constexpr char kPreprocessIdefics3[] = "idefics3";
 
 // A byte range of an Arrow file with its XXH3-64.
 struct Region {
@@ -58,7 +62,8 @@ struct FileEntry {
 // decodes and pads. A manifest without hf_version / backend was written before they existed: its
 // pages are transformers 4.x's ("pil").
 struct PreprocessInfo {
-  std::string preset;  // "" = original images, "donut" = DonutResize output, "nougat", "qwen2-vl"
+  // "" = original images, "donut" = DonutResize output, "nougat", "qwen2-vl", "idefics3"
+  std::string preset;
   int32_t height = 0;
   int32_t width = 0;
   bool align_long_axis = false;
@@ -70,6 +75,11 @@ struct PreprocessInfo {
   int64_t max_pixels = 0;
   int32_t patch_size = 0;
   int32_t merge_size = 0;
+  // Idefics3 only (height, width and align_long_axis are then unused, 0): the settings the
+  // prepared pages depend on (Idefics3Config's; the normalization is the loader's to choose).
+  int32_t longest_edge = 0;
+  int32_t max_image_size = 0;
+  bool do_image_splitting = false;
 
   bool preprocessed() const { return !preset.empty(); }
   bool operator==(const PreprocessInfo&) const = default;

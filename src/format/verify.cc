@@ -218,6 +218,26 @@ class Verifier {
     return Status::Ok();
   }
 
+  // An Idefics3 prepared page (docs/format.md, section 10): whole tiles of max_image_size on each
+  // side, a grid of at least two tiles above the global image's band (a grid of one is stored
+  // as the one S x S tile, the only size without image splitting).
+  static Status CheckIdefics3Page(const IndexRecord& r, const PreprocessInfo& p) {
+    const auto s = static_cast<uint32_t>(p.max_image_size);
+    const bool one_tile = r.width == s && r.height == s;
+    const bool grid = p.do_image_splitting && r.width % s == 0 && r.height % s == 0 &&
+                      r.width >= s && r.height >= 2 * s && !(r.width == s && r.height == 2 * s);
+    if ((one_tile || grid) && (r.flags & 0xF) == 1 && (r.channels == 1 || r.channels == 3)) {
+      return Status::Ok();
+    }
+    return CorruptionError(
+        "stored page " + std::to_string(r.width) + "x" + std::to_string(r.height) + ", " +
+        std::to_string(r.channels) + " channels, orientation " + std::to_string(r.flags & 0xF) +
+        " is not an Idefics3 prepared page for max_image_size " + std::to_string(s) +
+        (p.do_image_splitting ? " (sides multiples of it"
+                              : " (" + std::to_string(s) + "x" + std::to_string(s) + " only") +
+        ", 1 or 3 channels, orientation 1)");
+  }
+
   // A preprocessed dataset (docs/format.md, section 10) stores PPM/PGM pages no larger than
   // the size the manifest says they were resized to, without a pending EXIF orientation.
   Status CheckPreprocessed(const IndexRecord& r) const {
@@ -242,6 +262,7 @@ class Verifier {
       }
       return Status::Ok();
     }
+    if (p.preset == kPreprocessIdefics3) return CheckIdefics3Page(r, p);
     if (r.width > static_cast<uint32_t>(p.width) || r.height > static_cast<uint32_t>(p.height) ||
         (r.flags & 0xF) != 1 || (r.channels != 1 && r.channels != 3)) {
       return CorruptionError("stored page " + std::to_string(r.width) + "x" +

@@ -53,6 +53,11 @@ internal::PackOptions ToInternal(const PackOptions& o) {
     p.encode.preprocess.patch_size = o.preprocess.patch_size;
     p.encode.preprocess.merge_size = o.preprocess.merge_size;
   }
+  if (o.preprocess.preset == kPackPresetIdefics3) {
+    p.encode.preprocess.longest_edge = o.preprocess.longest_edge;
+    p.encode.preprocess.max_image_size = o.preprocess.max_image_size;
+    p.encode.preprocess.do_image_splitting = o.preprocess.do_image_splitting;
+  }
   p.encode.keep_original = o.preprocess.keep_original;
   p.threads = o.threads;
   p.skip_bad = o.skip_bad;

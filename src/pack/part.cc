@@ -6,6 +6,7 @@
 #include "base/file.h"
 #include "base/hash.h"
 #include "base/json.h"
+#include "format/manifest.h"
 #include "format/value.h"
 #include "format/verify.h"
 #include "pack/packer.h"
@@ -46,11 +47,18 @@ const char* PagesName(PackPages pages) {
 
 Json PreprocessSettings(const PreprocessInfo& p) {
   if (!p.preprocessed()) return nullptr;
-  return {{"preset", p.preset},         {"height", p.height},
-          {"width", p.width},           {"align_long_axis", p.align_long_axis},
-          {"hf_version", p.hf_version}, {"backend", p.backend},
-          {"min_pixels", p.min_pixels}, {"max_pixels", p.max_pixels},
-          {"patch_size", p.patch_size}, {"merge_size", p.merge_size}};
+  Json s = {{"preset", p.preset},         {"height", p.height},
+            {"width", p.width},           {"align_long_axis", p.align_long_axis},
+            {"hf_version", p.hf_version}, {"backend", p.backend},
+            {"min_pixels", p.min_pixels}, {"max_pixels", p.max_pixels},
+            {"patch_size", p.patch_size}, {"merge_size", p.merge_size}};
+  // Only in Idefics3's, so the parts other presets packed before these existed still merge.
+  if (p.preset == kPreprocessIdefics3) {
+    s["longest_edge"] = p.longest_edge;
+    s["max_image_size"] = p.max_image_size;
+    s["do_image_splitting"] = p.do_image_splitting;
+  }
+  return s;
 }
 
 // The options that decide the stored rows (the manifest records some of them too; merge compares

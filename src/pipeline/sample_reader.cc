@@ -135,7 +135,7 @@ Result<ImageView> SampleReader::Prepared(uint64_t id, const SampleBytes& sample,
     // A Donut or Nougat page larger than the size the manifest says it was resized to was
     // never preprocessed (a false claim would be padded, or cropped, without the resize). A
     // Qwen2-VL page's size is checked by Finish (whole merged patches, at most the settings'
-    // largest).
+    // largest), an Idefics3 page's too (a tile grid and its global-image band, Idefics3GridOf).
     const PreprocessInfo& stored = dataset_->manifest().preprocess;
     if ((stored.preset == kPreprocessDonut || stored.preset == kPreprocessNougat) &&
         (view.width > stored.width || view.height > stored.height)) {

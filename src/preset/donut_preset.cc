@@ -146,9 +146,10 @@ Result<std::unique_ptr<const Preset>> MakePreset(const PresetParams& params) {
 Result<std::unique_ptr<const Preset>> PresetForStored(const PreprocessInfo& stored) {
   if (IsQwenVLPreset(stored.preset)) return QwenVLPresetForStored(stored);
   if (stored.preset == kPresetNougat) return NougatPresetForStored(stored);
+  if (stored.preset == kPresetIdefics3) return Idefics3PresetForStored(stored);
   if (stored.preset != kPreprocessDonut) {
     return InvalidArgumentError("unknown preprocessing \"" + stored.preset +
-                                "\" (expected donut, nougat, qwen2-vl or qwen2.5-vl)");
+                                "\" (expected donut, nougat, qwen2-vl, qwen2.5-vl or idefics3)");
   }
   PresetParams params;
   params.name = stored.preset;

@@ -12,6 +12,13 @@
 namespace docfeed::internal {
 namespace {
 
+// "longest_edge 2048, max_image_size 512, transformers 4.x" (", no image splitting" when off).
+std::string Describe(const PreprocessInfo& p) {
+  return "longest_edge " + std::to_string(p.longest_edge) + ", max_image_size " +
+         std::to_string(p.max_image_size) + (p.do_image_splitting ? "" : ", no image splitting") +
+         ", transformers " + std::to_string(p.hf_version) + ".x";
+}
+
 class Idefics3Preset final : public Preset {
  public:
   Idefics3Preset(const Idefics3Config& config, NormalizeTable table)
@@ -29,11 +36,12 @@ class Idefics3Preset final : public Preset {
     return static_cast<size_t>(Idefics3Tiles(grid->rows, grid->cols)) *
            static_cast<size_t>(Idefics3TileValues(config_)) * DTypeSize(dtype);
   }
-  // The tile count is symmetric in the sides, but an EXIF rotation is taken into account anyway
-  // (the larger of both orientations).
+  // A stored prepared page's size says its grid (Idefics3GridOf), so the prediction is exact. For
+  // an original the tile count is symmetric in the sides, but an EXIF rotation is taken into
+  // account anyway (the larger of both orientations).
   size_t PredictOutputBytes(int32_t stored_width, int32_t stored_height, bool prepared,
                             DType dtype) const override {
-    if (prepared) return SampleBytes(dtype);  // never stored: CheckStored refuses such datasets
+    if (prepared) return OutputBytesFor(stored_height, stored_width, dtype);
     size_t largest = 0;
     for (const bool swap : {false, true}) {
       const Result<Idefics3Geometry> g = ComputeIdefics3Geometry(
@@ -75,16 +83,37 @@ class Idefics3Preset final : public Preset {
     return Status::Ok();
   }
 
+  // The prepared page depends on the three sizes and the generation (the colour conversion and
+  // its place); rescale and normalize are Finish's, so they stay the loader's to choose.
   PreprocessInfo StoredInfo() const override {
     PreprocessInfo info;
     info.preset = kPresetIdefics3;
+    info.longest_edge = config_.longest_edge;
+    info.max_image_size = config_.max_image_size;
+    info.do_image_splitting = config_.do_image_splitting;
     info.hf_version = config_.hf_version;
     return info;
   }
 
-  // Prepared pages are not stored (pack --preprocess does not offer this preset).
+  // `pack --preprocess idefics3` stores Prepare's output: what must agree is what it depends on.
   Status CheckStored(const PreprocessInfo& p, const std::string& dir) const override {
-    return RefuseStoredPages(p, dir, kPresetIdefics3);
+    if (p.preset != kPresetIdefics3) {
+      return FailedPreconditionError(dir + " holds pages preprocessed by \"" + p.preset +
+                                     "\" at pack time, which the idefics3 preset cannot take; "
+                                     "load the original images (a dataset packed without "
+                                     "--preprocess) or re-pack with --preprocess idefics3");
+    }
+    const PreprocessInfo want = StoredInfo();
+    if (p.longest_edge == want.longest_edge && p.max_image_size == want.max_image_size &&
+        p.do_image_splitting == want.do_image_splitting && p.hf_version == want.hf_version &&
+        p.backend == want.backend) {
+      return Status::Ok();
+    }
+    return FailedPreconditionError(
+        dir + " holds pages that the idefics3 preset prepared at pack time for " + Describe(p) +
+        ", but the loader was asked for " + Describe(want) +
+        "; resizing them again would not give the processor's pixels. Re-pack with "
+        "--preprocess idefics3 and these settings, or load with the packed ones");
   }
 
   // rescale + normalize + the tile layout, into the slot; the placement is the prepared page,
@@ -106,6 +135,20 @@ class Idefics3Preset final : public Preset {
 };
 
 }  // namespace
+
+Result<std::unique_ptr<const Preset>> Idefics3PresetForStored(const PreprocessInfo& stored) {
+  if (stored.backend != "pil") {
+    return InvalidArgumentError("idefics3: backend \"" + stored.backend +
+                                "\" (the preset reproduces the PIL processors only)");
+  }
+  PresetParams params;
+  params.name = kPresetIdefics3;
+  params.idefics3.longest_edge = stored.longest_edge;
+  params.idefics3.max_image_size = stored.max_image_size;
+  params.idefics3.do_image_splitting = stored.do_image_splitting;
+  params.idefics3.hf_version = stored.hf_version;
+  return MakeIdefics3Preset(params);
+}
 
 Result<std::unique_ptr<const Preset>> MakeIdefics3Preset(const PresetParams& params) {
   DOCFEED_RETURN_IF_ERROR(ValidateIdefics3Config(params.idefics3));

@@ -141,8 +141,11 @@ Result<std::unique_ptr<const Preset>> MakeNougatPreset(const PresetParams& param
 Result<std::unique_ptr<const Preset>> NougatPresetForStored(const PreprocessInfo& stored);
 
 // The Idefics3 / SmolVLM / SmolDocling preset (idefics3_preset.cc).
-inline constexpr char kPresetIdefics3[] = "idefics3";
+inline constexpr char kPresetIdefics3[] = "idefics3";  // = kPreprocessIdefics3
 Result<std::unique_ptr<const Preset>> MakeIdefics3Preset(const PresetParams& params);
+// The Idefics3 preset whose Prepare made pages recorded as `stored` (its longest_edge,
+// max_image_size, do_image_splitting and generation; the normalization is the default).
+Result<std::unique_ptr<const Preset>> Idefics3PresetForStored(const PreprocessInfo& stored);
 
 // The Pix2Struct preset (pix2struct_preset.cc).
 inline constexpr char kPresetPix2Struct[] = "pix2struct";
@@ -155,8 +158,8 @@ Result<std::unique_ptr<const Preset>> MakePix2StructPreset(const PresetParams& p
 Result<Image> DecodeToRgb(std::span<const uint8_t> bytes, const PrepareRequest& request,
                           const DonutConfig& conversion, PrepareTimes* times);
 
-// CheckStored of a preset whose prepared pages `pack --preprocess` does not store (Idefics3,
-// Pix2Struct): FailedPrecondition naming `dir`, the preset that prepared its pages
+// CheckStored of a preset whose prepared pages `pack --preprocess` does not store (Pix2Struct):
+// FailedPrecondition naming `dir`, the preset that prepared its pages
 // (`stored`) and `preset`, which cannot take them, and how to re-pack.
 Status RefuseStoredPages(const PreprocessInfo& stored, const std::string& dir,
                          std::string_view preset);

@@ -14,6 +14,7 @@
 #include "docfeed/dataset.h"
 #include "docfeed/image.h"
 #include "docfeed/pack.h"
+#include "docfeed/preprocess.h"
 #include "testing/temp_dir.h"
 
 namespace docfeed {
@@ -182,6 +183,68 @@ TEST_P(PreprocessedPages, ViewsThePixels) {
               static_cast<size_t>(w) * static_cast<size_t>(h) * static_cast<size_t>(channels));
     EXPECT_EQ(s->pixels.data(), s->bytes.data() + offset);
   }
+}
+
+// Pages stored by `--preprocess idefics3`: each is the tile grid with the global image's band
+// below it, (rows + 1) x cols tiles of max_image_size for the rows and cols the processor's
+// arithmetic gives the source's size (Preset::GridOf, checked against transformers by the
+// Python tests), or the one tile; the manifest records the settings.
+class Idefics3Pages : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(DatasetReader, Idefics3Pages, ::testing::Bool());
+
+TEST_P(Idefics3Pages, AreTheTileGridsOfTheirSettings) {
+  TempDir dir;
+  ListedImages images = PngImages();
+  const int32_t shapes[][2] = {{9, 7}, {5, 3}, {4, 6}, {12, 2}, {3, 3}};  // width, height
+  PackOptions o;
+  o.output = dir.Join("ds");
+  o.preprocess.preset = kPackPresetIdefics3;
+  o.preprocess.longest_edge = 16;
+  o.preprocess.max_image_size = 4;
+  o.preprocess.do_image_splitting = GetParam();
+  o.preprocess.hf_version = 5;
+  o.compression = kPreprocessedDefaultCompression;
+  ASSERT_TRUE(PackFrom(Rows(images.size(), ".png"), images, o).ok());
+  Result<DatasetInfo> info = ReadDatasetInfo(o.output);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->preset, kPackPresetIdefics3);
+  EXPECT_EQ(info->longest_edge, 16);
+  EXPECT_EQ(info->max_image_size, 4);
+  EXPECT_EQ(info->do_image_splitting, GetParam());
+  EXPECT_EQ(info->hf_version, 5);
+  EXPECT_EQ(info->height, 0);  // Donut's fields are not Idefics3's
+  PresetOptions preset;
+  preset.name = "idefics3";
+  preset.idefics3.longest_edge = 16;
+  preset.idefics3.max_image_size = 4;
+  preset.idefics3.do_image_splitting = GetParam();
+  Result<Preset> made = Preset::Create(preset);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  Result<std::unique_ptr<DatasetReader>> reader = DatasetReader::Open(o.output);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_TRUE((*reader)->preprocessed());
+  int grids = 0;
+  for (uint64_t id = 0; id < (*reader)->size(); ++id) {
+    Result<StoredSample> s = (*reader)->Read(id);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(s->codec, "ppm");
+    Result<PageGrid> grid = made->GridOf(shapes[id][1], shapes[id][0]);
+    ASSERT_TRUE(grid.ok()) << grid.status().ToString();
+    const bool one_tile = grid->rows == 0;
+    EXPECT_EQ(s->height, one_tile ? 4 : (grid->rows + 1) * 4) << id;
+    EXPECT_EQ(s->width, one_tile ? 4 : grid->cols * 4) << id;
+    grids += one_tile ? 0 : 1;
+    const std::vector<uint8_t> file(s->bytes.begin(), s->bytes.end());
+    int32_t w = 0, h = 0, channels = 0;
+    const long offset = RasterOffset(file, &w, &h, &channels);
+    ASSERT_GT(offset, 0) << id;
+    EXPECT_EQ(w, s->width);
+    EXPECT_EQ(h, s->height);
+    EXPECT_EQ(channels, s->channels);
+    EXPECT_TRUE(channels == 1 || channels == 3) << id;  // 5.x composites alpha onto white
+    EXPECT_EQ(s->pixels.data(), s->bytes.data() + offset);
+  }
+  EXPECT_EQ(grids, GetParam() ? 5 : 0);
 }
 
 TEST(DatasetReader, ErrorsNameWhatIsWrong) {

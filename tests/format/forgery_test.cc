@@ -126,6 +126,35 @@ TEST_F(ForgeryTest, NougatPreprocessingWithAnotherBackend) {
   EXPECT_TRUE(Has(ds.status().ToString(), "nougat")) << ds.status().ToString();
 }
 
+// Idefics3 prepared pages (tiles of 4) under a record forged to say tiles of 3: verify names
+// the pages that are no tile grid for the recorded max_image_size. A record claiming another
+// backend is refused on open, as Nougat's.
+TEST_F(ForgeryTest, FalseIdefics3Claim) {
+  PackOptions o;
+  o.source = dir_.Join("src");
+  o.output = out_;
+  o.threads = 1;
+  o.overwrite = true;
+  o.encode.preprocess.preset = kPreprocessIdefics3;
+  o.encode.preprocess.longest_edge = 16;
+  o.encode.preprocess.max_image_size = 4;
+  o.encode.preprocess.do_image_splitting = true;
+  ASSERT_TRUE(Pack(o).ok());
+  EXPECT_EQ(Problems(), "");
+  EditManifest([](Manifest& m) { m.preprocess.max_image_size = 3; });
+  const std::string problems = Problems();
+  EXPECT_TRUE(Has(problems, "is not an Idefics3 prepared page for max_image_size 3")) << problems;
+  EditManifest([](Manifest& m) {
+    m.preprocess.max_image_size = 4;
+    m.preprocess.backend = "torchvision";
+  });
+  Result<std::unique_ptr<Dataset>> ds = Dataset::Open(out_);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_EQ(ds.status().code(), StatusCode::kUnsupported) << ds.status().ToString();
+  EXPECT_TRUE(Has(ds.status().ToString(), "preprocess.backend")) << ds.status().ToString();
+  EXPECT_TRUE(Has(ds.status().ToString(), "idefics3")) << ds.status().ToString();
+}
+
 // Sample 2's record given sample 0's image range, size, geometry and checksum (both are in the
 // one record batch): the image-only read would serve sample 0's pixels as sample 2.
 TEST_F(ForgeryTest, IndexRangeAgainstTheArrowRow) {

@@ -217,6 +217,70 @@ TEST(ManifestPreprocessTest, QwenSettingsRoundTripAndBadOnesAreRefused) {
   EXPECT_EQ(back.status().code(), StatusCode::kUnsupported);
 }
 
+// `pack --preprocess idefics3`'s record: its own fields instead of Donut's size, round-tripped;
+// bad sizes (Corruption), another backend (Unsupported) and a missing field refused, naming it;
+// the records of the other presets, written before these fields existed, parse as they did.
+TEST(ManifestPreprocessTest, Idefics3SettingsRoundTripAndBadOnesAreRefused) {
+  Manifest m;
+  m.preprocess.preset = kPreprocessIdefics3;
+  m.preprocess.longest_edge = 1456;
+  m.preprocess.max_image_size = 364;
+  m.preprocess.do_image_splitting = true;
+  m.preprocess.hf_version = 5;
+  std::string text = EncodeManifest(m);
+  EXPECT_EQ(text.find("\"height\""), std::string::npos) << text;  // Donut's fields are absent
+  EXPECT_NE(text.find("\"longest_edge\": 1456"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"do_image_splitting\": true"), std::string::npos) << text;
+  Result<Manifest> back = DecodeManifest(text, "docfeed.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->preprocess, m.preprocess);
+  m.preprocess.do_image_splitting = false;
+  back = DecodeManifest(EncodeManifest(m), "docfeed.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->preprocess, m.preprocess);
+
+  m.preprocess.max_image_size = 0;
+  back = DecodeManifest(EncodeManifest(m), "x/docfeed.json");
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(back.status().message().find("max_image_size 0"), std::string::npos)
+      << back.status().ToString();
+  m.preprocess.max_image_size = 364;
+  m.preprocess.backend = "torchvision";
+  back = DecodeManifest(EncodeManifest(m), "x/docfeed.json");
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(back.status().message().find("preprocess.backend"), std::string::npos);
+  EXPECT_NE(back.status().message().find("idefics3"), std::string::npos);
+
+  m.preprocess.backend = "pil";
+  text = EncodeManifest(m);
+  const std::string field = "\"longest_edge\": 1456,";
+  const size_t at = text.find(field);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.erase(at, field.size());
+  Reseal(text);
+  back = DecodeManifest(text, "x/docfeed.json");
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(back.status().message().find("longest_edge"), std::string::npos)
+      << back.status().ToString();
+
+  // A Donut record as docfeed wrote it before the Idefics3 fields (and hf_version) existed.
+  Manifest donut;
+  donut.preprocess = {kPreprocessDonut, 1553, 1200, true};
+  text = EncodeManifest(donut);
+  const std::string first = "\"align_long_axis\": true", last = "\"backend\": \"pil\"";
+  const size_t from = text.find(first), to = text.find(last);
+  ASSERT_TRUE(from != std::string::npos && to != std::string::npos && from < to) << text;
+  text.erase(from + first.size(), to + last.size() - from - first.size());
+  ASSERT_EQ(text.find("longest_edge"), std::string::npos) << text;
+  Reseal(text);
+  back = DecodeManifest(text, "docfeed.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << text;
+  EXPECT_EQ(back->preprocess, donut.preprocess);
+}
+
 TEST(ManifestNormalizationTest, RoundTripsAndIsAbsentByDefault) {
   Manifest m;
   const std::string plain = EncodeManifest(m);

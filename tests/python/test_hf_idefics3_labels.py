@@ -192,6 +192,37 @@ def test_page_size_and_grid_follow_pillow_and_the_processor(tmp_path):
         _docfeed.page_size(b"not an image")
 
 
+def test_pack_preprocess_idefics3_with_the_processor(setup, tmp_path):
+    """docfeed.pack(processor=..., preprocess="idefics3") stores the pages prepared with the
+    processor's settings and generation; the token columns and the loaded tiles equal the
+    processor's for the original pages."""
+    source, proc, _ = setup
+    out = tmp_path / "prepared"
+    docfeed.pack(source, out, processor=proc, prompt_column="question", text_column="text",
+                 preprocess="idefics3")
+    version = idefics3_tiny.transformers_major()
+    assert _docfeed.dataset_info(str(out))["preprocess"] == {
+        "preset": "idefics3", "height": 0, "width": 0, "align_long_axis": False,
+        "hf_version": version, "backend": "pil", "longest_edge": idefics3_tiny.LONGEST_EDGE,
+        "max_image_size": idefics3_tiny.TILE, "do_image_splitting": True}
+    rows = datasets.load_from_disk(str(out))
+    for i in range(N_DOCS):
+        want_ids, _, _, _ = reference(proc, source[i]["question"], source[i]["text"],
+                                      source[i]["image"])
+        assert rows[i]["input_ids"] == want_ids, i
+    image_token = proc.tokenizer.convert_tokens_to_ids("<image>")
+    for batch in make_loader(out):
+        ids = [int(i) for i in batch.sample_ids]
+        images = [[as_processor_takes_it(source[i]["image"])] for i in ids]
+        want = proc.image_processor(images, return_tensors="np", return_row_col_info=True)
+        pv = np.asarray(want["pixel_values"], dtype=np.float32)
+        assert np.array_equal(batch["pixel_values"].numpy().view(np.uint32), pv.view(np.uint32))
+        for j, i in enumerate(ids):
+            real_tiles = int(batch["pixel_attention_mask"][j].flatten(1).any(1).sum())
+            assert rows[i]["input_ids"].count(image_token) == (
+                real_tiles * idefics3_tiny.IMAGE_SEQ_LEN)
+
+
 def test_bad_arguments_are_refused(tmp_path):
     source = source_dataset(2)
     proc = idefics3_tiny.processor(list(source["text"]) + QUESTIONS)

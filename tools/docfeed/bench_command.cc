@@ -154,6 +154,14 @@ Status SizeFromDataset(BenchConfig* c) {
     o.preset.nougat.hf_version = info.hf_version;
     return Status::Ok();
   }
+  if (info.preset == "idefics3") {
+    o.preset.name = info.preset;
+    o.preset.idefics3.longest_edge = info.longest_edge;
+    o.preset.idefics3.max_image_size = info.max_image_size;
+    o.preset.idefics3.do_image_splitting = info.do_image_splitting;
+    o.preset.idefics3.hf_version = info.hf_version;
+    return Status::Ok();
+  }
   if (!info.preset.empty()) {
     o.preset.donut.height = info.height;
     o.preset.donut.width = info.width;
@@ -294,6 +302,14 @@ void PrintTable(const BenchConfig& c, const RunResult& r, double baseline_s) {
     std::printf("%s: %s, %d threads, batch %u, nougat %dx%d, transformers %d.x pil\n",
                 c.loader.path.c_str(), r.preprocessed ? "preprocessed" : "original images",
                 r.threads, c.loader.batch_size, n.height, n.width, n.hf_version);
+  } else if (c.loader.preset.name == "idefics3") {
+    const Idefics3Config& i = c.loader.preset.idefics3;
+    std::printf(
+        "%s: %s, %d threads, batch %u, idefics3 longest_edge %d max_image_size %d%s, "
+        "transformers %d.x pil\n",
+        c.loader.path.c_str(), r.preprocessed ? "preprocessed" : "original images", r.threads,
+        c.loader.batch_size, i.longest_edge, i.max_image_size,
+        i.do_image_splitting ? "" : " no splitting", i.hf_version);
   } else if (c.loader.preset.name != "donut") {
     const QwenVLConfig& q = c.loader.preset.qwen_vl;
     std::printf("%s: %s, %d threads, batch %u, %s max_pixels %lld, transformers %d.x %s\n",

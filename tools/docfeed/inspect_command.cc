@@ -31,7 +31,16 @@ void PrintText(const DatasetStats& s) {
   for (const auto& [codec, n] : m.stored_codecs) {
     std::printf(" %s=%llu", codec.c_str(), static_cast<unsigned long long>(n));
   }
-  if (!m.preset.empty()) {
+  if (m.preset == "idefics3") {
+    std::printf(
+        "\npreprocessing   idefics3 prepared pages (tile grid + global image) for longest_edge "
+        "%d, max_image_size %d%s, transformers %d.x %s, stored as PGM/PPM%s",
+        m.longest_edge, m.max_image_size, m.do_image_splitting ? "" : ", no image splitting",
+        m.hf_version, m.backend.c_str(),
+        s.info.original_column.empty()
+            ? ""
+            : (", originals in column \"" + s.info.original_column + "\"").c_str());
+  } else if (!m.preset.empty()) {
     std::printf(
         "\npreprocessing   %s resized stage for size %dx%d (HxW)%s, transformers %d.x %s, "
         "stored as PGM/PPM%s",

@@ -92,6 +92,10 @@ constexpr char kPackHelp[] =
     "  --preprocess nougat    store NougatImageProcessor's resized pages (crop_margin, align,\n"
     "                         resize, thumbnail; docs/nougat-preprocessing.md); --size HxW\n"
     "                         (default 896x672), --align-long-axis, --hf-version (pil only)\n"
+    "  --preprocess idefics3  store Idefics3ImageProcessor's resized pages (the tile grid and\n"
+    "                         the global image; docs/idefics3-preprocessing.md), with\n"
+    "                         --longest-edge N (default 2048) --max-image-size N (default\n"
+    "                         512, SmolDocling's) --no-image-splitting, --hf-version (pil only)\n"
     "  --preprocess qwen2-vl  (or qwen2.5-vl) store Qwen2VLImageProcessor's smart_resize'd\n"
     "                         pages (docs/qwen-vl-preprocessing.md), with --min-pixels N\n"
     "                         --max-pixels N --patch-size N --merge-size N (defaults: the\n"
@@ -117,37 +121,69 @@ Status ParseSize(const std::string& text, PackPreprocess* p) {
   return Status::Ok();
 }
 
+bool HasIdefics3Flags(const ParsedArgs& parsed) {
+  return parsed.options.count("--longest-edge") > 0 ||
+         parsed.options.count("--max-image-size") > 0 || parsed.Has("--no-image-splitting");
+}
+
+// --preprocess idefics3: the processor's sizes under its names (the bounds of
+// ValidateIdefics3Config and of `docfeed preprocess --preset idefics3`); the other presets' sizes
+// are refused.
+Status ParseIdefics3Sizes(const ParsedArgs& parsed, bool has_qwen_flags, PackPreprocess* p) {
+  if (parsed.options.count("--size") > 0 || parsed.Has("--align-long-axis") || has_qwen_flags) {
+    return InvalidArgumentError(
+        "--size, --align-long-axis and the Qwen2-VL sizes are other presets', not idefics3's "
+        "(it takes --longest-edge, --max-image-size and --no-image-splitting)");
+  }
+  DOCFEED_ASSIGN_OR_RETURN(
+      p->longest_edge, ParseInt("--longest-edge", parsed.Get("--longest-edge", "2048"), 1, 8192));
+  DOCFEED_ASSIGN_OR_RETURN(
+      p->max_image_size,
+      ParseInt("--max-image-size", parsed.Get("--max-image-size", "512"), 1, 8192));
+  p->do_image_splitting = !parsed.Has("--no-image-splitting");
+  return Status::Ok();
+}
+
 Status ParsePreprocess(const ParsedArgs& parsed, PackPreprocess* p) {
   const std::string preset = parsed.Get("--preprocess", "");
   const bool has_size = parsed.options.count("--size") > 0;
   const bool has_qwen_flags =
       parsed.options.count("--min-pixels") > 0 || parsed.options.count("--max-pixels") > 0 ||
       parsed.options.count("--patch-size") > 0 || parsed.options.count("--merge-size") > 0;
-  const bool has_flags = has_size || has_qwen_flags || parsed.Has("--align-long-axis") ||
-                         parsed.Has("--keep-original") ||
+  const bool has_flags = has_size || has_qwen_flags || HasIdefics3Flags(parsed) ||
+                         parsed.Has("--align-long-axis") || parsed.Has("--keep-original") ||
                          parsed.options.count("--hf-version") > 0 ||
                          parsed.options.count("--backend") > 0;
   if (preset.empty()) {
     if (has_flags) {
       return InvalidArgumentError(
           "--size, --align-long-axis, --hf-version, --backend, --keep-original and the "
-          "Qwen2-VL sizes need --preprocess");
+          "Qwen2-VL and Idefics3 sizes need --preprocess");
     }
     return Status::Ok();
   }
   const bool qwen = preset == kPackPresetQwen2VL || preset == kPackPresetQwen25VL;
   const bool nougat = preset == kPackPresetNougat;
-  if (preset != kPackPresetDonut && !qwen && !nougat) {
-    return InvalidArgumentError("--preprocess must be donut, nougat, qwen2-vl or qwen2.5-vl, not " +
-                                preset);
+  const bool idefics3 = preset == kPackPresetIdefics3;
+  if (preset != kPackPresetDonut && !qwen && !nougat && !idefics3) {
+    return InvalidArgumentError(
+        "--preprocess must be donut, nougat, qwen2-vl, qwen2.5-vl or idefics3, not " + preset);
   }
   if (parsed.options.count("--codec") > 0) {
     return InvalidArgumentError(
         "--codec does not apply with --preprocess (pages are stored as "
         "PGM/PPM)");
   }
+  if (!idefics3 && HasIdefics3Flags(parsed)) {
+    return InvalidArgumentError(
+        "--longest-edge, --max-image-size and --no-image-splitting are the idefics3 preset's, "
+        "not " +
+        preset + "'s");
+  }
   p->preset = preset;
-  if (qwen) {
+  if (idefics3) {
+    DOCFEED_RETURN_IF_ERROR(ParseIdefics3Sizes(parsed, has_qwen_flags, p));
+  } else if (qwen) {
     if (has_size || parsed.Has("--align-long-axis")) {
       return InvalidArgumentError("--size and --align-long-axis are Donut's, not " + preset +
                                   "'s (it takes --min-pixels and --max-pixels)");
@@ -177,10 +213,9 @@ Status ParsePreprocess(const ParsedArgs& parsed, PackPreprocess* p) {
   DOCFEED_ASSIGN_OR_RETURN(const Generation generation, ParseGeneration(parsed));
   p->hf_version = generation.hf_version;
   p->backend = generation.backend;
-  if (nougat && p->backend != "pil") {
-    return InvalidArgumentError(
-        "--backend torchvision is not offered for nougat (the preset reproduces the PIL "
-        "processors)");
+  if ((nougat || idefics3) && p->backend != "pil") {
+    return InvalidArgumentError("--backend torchvision is not offered for " + preset +
+                                " (the preset reproduces the PIL processors)");
   }
   p->keep_original = parsed.Has("--keep-original");
   return Status::Ok();
@@ -327,14 +362,36 @@ int RunPack(const Args& args) {
   auto start =
       StartCommand("pack", args,
                    {"--skip-bad", "--overwrite", "--follow-symlinks", "--strict", "--no-pad-labels",
-                    "--align-long-axis", "--keep-original"},
-                   {"-o",           "--output",       "--codec",       "--validate",
-                    "--quality",    "--threads",      "--compression", "--max-file-mb",
-                    "--tokenizer",  "--target-field", "--task-token",  "--prompt-end-token",
-                    "--recipe",     "--max-length",   "--preprocess",  "--min-pixels",
-                    "--max-pixels", "--patch-size",   "--merge-size",  "--size",
-                    "--hf-version", "--backend",      "--split",       "--image-root",
-                    "--dpi",        "--pages",        "--part"},
+                    "--align-long-axis", "--keep-original", "--no-image-splitting"},
+                   {"-o",
+                    "--output",
+                    "--codec",
+                    "--validate",
+                    "--quality",
+                    "--threads",
+                    "--compression",
+                    "--max-file-mb",
+                    "--tokenizer",
+                    "--target-field",
+                    "--task-token",
+                    "--prompt-end-token",
+                    "--recipe",
+                    "--max-length",
+                    "--preprocess",
+                    "--min-pixels",
+                    "--max-pixels",
+                    "--patch-size",
+                    "--merge-size",
+                    "--size",
+                    "--hf-version",
+                    "--backend",
+                    "--split",
+                    "--image-root",
+                    "--dpi",
+                    "--pages",
+                    "--part",
+                    "--longest-edge",
+                    "--max-image-size"},
                    kPackHelp, &ToOptions);
   if (const int* exit_code = std::get_if<int>(&start)) return *exit_code;
   PackOptions* options = &std::get<PackOptions>(start);
