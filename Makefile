@@ -191,8 +191,9 @@ fuzz-long: deps
 # `make test` runs the stages below in this order. The sanitizer, thread-safety and fuzz trees
 # are compiled meanwhile, in the background at nice 19 (build-checks, its output in
 # $(CHECKS_LOG)): the release tests run at full priority and the compiles take the CPU time they
-# leave (the Python tests mostly keep one core of two busy), which takes about a quarter off a
-# fresh run on two cores. build/asan is configured with .venv/train's Python, so that venv comes
+# leave (the Python tests keep about one core of two busy). In a fresh run on 2 cores the ASan
+# tree was built during the Python tests and the rest waited for 8 min (TSan, thread-safety, the
+# fuzzers); run one after another, those builds took about 20 min. build/asan is configured with .venv/train's Python, so that venv comes
 # first. The stages that run those trees wait for the background build; if it failed, its log is
 # printed and `make test` fails; if a foreground stage fails, the background build is stopped.
 CHECKS_LOG := build/checks-build.log
