@@ -193,7 +193,8 @@ fuzz-long: deps
 # $(CHECKS_LOG)): the release tests run at full priority and the compiles take the CPU time they
 # leave (the Python tests keep about one core of two busy). In a fresh run on 2 cores the ASan
 # tree was built during the Python tests and the rest waited for 8 min (TSan, thread-safety, the
-# fuzzers); run one after another, those builds took about 20 min. build/asan is configured with .venv/train's Python, so that venv comes
+# fuzzers); an earlier fresh run, which built them one after another, spent about 30 min on them
+# (on a busier machine). build/asan is configured with .venv/train's Python, so that venv comes
 # first. The stages that run those trees wait for the background build; if it failed, its log is
 # printed and `make test` fails; if a foreground stage fails, the background build is stopped.
 CHECKS_LOG := build/checks-build.log
