@@ -97,12 +97,8 @@ class Idefics3Preset final : public Preset {
 
   // `pack --preprocess idefics3` stores Prepare's output: what must agree is what it depends on.
   Status CheckStored(const PreprocessInfo& p, const std::string& dir) const override {
-    if (p.preset != kPresetIdefics3) {
-      return FailedPreconditionError(dir + " holds pages preprocessed by \"" + p.preset +
-                                     "\" at pack time, which the idefics3 preset cannot take; "
-                                     "load the original images (a dataset packed without "
-                                     "--preprocess) or re-pack with --preprocess idefics3");
-    }
+    if (p.preset != kPresetIdefics3)
+      return RefuseStoredPages(p, dir, kPresetIdefics3, /*packable=*/true);
     const PreprocessInfo want = StoredInfo();
     if (p.longest_edge == want.longest_edge && p.max_image_size == want.max_image_size &&
         p.do_image_splitting == want.do_image_splitting && p.hf_version == want.hf_version &&

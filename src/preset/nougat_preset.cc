@@ -66,12 +66,8 @@ class NougatPreset final : public Preset {
   // (crop_margin, resize and thumbnail on), which the record implies; what must agree is the
   // size, the alignment and the generation.
   Status CheckStored(const PreprocessInfo& p, const std::string& dir) const override {
-    if (p.preset != kPresetNougat) {
-      return FailedPreconditionError(dir + " holds pages preprocessed by \"" + p.preset +
-                                     "\" at pack time, which the nougat preset cannot take; load "
-                                     "the original images (a dataset packed without "
-                                     "--preprocess) or re-pack with --preprocess nougat");
-    }
+    if (p.preset != kPresetNougat)
+      return RefuseStoredPages(p, dir, kPresetNougat, /*packable=*/true);
     const PreprocessInfo want = StoredInfo();
     if (config_.do_crop_margin && config_.do_resize && config_.do_thumbnail &&
         p.height == want.height && p.width == want.width &&

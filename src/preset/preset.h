@@ -158,11 +158,11 @@ Result<std::unique_ptr<const Preset>> MakePix2StructPreset(const PresetParams& p
 Result<Image> DecodeToRgb(std::span<const uint8_t> bytes, const PrepareRequest& request,
                           const DonutConfig& conversion, PrepareTimes* times);
 
-// CheckStored of a preset whose prepared pages `pack --preprocess` does not store (Pix2Struct):
-// FailedPrecondition naming `dir`, the preset that prepared its pages
-// (`stored`) and `preset`, which cannot take them, and how to re-pack.
+// CheckStored of pages `preset` cannot take (another preset prepared them: `stored`):
+// FailedPrecondition naming `dir`, both presets and what to load instead; with `packable` (the
+// presets `pack --preprocess` offers) also how to re-pack.
 Status RefuseStoredPages(const PreprocessInfo& stored, const std::string& dir,
-                         std::string_view preset);
+                         std::string_view preset, bool packable = false);
 
 // The f32 part of `table` as Preset::Float32Table returns it: channel after channel.
 std::vector<float> FlatFloat32Table(const NormalizeTable& table);

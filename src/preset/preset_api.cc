@@ -30,11 +30,12 @@ std::vector<float> FlatFloat32Table(const NormalizeTable& table) {
 }
 
 Status RefuseStoredPages(const PreprocessInfo& stored, const std::string& dir,
-                         std::string_view preset) {
-  return FailedPreconditionError(dir + " holds pages preprocessed by \"" + stored.preset +
-                                 "\" at pack time, which the " + std::string(preset) +
-                                 " preset cannot take; load the original images (a dataset "
-                                 "packed without --preprocess)");
+                         std::string_view preset, bool packable) {
+  return FailedPreconditionError(
+      dir + " holds pages preprocessed by \"" + stored.preset + "\" at pack time, which the " +
+      std::string(preset) +
+      " preset cannot take; load the original images (a dataset packed without --preprocess)" +
+      (packable ? " or re-pack with --preprocess " + std::string(preset) : std::string()));
 }
 
 Result<PageGrid> Preset::GridOf(int32_t /*height*/, int32_t /*width*/) const {
