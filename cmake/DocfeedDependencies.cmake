@@ -3,6 +3,8 @@ find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 find_package(JPEG REQUIRED)                                    # libjpeg62-turbo-dev
 pkg_check_modules(SPNG REQUIRED IMPORTED_TARGET spng)          # libspng-dev
+# PNG rows inflated in one call (src/codec/png_inflate.cc): several times zlib on document pages.
+pkg_check_modules(LIBDEFLATE REQUIRED IMPORTED_TARGET libdeflate) # libdeflate-dev
 pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp)       # libwebp-dev
 pkg_check_modules(WEBPDEMUX REQUIRED IMPORTED_TARGET libwebpdemux) # libwebp-dev (animated WebP)
 pkg_check_modules(GIF REQUIRED IMPORTED_TARGET libgif)         # libgif-dev

@@ -8,6 +8,7 @@ packages=(
   clang libclang-rt-14-dev xxd                       # libFuzzer targets (xxd sorts seeds)
   libjpeg62-turbo-dev                                # JPEG decode/encode (libjpeg-turbo)
   libspng-dev                                        # PNG decode/encode
+  libdeflate-dev                                     # PNG decode: the IDAT stream inflated in one call
   libwebp-dev                                        # WebP decode/encode (+ libwebpdemux: animated)
   libgif-dev                                         # GIF decode (giflib)
   libtiff-dev libtiff-tools                          # TIFF decode (libtiff, as Pillow); tiffcp for the test corpus

@@ -11,6 +11,7 @@
 #include "codec/codec.h"
 #include "codec/internal/exif.h"
 #include "codec/internal/formats.h"
+#include "codec/internal/png_inflate.h"
 #include "codec/internal/spng_ctx.h"
 
 namespace docfeed::internal {
@@ -274,8 +275,45 @@ Result<size_t> DecodedSizeBytes(PngHeader& header, int fmt) {
   return size_bytes;
 }
 
-Status DecodeInto(PngHeader& header, const ImageInfo& info, Image& image) {
+// 8-bit gray, gray + alpha, RGB and RGBA, not interlaced: the decoded rows are the file's own
+// scanlines unfiltered, which the whole-buffer path (png_inflate.h) produces.
+bool WholeBufferPath(const spng_ihdr& ihdr) {
+  return ihdr.bit_depth == 8 && ihdr.interlace_method == 0 && ihdr.color_type != kPalette;
+}
+
+// The whole-buffer decode, with libspng's own checks around it. libspng first reads the chunks
+// before IDAT and sets up its decoder (spng_decode_image with SPNG_DECODE_PROGRESSIVE, the same
+// set-up its full decode runs, failing the same way); then InflatePngRows decodes the rows. If
+// it declines, libspng decodes them (spng_decode_row, the calls its full decode makes) and
+// reports any error exactly as DecodeInto always did.
+Status DecodeWholeBuffer(std::span<const uint8_t> bytes, PngHeader& header, Image& image) {
+  spng_ctx* ctx = header.ctx.get();
+  if (int e = spng_decode_image(ctx, nullptr, 0, SPNG_FMT_RAW, SPNG_DECODE_PROGRESSIVE); e != 0) {
+    return SpngError(e, "data");
+  }
+  const PngRows rows{.width = header.ihdr.width,
+                     .height = header.ihdr.height,
+                     .bytes_per_pixel = image.channels};
+  const size_t size_bytes = image.stride_bytes() * static_cast<size_t>(image.height);
+  if (rows.row_bytes() != image.stride_bytes()) return InternalError("PNG: unexpected row size");
+  // One filter byte a row more than the image, for the in-place unfilter.
+  image.pixels.resize(size_bytes + rows.height);
+  const bool decoded = InflatePngRows(bytes, rows, image.pixels.data(), image.pixels.size());
+  image.pixels.resize(size_bytes);
+  if (decoded) return Status::Ok();
+  int e = 0;
+  for (uint32_t y = 0; e == 0; ++y) {
+    if (y >= rows.height) return InternalError("PNG: libspng gave more rows than the header");
+    e = spng_decode_row(ctx, image.pixels.data() + size_t{y} * image.stride_bytes(),
+                        image.stride_bytes());
+  }
+  return e == SPNG_EOI ? Status::Ok() : SpngError(e, "data");
+}
+
+Status DecodeInto(std::span<const uint8_t> bytes, PngHeader& header, const ImageInfo& info,
+                  Image& image) {
   const spng_ihdr& ihdr = header.ihdr;
+  if (WholeBufferPath(ihdr)) return DecodeWholeBuffer(bytes, header, image);
   const auto [fmt, flags] = OutputFor(info);
   DOCFEED_ASSIGN_OR_RETURN(const size_t size_bytes, DecodedSizeBytes(header, fmt));
   image.pixels.resize(image.stride_bytes() * static_cast<size_t>(image.height));
@@ -339,7 +377,7 @@ Result<Image> DecodePng(std::span<const uint8_t> bytes, const DecodeLimits& limi
   DOCFEED_RETURN_IF_ERROR(CheckGeometry(header.ihdr.width, header.ihdr.height, limits));
   DOCFEED_RETURN_IF_ERROR(CheckIdatCanHoldImage(header));
   Image image{.width = info.width, .height = info.height, .channels = info.channels, .pixels = {}};
-  DOCFEED_RETURN_IF_ERROR(DecodeInto(header, info, image));
+  DOCFEED_RETURN_IF_ERROR(DecodeInto(bytes, header, info, image));
   return image;
 }
 

@@ -1,15 +1,18 @@
-"""TIFF decode per page, one core: docfeed's DecodeImage against Pillow, same pages, same run.
+"""Image decode per page, one core: docfeed's DecodeImage against Pillow, same pages, same run.
 
-Makes document-size TIFF pages in a temporary folder from the repository's real scans
-(tests/data/images): the 1700x2200 Azure invoice scan and the 463x1013 SROIE receipt, each
-scaled to an A4 page (300 dpi 2480x3508 bilevel, 150 dpi 1240x1754 colour/gray), written by
-Pillow and libtiff's tiffcp as
+--pages tiff (the default) makes document-size TIFF pages in a temporary folder from the
+repository's real scans (tests/data/images): the 1700x2200 Azure invoice scan and the 463x1013
+SROIE receipt, each scaled to an A4 page (300 dpi 2480x3508 bilevel, 150 dpi 1240x1754
+colour/gray), written by Pillow and libtiff's tiffcp as
   - CCITT G4 bilevel, 300 dpi, a one-page file and the first page of a two-page file,
   - LZW RGB (horizontal predictor), 150 dpi, and LZW gray, 300 dpi,
   - JPEG-in-TIFF (YCbCr 2x2, quality 90), 150 dpi and 300 dpi,
   - Adobe Deflate RGB in 256x256 tiles, 150 dpi.
+--pages png takes the PNG sample documents as they are (tests/data/sample-docs: a photographed
+receipt, rendered invoices in RGB, RGBA and palette) and adds the Azure scan as a 300 dpi A4
+grayscale page written by Pillow.
 Then times, per page:
-  (p) Pillow 13: Image.open(BytesIO(bytes)).load() (what `datasets` does to an Image column),
+  (p) Pillow: Image.open(BytesIO(bytes)).load() (what `datasets` does to an Image column),
   (d) docfeed: DecodeImage (`donut_stages_bench FILE --mode decode-only`,
       src/imaging/donut_stages_bench.cc; the image buffer is allocated per run, as in Pillow),
 and prints a markdown table with docfeed/Pillow ratios. Both are CPU time per page, the mean of
@@ -20,9 +23,10 @@ means, so that load changes on a shared machine hit every column alike. --baseli
 adds another donut_stages_bench binary (e.g. one built from the previous commit) as a column
 measured in the same rounds, with its own ratio to Pillow.
 
-Usage: taskset -c 0 .venv/bin/python bench/codec/tiff_vs_pillow.py --build build [--repeat 20]
-       [--rounds 5] [--baseline before=/tmp/donut_stages_bench.before]
-(the build needs the target donut_stages_bench; tiffcp from libtiff-tools on PATH).
+Usage: taskset -c 0 .venv/bin/python bench/codec/decode_vs_pillow.py --build build [--pages png]
+       [--repeat 20] [--rounds 5] [--baseline before=/tmp/donut_stages_bench.before]
+(the build needs the target donut_stages_bench; for TIFF pages, tiffcp from libtiff-tools on
+PATH).
 """
 import argparse
 import io
@@ -39,10 +43,26 @@ from PIL import Image, features
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 IMAGES = REPO / "tests" / "data" / "images"
+SAMPLE_DOCS = REPO / "tests" / "data" / "sample-docs"
 
 
-def make_pages(tmp):
-    """(name, path) of the benchmark pages, written into `tmp`."""
+def make_png_pages(tmp):
+    """(name, path) of the PNG benchmark pages: the sample documents, and one written into `tmp`."""
+    pages = []
+    for rel in ["receipts/cord_receipt_00004.png", "invoices/AmazonWebServices.png",
+                "invoices/simple-invoice.png", "invoices/FlipkartInvoice.png",
+                "invoices/SammyMaystoneLinesTest.png"]:
+        path = SAMPLE_DOCS / rel
+        with Image.open(path) as img:
+            pages.append((f"{path.name} {img.width}x{img.height} {img.mode}", path))
+    scan = Image.open(IMAGES / "azure_invoice_sample.jpg").convert("L")
+    scan.resize((2480, 3508), Image.Resampling.BICUBIC).save(tmp / "scan_gray.png")
+    pages.append(("Azure scan, Pillow PNG 2480x3508 L", tmp / "scan_gray.png"))
+    return pages
+
+
+def make_tiff_pages(tmp):
+    """(name, path) of the TIFF benchmark pages, written into `tmp`."""
     scan = Image.open(IMAGES / "azure_invoice_sample.jpg").convert("L")
     receipt = Image.open(IMAGES / "sroie_000.jpg").convert("RGB")
     bilevel = scan.resize((2480, 3508), Image.Resampling.BILINEAR).point(
@@ -103,6 +123,7 @@ def time_docfeed(bench, path, repeat):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=os.environ.get("DOCFEED_BUILD_DIR", "build"))
+    parser.add_argument("--pages", choices=["tiff", "png"], default="tiff")
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--baseline", action="append", default=[], metavar="NAME=PATH",
@@ -112,7 +133,8 @@ def main():
     bench = (build if build.is_absolute() else REPO / build) / "bin" / "donut_stages_bench"
     baselines = [tuple(b.split("=", 1)) for b in opts.baseline]
     cpus = sorted(os.sched_getaffinity(0))
-    print(f"Pillow {Image.__version__} (libtiff {features.version('libtiff')}), "
+    library = "libtiff" if opts.pages == "tiff" else "zlib"
+    print(f"Pillow {Image.__version__} ({library} {features.version(library)}), "
           f"{platform.processor() or platform.machine()}, CPUs {cpus}, mean of {opts.repeat}"
           + (f", median of {opts.rounds} interleaved rounds" if opts.rounds > 1 else ""))
     print()
@@ -120,6 +142,7 @@ def main():
     print("| page | bytes | Pillow mode | Pillow ms | docfeed ms | docfeed / Pillow |" + extra_head)
     print("|---|---|---|---|---|---|" + "---|---|" * len(baselines))
     with tempfile.TemporaryDirectory() as tmp:
+        make_pages = make_tiff_pages if opts.pages == "tiff" else make_png_pages
         for name, path in make_pages(pathlib.Path(tmp)):
             data = path.read_bytes()
             times = {"pillow": [], "docfeed": [], **{b: [] for b, _ in baselines}}
