@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -138,6 +139,13 @@ Result<PngHeader> ReadHeader(std::span<const uint8_t> bytes) {
   return header;
 }
 
+// Samples a pixel has in the file (PNG spec 11.2.2; a palette index is one). IHDR's colour type
+// is one of the five valid ones (ReadHeader's libspng check).
+int SamplesPerPixel(uint8_t color_type) {
+  constexpr int kSamplesPerPixel[] = {1, 0, 3, 1, 2, 0, 4};
+  return kSamplesPerPixel[color_type];
+}
+
 // Channels DecodePng produces; Pillow turns 16-bit LA into RGBA ("LA;16B" unpacks to RGBA).
 int32_t DecodedChannels(const spng_ihdr& ihdr, bool has_trns) {
   switch (ihdr.color_type) {
@@ -241,9 +249,9 @@ bool NeedsConversion(const spng_ihdr& ihdr) {
 // so IDAT data that short cannot hold the image: refuse before allocating the pixel buffer.
 Status CheckIdatCanHoldImage(const PngHeader& header) {
   const spng_ihdr& ihdr = header.ihdr;
-  constexpr uint8_t kSamplesPerPixel[] = {1, 0, 3, 1, 2, 0, 4};
-  const uint64_t bits_per_row =
-      uint64_t{ihdr.width} * kSamplesPerPixel[ihdr.color_type] * ihdr.bit_depth;
+  const uint64_t bits_per_row = uint64_t{ihdr.width} *
+                                static_cast<uint64_t>(SamplesPerPixel(ihdr.color_type)) *
+                                ihdr.bit_depth;
   const uint64_t image_bytes = uint64_t{ihdr.height} * ((bits_per_row + 7) / 8);
   if (image_bytes > header.chunks.idat_bytes * 1032 + 4096) {
     return CorruptionError(
@@ -275,45 +283,107 @@ Result<size_t> DecodedSizeBytes(PngHeader& header, int fmt) {
   return size_bytes;
 }
 
-// 8-bit gray, gray + alpha, RGB and RGBA, not interlaced: the decoded rows are the file's own
-// scanlines unfiltered, which the whole-buffer path (png_inflate.h) produces.
-bool WholeBufferPath(const spng_ihdr& ihdr) {
-  return ihdr.bit_depth == 8 && ihdr.interlace_method == 0 && ihdr.color_type != kPalette;
+// Palette indices to pixels through libspng's palette, as its SPNG_FMT_RGB8/RGBA8 decode with
+// SPNG_DECODE_TRNS maps them (tRNS alphas for the first entries, 255 after; no sBIT scaling,
+// which DecodePng does not ask for). Indices of `bits` 1, 2, 4 or 8 are packed as in the file.
+// Returns false if an index has no palette entry: libspng decides what such a file gives.
+bool ExpandPaletteRow(const uint8_t* raw, int bits, int32_t width, const spng_plte& plte,
+                      const spng_trns* trns, int channels, uint8_t* out) {
+  const int per_byte = 8 / bits;
+  const int mask = (1 << bits) - 1;
+  int max_index = 0;
+  for (int32_t x = 0; x < width; ++x) {
+    const int index =
+        bits == 8 ? raw[x] : (raw[x / per_byte] >> (8 - bits * (x % per_byte + 1))) & mask;
+    max_index = std::max(max_index, index);
+    const spng_plte_entry& entry = plte.entries[index];
+    uint8_t* px = out + static_cast<ptrdiff_t>(x) * channels;
+    px[0] = entry.red;
+    px[1] = entry.green;
+    px[2] = entry.blue;
+    if (channels == 4) {
+      px[3] = trns != nullptr && static_cast<uint32_t>(index) < trns->n_type3_entries
+                  ? trns->type3_alpha[index]
+                  : uint8_t{255};
+    }
+  }
+  return static_cast<uint32_t>(max_index) < plte.n_entries;
 }
 
-// The whole-buffer decode, with libspng's own checks around it. libspng first reads the chunks
-// before IDAT and sets up its decoder (spng_decode_image with SPNG_DECODE_PROGRESSIVE, the same
-// set-up its full decode runs, failing the same way); then InflatePngRows decodes the rows. If
-// it declines, libspng decodes them (spng_decode_row, the calls its full decode makes) and
-// reports any error exactly as DecodeInto always did.
-Status DecodeWholeBuffer(std::span<const uint8_t> bytes, PngHeader& header, Image& image) {
+// The rows of a non-interlaced PNG, decoded whole by InflatePngRows (png_inflate.h) and then
+// mapped to pixels: in place when the file's rows are the pixels (8-bit gray, gray + alpha,
+// RGB, RGBA), else from a raw copy through the palette or ConvertRawRow. libspng reads the
+// chunks before IDAT and sets up its decoder first (spng_decode_image with
+// SPNG_DECODE_PROGRESSIVE, the set-up its full decode runs, failing the same way). If the
+// whole-buffer decode declines, libspng decodes the rows from there (spng_decode_row, the calls
+// its full decode makes) and names any error exactly as it always did.
+Status DecodeRows(std::span<const uint8_t> bytes, PngHeader& header, const ImageInfo& info,
+                  Image& image) {
+  const spng_ihdr& ihdr = header.ihdr;
+  const auto [fmt, flags] = OutputFor(info);
+  DOCFEED_ASSIGN_OR_RETURN(const size_t size_bytes, DecodedSizeBytes(header, fmt));
   spng_ctx* ctx = header.ctx.get();
-  if (int e = spng_decode_image(ctx, nullptr, 0, SPNG_FMT_RAW, SPNG_DECODE_PROGRESSIVE); e != 0) {
+  if (int e = spng_decode_image(ctx, nullptr, 0, fmt, flags | SPNG_DECODE_PROGRESSIVE); e != 0) {
     return SpngError(e, "data");
   }
-  const PngRows rows{.width = header.ihdr.width,
-                     .height = header.ihdr.height,
-                     .bytes_per_pixel = image.channels};
-  const size_t size_bytes = image.stride_bytes() * static_cast<size_t>(image.height);
-  if (rows.row_bytes() != image.stride_bytes()) return InternalError("PNG: unexpected row size");
-  // One filter byte a row more than the image, for the in-place unfilter.
-  image.pixels.resize(size_bytes + rows.height);
-  const bool decoded = InflatePngRows(bytes, rows, image.pixels.data(), image.pixels.size());
-  image.pixels.resize(size_bytes);
+  const PngRows rows{.width = ihdr.width,
+                     .height = ihdr.height,
+                     .samples_per_pixel = SamplesPerPixel(ihdr.color_type),
+                     .bit_depth = ihdr.bit_depth};
+  const size_t stride = image.stride_bytes();
+  const size_t height = rows.height;
+  const bool in_place = !info.palette && !NeedsConversion(ihdr);
+  if (in_place && rows.row_bytes() != stride) return InternalError("PNG: unexpected row size");
+  // The fast path needs one filter byte a row more than the rows themselves.
+  std::vector<uint8_t> raw;
+  uint8_t* filtered = nullptr;
+  if (in_place) {
+    image.pixels.resize(stride * height + height);
+    filtered = image.pixels.data();
+  } else {
+    raw.resize((rows.row_bytes() + 1) * height);
+    filtered = raw.data();
+    image.pixels.resize(stride * height);
+  }
+  bool decoded = InflatePngRows(bytes, rows, filtered, in_place ? image.pixels.size() : raw.size());
+  image.pixels.resize(stride * height);
+  if (decoded && !in_place) {
+    spng_plte plte{};
+    spng_trns trns{};
+    const bool has_trns = info.palette && spng_get_trns(ctx, &trns) == 0;
+    if (info.palette && spng_get_plte(ctx, &plte) != 0) decoded = false;
+    for (size_t y = 0; decoded && y < height; ++y) {
+      const uint8_t* raw_row = raw.data() + y * rows.row_bytes();
+      uint8_t* row = image.pixels.data() + y * stride;
+      if (info.palette) {
+        decoded = ExpandPaletteRow(raw_row, ihdr.bit_depth, image.width, plte,
+                                   has_trns ? &trns : nullptr, image.channels, row);
+      } else {
+        ConvertRawRow(raw_row, ihdr, image.width, row);
+      }
+    }
+  }
   if (decoded) return Status::Ok();
+
+  // libspng's rows: the pixels themselves, or its raw rows converted one at a time.
+  const bool convert = NeedsConversion(ihdr);
+  std::vector<uint8_t> raw_row(convert ? size_bytes / height : 0);
   int e = 0;
-  for (uint32_t y = 0; e == 0; ++y) {
-    if (y >= rows.height) return InternalError("PNG: libspng gave more rows than the header");
-    e = spng_decode_row(ctx, image.pixels.data() + size_t{y} * image.stride_bytes(),
-                        image.stride_bytes());
+  for (size_t y = 0; e == 0; ++y) {
+    if (y >= height) return InternalError("PNG: libspng gave more rows than the header");
+    uint8_t* row = image.pixels.data() + y * stride;
+    e = convert ? spng_decode_row(ctx, raw_row.data(), raw_row.size())
+                : spng_decode_row(ctx, row, stride);
+    // The last row comes with SPNG_EOI.
+    if (convert && (e == 0 || e == SPNG_EOI)) ConvertRawRow(raw_row.data(), ihdr, image.width, row);
   }
   return e == SPNG_EOI ? Status::Ok() : SpngError(e, "data");
 }
 
-Status DecodeInto(std::span<const uint8_t> bytes, PngHeader& header, const ImageInfo& info,
-                  Image& image) {
+// The whole image through libspng's full decode: interlaced files, whose passes the whole-buffer
+// path does not take apart.
+Status DecodeInterlaced(PngHeader& header, const ImageInfo& info, Image& image) {
   const spng_ihdr& ihdr = header.ihdr;
-  if (WholeBufferPath(ihdr)) return DecodeWholeBuffer(bytes, header, image);
   const auto [fmt, flags] = OutputFor(info);
   DOCFEED_ASSIGN_OR_RETURN(const size_t size_bytes, DecodedSizeBytes(header, fmt));
   image.pixels.resize(image.stride_bytes() * static_cast<size_t>(image.height));
@@ -334,6 +404,11 @@ Status DecodeInto(std::span<const uint8_t> bytes, PngHeader& header, const Image
   return Status::Ok();
 }
 
+Status DecodeInto(std::span<const uint8_t> bytes, PngHeader& header, const ImageInfo& info,
+                  Image& image) {
+  if (header.ihdr.interlace_method != 0) return DecodeInterlaced(header, info, image);
+  return DecodeRows(bytes, header, info, image);
+}
 // DecodeInto's libspng decode without the image buffer. spng_decode_image (libspng 0.7) reads
 // the chunks before IDAT, sets up the same decode and then calls spng_decode_row for every row
 // until SPNG_EOI; with SPNG_DECODE_PROGRESSIVE it stops after the set-up and the caller makes

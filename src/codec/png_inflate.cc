@@ -169,8 +169,10 @@ bool Unfilter(uint8_t type, const uint8_t* filtered, const uint8_t* prior, size_
 }  // namespace
 
 bool UnfilterScanline(uint8_t filter_type, const uint8_t* filtered, const uint8_t* prior,
-                      size_t row_bytes, int bytes_per_pixel, uint8_t* out) {
-  switch (bytes_per_pixel) {
+                      size_t row_bytes, int filter_bytes, uint8_t* out) {
+  // The loops below go a whole pixel at a time; PNG rows of 8 bits and more are whole pixels.
+  if (filter_bytes < 1 || row_bytes % static_cast<size_t>(filter_bytes) != 0) return false;
+  switch (filter_bytes) {
     case 1:
       return Unfilter<1>(filter_type, filtered, prior, row_bytes, out);
     case 2:
@@ -179,6 +181,10 @@ bool UnfilterScanline(uint8_t filter_type, const uint8_t* filtered, const uint8_
       return Unfilter<3>(filter_type, filtered, prior, row_bytes, out);
     case 4:
       return Unfilter<4>(filter_type, filtered, prior, row_bytes, out);
+    case 6:
+      return Unfilter<6>(filter_type, filtered, prior, row_bytes, out);
+    case 8:
+      return Unfilter<8>(filter_type, filtered, prior, row_bytes, out);
     default:
       return false;
   }
@@ -186,9 +192,15 @@ bool UnfilterScanline(uint8_t filter_type, const uint8_t* filtered, const uint8_
 
 bool InflatePngRows(std::span<const uint8_t> png, const PngRows& rows, uint8_t* out,
                     size_t out_size) {
-  if (rows.bytes_per_pixel < 1 || rows.bytes_per_pixel > 4 || rows.width == 0 ||
+  if (rows.samples_per_pixel < 1 || rows.samples_per_pixel > 4 || rows.width == 0 ||
       rows.height == 0) {
     return false;
+  }
+  switch (rows.bit_depth) {
+    case 1: case 2: case 4: case 8: case 16:
+      break;
+    default:
+      return false;
   }
   const size_t row_bytes = rows.row_bytes();
   const size_t scanline_bytes = row_bytes + 1;  // the filter type first
@@ -212,7 +224,7 @@ bool InflatePngRows(std::span<const uint8_t> png, const PngRows& rows, uint8_t* 
     const uint8_t* scanline = out + size_t{y} * scanline_bytes;
     uint8_t* row = out + size_t{y} * row_bytes;
     const uint8_t* prior = y == 0 ? nullptr : row - row_bytes;
-    if (!UnfilterScanline(scanline[0], scanline + 1, prior, row_bytes, rows.bytes_per_pixel,
+    if (!UnfilterScanline(scanline[0], scanline + 1, prior, row_bytes, rows.filter_bytes(),
                           row)) {
       return false;
     }

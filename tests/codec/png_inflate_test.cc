@@ -4,11 +4,15 @@
 // made them. Files it must decline (IDAT chunks not in one run, a bad CRC, a bad Adler-32, a
 // stream too short or too long, a filter type above 4, trailing bytes) must come out of
 // DecodeImage exactly as libspng alone makes of them: the same pixels, or the same error.
+// The same for every other bit depth and colour type, palettes with and without tRNS: the raw
+// rows must be libspng's, and the pixels those DecodeImage gives when libspng makes the rows.
 // The golden files (decode_test.cc) compare the same path with Pillow.
 #include <gtest/gtest.h>
 #include <spng.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -169,7 +173,8 @@ void ExpectSameAsSpng(const std::string& what, std::span<const uint8_t> png) {
 bool FastPathTakes(std::span<const uint8_t> png, const Image& like) {
   const PngRows rows{.width = static_cast<uint32_t>(like.width),
                      .height = static_cast<uint32_t>(like.height),
-                     .bytes_per_pixel = like.channels};
+                     .samples_per_pixel = like.channels,
+                     .bit_depth = 8};
   std::vector<uint8_t> out(rows.height * (rows.row_bytes() + 1));
   return InflatePngRows(png, rows, out.data(), out.size());
 }
@@ -201,6 +206,200 @@ TEST(PngInflate, EveryFilterAndColourTypeGivesLibspngRows) {
     }
   }
   EXPECT_EQ(cases, 5 * 4 * 6);
+}
+
+// Every colour type at every bit depth IHDR allows (PNG spec 11.2.2 table 11.1).
+struct Layout {
+  uint8_t color_type;
+  uint8_t bit_depth;
+};
+constexpr Layout kLayouts[] = {{0, 1}, {0, 2}, {0, 4}, {0, 8}, {0, 16}, {2, 8},  {2, 16},
+                               {3, 1}, {3, 2}, {3, 4}, {3, 8}, {4, 8},  {4, 16}, {6, 8},
+                               {6, 16}};
+
+int Samples(uint8_t color_type) {
+  constexpr int kSamples[] = {1, 0, 3, 1, 2, 0, 4};
+  return kSamples[color_type];
+}
+
+// A PNG of `layout` written by libspng's encoder from rows in the file's own packing: noise,
+// palette indices below `palette_entries` (when a palette: that many entries, the first
+// `trns_entries` with a tRNS alpha), one filter choice for all rows.
+std::vector<uint8_t> EncodeLayout(Layout layout, uint32_t width, uint32_t height, int filter,
+                                  uint32_t palette_entries, uint32_t trns_entries,
+                                  uint32_t seed) {
+  const size_t row_bytes =
+      (size_t{width} * static_cast<size_t>(Samples(layout.color_type) * layout.bit_depth) + 7) /
+      8;
+  Image noise = MakeNoiseImage(static_cast<int32_t>(row_bytes), static_cast<int32_t>(height), 1,
+                               seed);
+  std::vector<uint8_t>& rows = noise.pixels;
+  if (layout.color_type == 3) {  // each index below palette_entries
+    const int bits = layout.bit_depth;
+    for (size_t y = 0; y < height; ++y) {
+      for (uint32_t x = 0; x < width; ++x) {
+        const uint32_t index = (x * 7 + static_cast<uint32_t>(y) * 3 + seed) % palette_entries;
+        uint8_t& byte = rows[y * row_bytes + x * static_cast<uint32_t>(bits) / 8];
+        const int shift = 8 - bits * static_cast<int>(x % static_cast<uint32_t>(8 / bits) + 1);
+        const int mask = ((1 << bits) - 1) << shift;
+        byte = static_cast<uint8_t>((byte & ~mask) | static_cast<int>(index) << shift);
+      }
+    }
+  }
+  spng_ctx* ctx = spng_ctx_new(SPNG_CTX_ENCODER);
+  EXPECT_NE(ctx, nullptr);
+  spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1);
+  spng_set_option(ctx, SPNG_FILTER_CHOICE, filter);
+  spng_ihdr ihdr{};
+  ihdr.width = width;
+  ihdr.height = height;
+  ihdr.bit_depth = layout.bit_depth;
+  ihdr.color_type = layout.color_type;
+  EXPECT_EQ(spng_set_ihdr(ctx, &ihdr), 0);
+  if (layout.color_type == 3) {
+    spng_plte plte{};
+    plte.n_entries = palette_entries;
+    for (uint32_t i = 0; i < palette_entries; ++i) {
+      plte.entries[i] = {.red = static_cast<uint8_t>(i * 37 + 5),
+                         .green = static_cast<uint8_t>(255 - i),
+                         .blue = static_cast<uint8_t>(i * 11),
+                         .alpha = 0};
+    }
+    EXPECT_EQ(spng_set_plte(ctx, &plte), 0);
+    if (trns_entries > 0) {
+      spng_trns trns{};
+      trns.n_type3_entries = trns_entries;
+      for (uint32_t i = 0; i < trns_entries; ++i) trns.type3_alpha[i] = static_cast<uint8_t>(i * 29);
+      EXPECT_EQ(spng_set_trns(ctx, &trns), 0);
+    }
+  }
+  EXPECT_EQ(spng_encode_image(ctx, rows.data(), rows.size(), SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE),
+            0);
+  size_t size = 0;
+  int error = 0;
+  void* buffer = spng_get_png_buffer(ctx, &size, &error);
+  std::vector<uint8_t> out(static_cast<uint8_t*>(buffer), static_cast<uint8_t*>(buffer) + size);
+  std::free(buffer);
+  spng_ctx_free(ctx);
+  return out;
+}
+
+// `png` with its IDAT data replaced by one IDAT whose stream inflates to the filtered rows and
+// then 65 zero bytes: libspng stops once the last row is inflated and decodes it; the
+// whole-buffer path, which wants the stream to end there, declines and leaves it to libspng.
+std::vector<uint8_t> WithLongerStream(const std::vector<uint8_t>& png, size_t filtered_bytes) {
+  std::vector<uint8_t> filtered = FilteredScanlines(png, filtered_bytes);
+  filtered.insert(filtered.end(), 65, 0);
+  const std::vector<uint8_t> stream = Deflate(filtered);
+  std::vector<uint8_t> out(png.begin(), png.begin() + 8);
+  bool idat_written = false;
+  for (size_t pos = 8; pos + 12 <= png.size();) {
+    const size_t length = GetU32(&png[pos]);
+    if (std::memcmp(&png[pos + 4], "IDAT", 4) != 0) {
+      out.insert(out.end(), png.begin() + static_cast<ptrdiff_t>(pos),
+                 png.begin() + static_cast<ptrdiff_t>(pos + length + 12));
+    } else if (!idat_written) {
+      PutChunk(out, "IDAT", stream);
+      idat_written = true;
+    }
+    pos += length + 12;
+  }
+  return out;
+}
+
+// For every layout: the whole-buffer rows are libspng's SPNG_FMT_RAW rows, and DecodeImage's
+// pixels (palette expansion, low bit depths scaled, 16 bits reduced) are those it gives when the
+// rows come from libspng instead (the longer-stream copy), which for palettes are libspng's own
+// expanded pixels.
+TEST(PngInflate, EveryBitDepthAndPaletteGivesLibspngPixels) {
+  struct Size {
+    uint32_t width, height;
+  };
+  int cases = 0;
+  for (const Layout layout : kLayouts) {
+    const bool palette = layout.color_type == 3;
+    const uint32_t full = palette ? 1u << layout.bit_depth : 0;
+    for (const Size size : {Size{1, 1}, Size{5, 3}, Size{17, 4}, Size{301, 23}}) {
+      for (int filter : kFilters) {
+        for (const uint32_t trns : palette ? std::vector<uint32_t>{0, full / 2 + 1}
+                                           : std::vector<uint32_t>{0}) {
+          const uint32_t entries = std::min(full, 200u);
+          const std::vector<uint8_t> png =
+              EncodeLayout(layout, size.width, size.height, filter, entries,
+                           std::min(trns, entries), static_cast<uint32_t>(cases));
+          const std::string what = "colour type " + std::to_string(layout.color_type) + " " +
+                                   std::to_string(layout.bit_depth) + "-bit " +
+                                   std::to_string(size.width) + "x" +
+                                   std::to_string(size.height) + " filter choice " +
+                                   std::to_string(filter) + " tRNS " + std::to_string(trns);
+          const PngRows rows{.width = size.width,
+                             .height = size.height,
+                             .samples_per_pixel = Samples(layout.color_type),
+                             .bit_depth = layout.bit_depth};
+          std::vector<uint8_t> raw(rows.height * (rows.row_bytes() + 1));
+          ASSERT_TRUE(InflatePngRows(png, rows, raw.data(), raw.size())) << what;
+          const SpngOutcome spng_raw = SpngDecode(png);
+          ASSERT_EQ(spng_raw.error, 0) << what;
+          EXPECT_TRUE(std::equal(spng_raw.rows.begin(), spng_raw.rows.end(), raw.begin()) &&
+                      spng_raw.rows.size() == rows.height * rows.row_bytes())
+              << what;
+
+          Result<Image> fast = DecodeImage(png);
+          ASSERT_TRUE(fast.ok()) << what << ": " << fast.status().ToString();
+          const std::vector<uint8_t> longer = WithLongerStream(png, raw.size());
+          ASSERT_FALSE(InflatePngRows(longer, rows, raw.data(), raw.size())) << what;
+          Result<Image> by_libspng = DecodeImage(longer);
+          ASSERT_TRUE(by_libspng.ok()) << what << ": " << by_libspng.status().ToString();
+          EXPECT_EQ(fast->channels, by_libspng->channels) << what;
+          EXPECT_TRUE(fast->pixels == by_libspng->pixels) << what;
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, (11 + 4 * 2) * 4 * 6);
+}
+
+// A palette index past the last PLTE entry: libspng decides what the file gives, and
+// DecodeImage gives that.
+TEST(PngInflate, PaletteIndexWithoutAnEntryIsLibspngs) {
+  for (const uint8_t bits : {uint8_t{2}, uint8_t{8}}) {
+    // Indices 0..2 with three entries, then the same rows under a two-entry palette.
+    const std::vector<uint8_t> png = EncodeLayout({3, bits}, 9, 4, SPNG_FILTER_CHOICE_ALL, 3, 0, 1);
+    SpngOutcome want;
+    {
+      std::vector<uint8_t> two = png;
+      // PLTE follows IHDR: shorten it from 9 to 6 bytes and fix its length and CRC.
+      const size_t plte = 8 + 25;
+      ASSERT_EQ(std::memcmp(&two[plte + 4], "PLTE", 4), 0);
+      ASSERT_EQ(GetU32(&two[plte]), 9u);
+      two.erase(two.begin() + static_cast<ptrdiff_t>(plte + 8 + 6),
+                two.begin() + static_cast<ptrdiff_t>(plte + 8 + 9));
+      two[plte + 3] = 6;
+      const uint32_t crc = static_cast<uint32_t>(crc32(0, &two[plte + 4], 10));
+      for (int i = 0; i < 4; ++i) {
+        two[plte + 14 + static_cast<size_t>(i)] = static_cast<uint8_t>(crc >> (24 - 8 * i));
+      }
+      spng_ctx* ctx = spng_ctx_new(0);
+      spng_set_png_buffer(ctx, two.data(), two.size());
+      size_t size = 0;
+      want.error = spng_decoded_image_size(ctx, SPNG_FMT_RGB8, &size);
+      if (want.error == 0) {
+        want.rows.resize(size);
+        want.error = spng_decode_image(ctx, want.rows.data(), size, SPNG_FMT_RGB8, SPNG_DECODE_TRNS);
+      }
+      spng_ctx_free(ctx);
+      Result<Image> got = DecodeImage(two);
+      if (want.error == 0) {
+        ASSERT_TRUE(got.ok()) << int{bits} << ": " << got.status().ToString();
+        EXPECT_TRUE(got->pixels == want.rows) << int{bits};
+      } else {
+        ASSERT_FALSE(got.ok()) << int{bits};
+        EXPECT_NE(got.status().message().find(spng_strerror(want.error)), std::string::npos)
+            << got.status().ToString();
+      }
+    }
+  }
 }
 
 TEST(PngInflate, ManySmallIdatChunksAreOneStream) {
