@@ -22,6 +22,9 @@ constexpr uint8_t kGray = 0, kRgb = 2, kPalette = 3, kGrayAlpha = 4, kRgba = 6;
 // Caps on ancillary chunk sizes so a hostile file cannot make libspng buffer gigabytes of text.
 constexpr size_t kChunkSizeLimitBytes = size_t{64} << 20;
 constexpr size_t kChunkCacheLimitBytes = size_t{64} << 20;
+// The most DecodeRows's scratch buffer keeps between pages, per thread: an 8-bit palette page
+// of 4000x4000 pixels.
+constexpr size_t kScratchKeepBytes = size_t{16} << 20;
 
 // What a walk over the chunk headers finds (PNG spec section 5.3: length, type, data, CRC).
 // Pillow reads EXIF from eXIf (anywhere before IEND, as exif_transpose loads the image first)
@@ -334,18 +337,24 @@ Status DecodeRows(std::span<const uint8_t> bytes, PngHeader& header, const Image
   const size_t height = rows.height;
   const bool in_place = !info.palette && !NeedsConversion(ihdr);
   if (in_place && rows.row_bytes() != stride) return InternalError("PNG: unexpected row size");
-  // The fast path needs one filter byte a row more than the rows themselves.
-  std::vector<uint8_t> raw;
+  // The fast path needs one filter byte a row more than the rows themselves. Rows that are not
+  // the pixels go to a scratch buffer the thread keeps (a fresh one every page costs more in
+  // page faults than its mapping takes to fill), unless it would be large.
+  thread_local std::vector<uint8_t> scratch;
   uint8_t* filtered = nullptr;
+  size_t filtered_size = 0;
   if (in_place) {
     image.pixels.resize(stride * height + height);
     filtered = image.pixels.data();
+    filtered_size = image.pixels.size();
   } else {
-    raw.resize((rows.row_bytes() + 1) * height);
-    filtered = raw.data();
+    scratch.resize((rows.row_bytes() + 1) * height);
+    filtered = scratch.data();
+    filtered_size = scratch.size();
     image.pixels.resize(stride * height);
   }
-  bool decoded = InflatePngRows(bytes, rows, filtered, in_place ? image.pixels.size() : raw.size());
+  const uint8_t* raw = filtered;
+  bool decoded = InflatePngRows(bytes, rows, filtered, filtered_size);
   image.pixels.resize(stride * height);
   if (decoded && !in_place) {
     spng_plte plte{};
@@ -353,7 +362,7 @@ Status DecodeRows(std::span<const uint8_t> bytes, PngHeader& header, const Image
     const bool has_trns = info.palette && spng_get_trns(ctx, &trns) == 0;
     if (info.palette && spng_get_plte(ctx, &plte) != 0) decoded = false;
     for (size_t y = 0; decoded && y < height; ++y) {
-      const uint8_t* raw_row = raw.data() + y * rows.row_bytes();
+      const uint8_t* raw_row = raw + y * rows.row_bytes();
       uint8_t* row = image.pixels.data() + y * stride;
       if (info.palette) {
         decoded = ExpandPaletteRow(raw_row, ihdr.bit_depth, image.width, plte,
@@ -363,6 +372,7 @@ Status DecodeRows(std::span<const uint8_t> bytes, PngHeader& header, const Image
       }
     }
   }
+  if (scratch.capacity() > kScratchKeepBytes) std::vector<uint8_t>().swap(scratch);
   if (decoded) return Status::Ok();
 
   // libspng's rows: the pixels themselves, or its raw rows converted one at a time.
