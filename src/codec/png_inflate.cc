@@ -88,35 +88,42 @@ void UnfilterUp(const uint8_t* filtered, const uint8_t* prior, size_t n, uint8_t
 }
 
 // Sub, Average and Paeth depend on the byte bpp to the left: a pixel at a time, its channels
-// unrolled (independent chains the CPU overlaps).
+// unrolled (independent chains the CPU overlaps). The left pixel (a) and the one above it (c)
+// stay in registers: reading them back from `out`, which the compiler must assume aliases
+// `filtered`, put a store-to-load round trip on every pixel's chain (Paeth rows took twice as
+// long). That needs the channel loop unrolled, which gcc -O2 does not do by itself. n is a whole
+// number of pixels (UnfilterScanline checks).
+#define DOCFEED_UNROLL_CHANNELS _Pragma("GCC unroll 8")
 template <int kBpp>
 void UnfilterSub(const uint8_t* filtered, size_t n, uint8_t* out) {
-  for (size_t i = 0; i < kBpp && i < n; ++i) out[i] = filtered[i];
-  for (size_t i = kBpp; i < n; i += kBpp) {
+  uint8_t a[kBpp] = {};
+  for (size_t i = 0; i < n; i += kBpp) {
+    DOCFEED_UNROLL_CHANNELS
     for (int k = 0; k < kBpp; ++k) {
-      out[i + k] = static_cast<uint8_t>(filtered[i + k] + out[i + k - kBpp]);
+      a[k] = static_cast<uint8_t>(filtered[i + k] + a[k]);
+      out[i + k] = a[k];
     }
   }
 }
 
 template <int kBpp>
 void UnfilterAverage(const uint8_t* filtered, const uint8_t* prior, size_t n, uint8_t* out) {
-  if (prior == nullptr) {
-    for (size_t i = 0; i < kBpp && i < n; ++i) out[i] = filtered[i];
-    for (size_t i = kBpp; i < n; i += kBpp) {
+  uint8_t a[kBpp] = {};
+  if (prior == nullptr) {  // b = 0
+    for (size_t i = 0; i < n; i += kBpp) {
+      DOCFEED_UNROLL_CHANNELS
       for (int k = 0; k < kBpp; ++k) {
-        out[i + k] = static_cast<uint8_t>(filtered[i + k] + (out[i + k - kBpp] >> 1));
+        a[k] = static_cast<uint8_t>(filtered[i + k] + (a[k] >> 1));
+        out[i + k] = a[k];
       }
     }
     return;
   }
-  for (size_t i = 0; i < kBpp && i < n; ++i) {
-    out[i] = static_cast<uint8_t>(filtered[i] + (prior[i] >> 1));
-  }
-  for (size_t i = kBpp; i < n; i += kBpp) {
+  for (size_t i = 0; i < n; i += kBpp) {
+    DOCFEED_UNROLL_CHANNELS
     for (int k = 0; k < kBpp; ++k) {
-      out[i + k] =
-          static_cast<uint8_t>(filtered[i + k] + ((out[i + k - kBpp] + prior[i + k]) >> 1));
+      a[k] = static_cast<uint8_t>(filtered[i + k] + ((a[k] + prior[i + k]) >> 1));
+      out[i + k] = a[k];
     }
   }
 }
@@ -127,13 +134,16 @@ void UnfilterPaeth(const uint8_t* filtered, const uint8_t* prior, size_t n, uint
     UnfilterSub<kBpp>(filtered, n, out);
     return;
   }
-  for (size_t i = 0; i < kBpp && i < n; ++i) {
-    out[i] = static_cast<uint8_t>(filtered[i] + prior[i]);  // a = c = 0: the predictor is b
-  }
-  for (size_t i = kBpp; i < n; i += kBpp) {
+  // The first pixel has a = c = 0, for which the predictor is b.
+  uint8_t a[kBpp] = {};
+  uint8_t c[kBpp] = {};
+  for (size_t i = 0; i < n; i += kBpp) {
+    DOCFEED_UNROLL_CHANNELS
     for (int k = 0; k < kBpp; ++k) {
-      out[i + k] = static_cast<uint8_t>(
-          filtered[i + k] + PaethPredictor(out[i + k - kBpp], prior[i + k], prior[i + k - kBpp]));
+      const uint8_t b = prior[i + k];
+      a[k] = static_cast<uint8_t>(filtered[i + k] + PaethPredictor(a[k], b, c[k]));
+      c[k] = b;
+      out[i + k] = a[k];
     }
   }
 }
