@@ -3,6 +3,7 @@
 #include <spng.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstddef>
 #include <cstring>
@@ -25,6 +26,9 @@ constexpr size_t kChunkCacheLimitBytes = size_t{64} << 20;
 // The most DecodeRows's scratch buffer keeps between pages, per thread: an 8-bit palette page
 // of 4000x4000 pixels.
 constexpr size_t kScratchKeepBytes = size_t{16} << 20;
+
+// Whether DecodePng and ValidatePng take the whole-buffer path (SetPngWholeBufferForTesting).
+std::atomic<bool> g_whole_buffer{true};
 
 // What a walk over the chunk headers finds (PNG spec section 5.3: length, type, data, CRC).
 // Pillow reads EXIF from eXIf (anywhere before IEND, as exif_transpose loads the image first)
@@ -391,8 +395,8 @@ Status DecodeRows(std::span<const uint8_t> bytes, PngHeader& header, const Image
 }
 
 // The whole image through libspng's full decode: interlaced files, whose passes the whole-buffer
-// path does not take apart.
-Status DecodeInterlaced(PngHeader& header, const ImageInfo& info, Image& image) {
+// path does not take apart (and every file while SetPngWholeBufferForTesting(false)).
+Status DecodeWithLibspng(PngHeader& header, const ImageInfo& info, Image& image) {
   const spng_ihdr& ihdr = header.ihdr;
   const auto [fmt, flags] = OutputFor(info);
   DOCFEED_ASSIGN_OR_RETURN(const size_t size_bytes, DecodedSizeBytes(header, fmt));
@@ -416,15 +420,21 @@ Status DecodeInterlaced(PngHeader& header, const ImageInfo& info, Image& image) 
 
 Status DecodeInto(std::span<const uint8_t> bytes, PngHeader& header, const ImageInfo& info,
                   Image& image) {
-  if (header.ihdr.interlace_method != 0) return DecodeInterlaced(header, info, image);
+  if (header.ihdr.interlace_method != 0 || !g_whole_buffer.load(std::memory_order_relaxed)) {
+    return DecodeWithLibspng(header, info, image);
+  }
   return DecodeRows(bytes, header, info, image);
 }
-// DecodeInto's libspng decode without the image buffer. spng_decode_image (libspng 0.7) reads
-// the chunks before IDAT, sets up the same decode and then calls spng_decode_row for every row
+
+// DecodeInto's verdict without the image buffer. spng_decode_image (libspng 0.7) reads the
+// chunks before IDAT, sets up the same decode and then calls spng_decode_row for every row
 // until SPNG_EOI; with SPNG_DECODE_PROGRESSIVE it stops after the set-up and the caller makes
 // those calls, here into one reused row. Same format and flags, so the same inflate, CRC and
 // Adler-32 checks, filter-byte checks and palette expansion run, and fail, in the same order.
-Status ValidateRows(PngHeader& header, const ImageInfo& info) {
+// Where DecodeRows's whole-buffer path would take the file, so does this one, without undoing
+// the filters (InflatePngScanlines): DecodeRows then succeeds, on its own or, for a palette
+// index past the palette, through libspng's rows, which map such an index and never refuse it.
+Status ValidateRows(std::span<const uint8_t> bytes, PngHeader& header, const ImageInfo& info) {
   const auto [fmt, flags] = OutputFor(info);
   DOCFEED_ASSIGN_OR_RETURN(const size_t size_bytes, DecodedSizeBytes(header, fmt));
   if (!NeedsConversion(header.ihdr) && size_bytes != static_cast<size_t>(info.width) *
@@ -435,6 +445,17 @@ Status ValidateRows(PngHeader& header, const ImageInfo& info) {
   spng_ctx* ctx = header.ctx.get();
   if (int e = spng_decode_image(ctx, nullptr, 0, fmt, flags | SPNG_DECODE_PROGRESSIVE); e != 0) {
     return SpngError(e, "data");
+  }
+  if (header.ihdr.interlace_method == 0 && g_whole_buffer.load(std::memory_order_relaxed)) {
+    const PngRows rows{.width = header.ihdr.width,
+                       .height = header.ihdr.height,
+                       .samples_per_pixel = SamplesPerPixel(header.ihdr.color_type),
+                       .bit_depth = header.ihdr.bit_depth};
+    thread_local std::vector<uint8_t> scratch;
+    scratch.resize((rows.row_bytes() + 1) * rows.height);
+    const bool taken = InflatePngScanlines(bytes, rows, scratch.data(), scratch.size());
+    if (scratch.capacity() > kScratchKeepBytes) std::vector<uint8_t>().swap(scratch);
+    if (taken) return Status::Ok();
   }
   std::vector<uint8_t> row(size_bytes / static_cast<size_t>(info.height));
   int e = 0;
@@ -450,6 +471,10 @@ int ColorTypeFor(int32_t channels) {
 }
 
 }  // namespace
+
+void SetPngWholeBufferForTesting(bool enabled) {
+  g_whole_buffer.store(enabled, std::memory_order_relaxed);
+}
 
 Result<ImageInfo> ProbePng(std::span<const uint8_t> bytes) {
   DOCFEED_ASSIGN_OR_RETURN(PngHeader header, ReadHeader(bytes));
@@ -478,7 +503,7 @@ Result<DecodedGeometry> ValidatePng(std::span<const uint8_t> bytes, const Decode
   const ImageInfo info = InfoFromHeader(header);
   DOCFEED_RETURN_IF_ERROR(CheckGeometry(header.ihdr.width, header.ihdr.height, limits));
   DOCFEED_RETURN_IF_ERROR(CheckIdatCanHoldImage(header));
-  DOCFEED_RETURN_IF_ERROR(ValidateRows(header, info));
+  DOCFEED_RETURN_IF_ERROR(ValidateRows(bytes, header, info));
   // DecodePng's image has the header's sides and InfoFromHeader's channels.
   return DecodedGeometry{.width = info.width, .height = info.height, .channels = info.channels};
 }

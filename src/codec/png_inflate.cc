@@ -200,8 +200,8 @@ bool UnfilterScanline(uint8_t filter_type, const uint8_t* filtered, const uint8_
   }
 }
 
-bool InflatePngRows(std::span<const uint8_t> png, const PngRows& rows, uint8_t* out,
-                    size_t out_size) {
+bool InflatePngScanlines(std::span<const uint8_t> png, const PngRows& rows, uint8_t* out,
+                         size_t out_size) {
   if (rows.samples_per_pixel < 1 || rows.samples_per_pixel > 4 || rows.width == 0 ||
       rows.height == 0) {
     return false;
@@ -212,8 +212,7 @@ bool InflatePngRows(std::span<const uint8_t> png, const PngRows& rows, uint8_t* 
     default:
       return false;
   }
-  const size_t row_bytes = rows.row_bytes();
-  const size_t scanline_bytes = row_bytes + 1;  // the filter type first
+  const size_t scanline_bytes = rows.row_bytes() + 1;  // the filter type first
   if (scanline_bytes > SIZE_MAX / rows.height) return false;
   const size_t filtered_bytes = scanline_bytes * rows.height;
   if (out_size < filtered_bytes || png.size() < 8) return false;
@@ -227,9 +226,19 @@ bool InflatePngRows(std::span<const uint8_t> png, const PngRows& rows, uint8_t* 
   // Keep a thread's joined copy only while it stays small (most files are one chunk or a few).
   if (joined.capacity() > (size_t{16} << 20)) std::vector<uint8_t>().swap(joined);
   if (result != LIBDEFLATE_SUCCESS || produced != filtered_bytes) return false;
+  for (uint32_t y = 0; y < rows.height; ++y) {
+    if (out[size_t{y} * scanline_bytes] > 4) return false;
+  }
+  return true;
+}
 
+bool InflatePngRows(std::span<const uint8_t> png, const PngRows& rows, uint8_t* out,
+                    size_t out_size) {
+  if (!InflatePngScanlines(png, rows, out, out_size)) return false;
   // Row y's filtered bytes start at y * (row_bytes + 1) + 1, its output at y * row_bytes: each
   // row moves down by y + 1 bytes, over bytes already consumed.
+  const size_t row_bytes = rows.row_bytes();
+  const size_t scanline_bytes = row_bytes + 1;
   for (uint32_t y = 0; y < rows.height; ++y) {
     const uint8_t* scanline = out + size_t{y} * scanline_bytes;
     uint8_t* row = out + size_t{y} * row_bytes;

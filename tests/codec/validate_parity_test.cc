@@ -3,7 +3,8 @@
 // where ValidateImage does not simply run DecodeImage), the two must agree on success, on the
 // error (code and message), on the warnings (count and first text) and on the decoded sides and
 // channels. `docfeed pack --codec keep` relies on this to refuse and report exactly what a full
-// decode would.
+// decode would. The PNG files and copies also go through DecodeImage and ValidateImage twice,
+// with the whole-buffer PNG path and with libspng's rows alone, which must agree.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "base/file.h"
 #include "codec/codec.h"
+#include "codec/internal/formats.h"
 
 namespace docfeed::internal {
 namespace {
@@ -142,6 +144,61 @@ TEST(ValidateParity, EveryTestFileAndDamagedCopiesOfEveryJpegAndPng) {
   EXPECT_GE(damaged.warned, 500);
   EXPECT_GE(damaged.refused, 5000);
   EXPECT_GE(damaged.accepted, 1000);
+}
+
+// The whole-buffer PNG path (src/codec/internal/png_inflate.h) against libspng's own rows, over
+// the same PNG files and damaged copies: DecodeImage must give the same pixels or the same error
+// either way, and ValidateImage the same verdict.
+TEST(PngWholeBuffer, SameOutcomeAsLibspngRowsOnEveryPngAndDamagedCopy) {
+  struct Outcome {
+    Result<Image> decoded;
+    Result<DecodedGeometry> validated;
+  };
+  auto run = [](std::span<const uint8_t> bytes, bool whole_buffer) {
+    SetPngWholeBufferForTesting(whole_buffer);
+    Outcome outcome{DecodeImage(bytes), ValidateImage(bytes)};
+    SetPngWholeBufferForTesting(true);
+    return outcome;
+  };
+  Tally tally;
+  auto compare = [&](const std::string& what, std::span<const uint8_t> bytes) {
+    const Outcome fast = run(bytes, true);
+    const Outcome spng = run(bytes, false);
+    ++tally.inputs;
+    ASSERT_EQ(fast.decoded.ok(), spng.decoded.ok())
+        << what << ": " << (fast.decoded.ok() ? "OK" : fast.decoded.status().ToString())
+        << " against libspng's rows: "
+        << (spng.decoded.ok() ? "OK" : spng.decoded.status().ToString());
+    ASSERT_EQ(fast.validated.ok(), spng.validated.ok()) << what;
+    if (!fast.decoded.ok()) {
+      ++tally.refused;
+      EXPECT_EQ(fast.decoded.status().code(), spng.decoded.status().code()) << what;
+      EXPECT_EQ(fast.decoded.status().message(), spng.decoded.status().message()) << what;
+      EXPECT_EQ(fast.validated.status().message(), spng.validated.status().message()) << what;
+      return;
+    }
+    ++tally.accepted;
+    EXPECT_EQ(fast.decoded->channels, spng.decoded->channels) << what;
+    EXPECT_TRUE(fast.decoded->pixels == spng.decoded->pixels) << what;
+  };
+  int png_files = 0;
+  for (const SourceFile& file : Sources()) {
+    if (file.bytes.empty() || SniffCodec(file.bytes) != ImageCodec::kPng) continue;
+    ++png_files;
+    compare(file.name, file.bytes);
+    for (size_t length : TruncationLengths(file.bytes.size())) {
+      compare(file.name + " cut to " + std::to_string(length), std::span(file.bytes).first(length));
+    }
+    int i = 0;
+    for (const std::vector<uint8_t>& copy : Corruptions(file.bytes)) {
+      compare(file.name + " corruption " + std::to_string(i++), copy);
+    }
+  }
+  std::printf("PNG files: %d; with damaged copies %d inputs: %d decoded, %d refused\n", png_files,
+              tally.inputs, tally.accepted, tally.refused);
+  EXPECT_GE(png_files, 100);
+  EXPECT_GE(tally.accepted, 200);
+  EXPECT_GE(tally.refused, 5000);
 }
 
 TEST(ValidateParity, SameLimitsRefusals) {

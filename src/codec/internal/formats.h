@@ -30,6 +30,9 @@ Result<DecodedGeometry> ValidateJpegStructure(std::span<const uint8_t> bytes,
 
 Result<ImageInfo> ProbePng(std::span<const uint8_t> bytes);
 Result<Image> DecodePng(std::span<const uint8_t> bytes, const DecodeLimits& limits);
+// Tests only: false makes DecodePng and ValidatePng read every PNG through libspng's own rows,
+// as they did before the whole-buffer path (png_inflate.h), so that tests can compare the two.
+void SetPngWholeBufferForTesting(bool enabled);
 // DecodePng's outcome without its pixels (codec.h ValidateImage).
 Result<DecodedGeometry> ValidatePng(std::span<const uint8_t> bytes, const DecodeLimits& limits);
 

@@ -50,6 +50,12 @@ struct PngRows {
 bool InflatePngRows(std::span<const uint8_t> png, const PngRows& rows, uint8_t* out,
                     size_t out_size);
 
+// InflatePngRows without undoing the filters: true exactly when InflatePngRows would be, with
+// the filtered scanlines (each row's filter type first) in `out`. For validation, which needs
+// the verdict, not the pixels.
+bool InflatePngScanlines(std::span<const uint8_t> png, const PngRows& rows, uint8_t* out,
+                         size_t out_size);
+
 // Undoes the filter of one scanline, PNG spec section 9.2: `filtered` holds row_bytes filtered
 // bytes, `prior` the previous row's unfiltered bytes (nullptr for the first row, read as zeros).
 // `out` may start before `filtered` in the same buffer (InflatePngRows moves rows down) but not
