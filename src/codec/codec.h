@@ -160,9 +160,10 @@ struct DecodedGeometry {
 //   JPEG: the same libjpeg decompression (every marker read and every block entropy-decoded
 //         up to EOI, so the same errors and warnings) at DCT scale 1/8, which leaves out the
 //         full-size IDCT, upsampling and colour conversion; sides and channels from the header.
-//   PNG:  the same libspng decode (chunks, IDAT CRCs, inflate with its Adler-32 check, filter
-//         bytes, the same output format) row by row into one reused row, instead of into a
-//         full image buffer, and without the conversion to 8 bits.
+//   PNG:  the same decode up to the pixels: libspng's chunk checks and set-up, then the
+//         whole-buffer inflate (IDAT CRCs, Adler-32, filter bytes) without undoing the filters,
+//         or, where DecodeImage would fall back to libspng's rows, those rows into one reused
+//         row; no image buffer, no conversion to 8 bits.
 //   Others (WebP, GIF, TIFF, PPM): a full DecodeImage.
 // The header limits (pixels, input bytes, the data-can-hold-the-image checks) run first, as in
 // DecodeImage. tests/codec/validate_parity_test.cc checks the equivalence over every test
