@@ -112,19 +112,25 @@ Image TestImage(int32_t width, int32_t height, int32_t channels, uint32_t seed) 
 }
 
 // libspng's encoder with one filter forced (libspng is also the decoding reference below; the
-// fast path never calls it).
-std::vector<uint8_t> EncodeWithFilter(const Image& image, int filter_choice) {
+// fast path never calls it): `rows` in the file's own packing, and a palette (tRNS with it)
+// when `plte` is given.
+std::vector<uint8_t> SpngEncode(const spng_ihdr& header, std::span<const uint8_t> rows,
+                                int filter_choice, spng_plte* plte = nullptr,
+                                spng_trns* trns = nullptr) {
   spng_ctx* ctx = spng_ctx_new(SPNG_CTX_ENCODER);
   EXPECT_NE(ctx, nullptr);
   spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1);
   spng_set_option(ctx, SPNG_FILTER_CHOICE, filter_choice);
-  spng_ihdr ihdr{};
-  ihdr.width = static_cast<uint32_t>(image.width);
-  ihdr.height = static_cast<uint32_t>(image.height);
-  ihdr.bit_depth = 8;
-  ihdr.color_type = ColorType(image.channels);
+  spng_ihdr ihdr = header;
   EXPECT_EQ(spng_set_ihdr(ctx, &ihdr), 0);
-  EXPECT_EQ(spng_encode_image(ctx, image.pixels.data(), image.pixels.size(), SPNG_FMT_PNG,
+  if (plte != nullptr) {
+    EXPECT_EQ(spng_set_plte(ctx, plte), 0);
+  }
+  if (trns != nullptr) {
+    EXPECT_EQ(spng_set_trns(ctx, trns), 0);
+  }
+  // libspng's API takes a non-const pointer but only reads the rows.
+  EXPECT_EQ(spng_encode_image(ctx, const_cast<uint8_t*>(rows.data()), rows.size(), SPNG_FMT_PNG,
                               SPNG_ENCODE_FINALIZE),
             0);
   size_t size = 0;
@@ -134,6 +140,15 @@ std::vector<uint8_t> EncodeWithFilter(const Image& image, int filter_choice) {
   std::free(buffer);
   spng_ctx_free(ctx);
   return out;
+}
+
+std::vector<uint8_t> EncodeWithFilter(const Image& image, int filter_choice) {
+  spng_ihdr ihdr{};
+  ihdr.width = static_cast<uint32_t>(image.width);
+  ihdr.height = static_cast<uint32_t>(image.height);
+  ihdr.bit_depth = 8;
+  ihdr.color_type = ColorType(image.channels);
+  return SpngEncode(ihdr, image.pixels, filter_choice);
 }
 
 // What libspng alone makes of `png`: its raw rows, or its error code.
@@ -246,42 +261,24 @@ std::vector<uint8_t> EncodeLayout(Layout layout, uint32_t width, uint32_t height
       }
     }
   }
-  spng_ctx* ctx = spng_ctx_new(SPNG_CTX_ENCODER);
-  EXPECT_NE(ctx, nullptr);
-  spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1);
-  spng_set_option(ctx, SPNG_FILTER_CHOICE, filter);
   spng_ihdr ihdr{};
   ihdr.width = width;
   ihdr.height = height;
   ihdr.bit_depth = layout.bit_depth;
   ihdr.color_type = layout.color_type;
-  EXPECT_EQ(spng_set_ihdr(ctx, &ihdr), 0);
-  if (layout.color_type == 3) {
-    spng_plte plte{};
-    plte.n_entries = palette_entries;
-    for (uint32_t i = 0; i < palette_entries; ++i) {
-      plte.entries[i] = {.red = static_cast<uint8_t>(i * 37 + 5),
-                         .green = static_cast<uint8_t>(255 - i),
-                         .blue = static_cast<uint8_t>(i * 11),
-                         .alpha = 0};
-    }
-    EXPECT_EQ(spng_set_plte(ctx, &plte), 0);
-    if (trns_entries > 0) {
-      spng_trns trns{};
-      trns.n_type3_entries = trns_entries;
-      for (uint32_t i = 0; i < trns_entries; ++i) trns.type3_alpha[i] = static_cast<uint8_t>(i * 29);
-      EXPECT_EQ(spng_set_trns(ctx, &trns), 0);
-    }
+  if (layout.color_type != 3) return SpngEncode(ihdr, rows, filter);
+  spng_plte plte{};
+  plte.n_entries = palette_entries;
+  for (uint32_t i = 0; i < palette_entries; ++i) {
+    plte.entries[i] = {.red = static_cast<uint8_t>(i * 37 + 5),
+                       .green = static_cast<uint8_t>(255 - i),
+                       .blue = static_cast<uint8_t>(i * 11),
+                       .alpha = 0};
   }
-  EXPECT_EQ(spng_encode_image(ctx, rows.data(), rows.size(), SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE),
-            0);
-  size_t size = 0;
-  int error = 0;
-  void* buffer = spng_get_png_buffer(ctx, &size, &error);
-  std::vector<uint8_t> out(static_cast<uint8_t*>(buffer), static_cast<uint8_t*>(buffer) + size);
-  std::free(buffer);
-  spng_ctx_free(ctx);
-  return out;
+  spng_trns trns{};
+  trns.n_type3_entries = trns_entries;
+  for (uint32_t i = 0; i < trns_entries; ++i) trns.type3_alpha[i] = static_cast<uint8_t>(i * 29);
+  return SpngEncode(ihdr, rows, filter, &plte, trns_entries > 0 ? &trns : nullptr);
 }
 
 // `png` with its IDAT data replaced by one IDAT whose stream inflates to the filtered rows and
