@@ -53,6 +53,20 @@ def run_docfeed(*args, check=True):
     return proc
 
 
+def assert_bench_names_the_preset(prepared):
+    """`docfeed bench --json` on a `pack --preprocess` dataset names the preset it ran and gives
+    its settings as the manifest has them ("height"/"width" only where the output size is
+    fixed)."""
+    import json
+    manifest = json.loads((pathlib.Path(prepared) / "docfeed.json").read_text())["preprocess"]
+    out = json.loads(run_docfeed("bench", prepared, "--json", "--threads", "1", "--batch-size",
+                                 "2").stdout)
+    assert out["preset"] == manifest["preset"], out
+    assert out["preset_options"] == {k: v for k, v in manifest.items() if k != "preset"}, out
+    assert (out["height"], out["width"]) == (manifest.get("height"), manifest.get("width"))
+    assert (out["hf_version"], out["backend"]) == (manifest["hf_version"], manifest["backend"])
+
+
 @pytest.fixture(scope="session")
 def packed_keep(tmp_path_factory):
     out = tmp_path_factory.mktemp("keep") / "ds"

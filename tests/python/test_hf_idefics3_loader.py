@@ -20,7 +20,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from conftest import SAMPLE_DOCS, run_docfeed
+from conftest import SAMPLE_DOCS, assert_bench_names_the_preset, run_docfeed
 
 torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
@@ -173,6 +173,7 @@ def test_pack_preprocess_idefics3_loads_the_processors_batches(packed, packed_pr
     loader = make_loader(packed_prepared, drop_last=False)
     assert loader.preprocessed
     assert_batches_equal_the_processor(loader, originals, proc)
+    assert_bench_names_the_preset(packed_prepared)
 
 
 def test_pack_preprocess_idefics3_without_image_splitting(packed, tmp_path):

@@ -16,7 +16,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import SAMPLE_DOCS, run_docfeed
+from conftest import SAMPLE_DOCS, assert_bench_names_the_preset, run_docfeed
 
 torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
@@ -127,6 +127,7 @@ def test_pack_preprocess_nougat_loads_the_processors_batches(packed, packed_prep
         assert np.array_equal(batch["pixel_values"].numpy().view(np.uint32), want.view(np.uint32))
         seen += len(ids)
     assert seen == len(originals)
+    assert_bench_names_the_preset(packed_prepared)
 
 
 def test_nougat_pages_prepared_with_other_settings_are_refused(packed_prepared):

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import SAMPLE_DOCS, run_docfeed
+from conftest import SAMPLE_DOCS, assert_bench_names_the_preset, run_docfeed
 
 torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
@@ -121,6 +121,7 @@ def test_pack_preprocess_stores_the_resized_pages_and_loads_the_same_batches(pac
     rows = datasets.load_from_disk(str(packed_prepared))
     originals = datasets.load_from_disk(str(packed))
     assert len(rows) == len(originals)
+    assert_bench_names_the_preset(packed_prepared)
     loader = make_loader(packed_prepared)
     assert loader.preprocessed
     from_prepared = batches(loader)

@@ -52,7 +52,8 @@ constexpr char kBenchHelp[] =
     "  --seed N           shuffle and padding seed (default 0)\n"
     "  --baseline N       also time reading + decoding N stored images (+ the exact resize for\n"
     "                     original images) on one thread, in this run (default 0: skip)\n"
-    "  --json             print one JSON object instead of the table\n";
+    "  --json             print one JSON object instead of the table (\"preset\" and\n"
+    "                     \"preset_options\": the preset run and its settings)\n";
 
 struct BenchConfig {
   LoaderOptions loader;
@@ -376,8 +377,48 @@ void PrintTable(const BenchConfig& c, const RunResult& r, double baseline_s) {
   }
 }
 
+// The settings of the preset the loader ran, by their processor names: what `pack
+// --preprocess` writes in the manifest's "preprocess" object, without "preset".
+nlohmann::ordered_json PresetJson(const PresetOptions& p) {
+  nlohmann::ordered_json j;
+  if (p.name == "nougat") {
+    j["height"] = p.nougat.height;
+    j["width"] = p.nougat.width;
+    j["align_long_axis"] = p.nougat.align_long_axis;
+    j["hf_version"] = p.nougat.hf_version;
+    j["backend"] = "pil";
+  } else if (p.name == "idefics3") {
+    j["longest_edge"] = p.idefics3.longest_edge;
+    j["max_image_size"] = p.idefics3.max_image_size;
+    j["do_image_splitting"] = p.idefics3.do_image_splitting;
+    j["hf_version"] = p.idefics3.hf_version;
+    j["backend"] = "pil";
+  } else if (p.name == "pix2struct") {
+    j["max_patches"] = p.pix2struct.max_patches;
+    j["patch_size"] = {{"height", p.pix2struct.patch_height}, {"width", p.pix2struct.patch_width}};
+    j["hf_version"] = p.pix2struct.hf_version;
+    j["backend"] = "pil";
+  } else if (p.name != "donut") {  // qwen2-vl, qwen2.5-vl
+    j["min_pixels"] = p.qwen_vl.min_pixels;
+    j["max_pixels"] = p.qwen_vl.max_pixels;
+    j["patch_size"] = p.qwen_vl.patch_size;
+    j["merge_size"] = p.qwen_vl.merge_size;
+    j["hf_version"] = p.qwen_vl.hf_version;
+    j["backend"] = DonutBackendName(p.qwen_vl.backend);
+  } else {
+    j["height"] = p.donut.height;
+    j["width"] = p.donut.width;
+    j["align_long_axis"] = p.donut.align_long_axis;
+    j["hf_version"] = p.donut.hf_version;
+    j["backend"] = DonutBackendName(p.donut.backend);
+  }
+  return j;
+}
+
 // One JSON object on one line (strings escaped). "stats" is every loader statistic, as
 // LoaderStatsJson writes it for the Python module and doctor too; the rest is this run's summary.
+// "height" and "width" are the output size where the preset has a fixed one (Donut, Nougat),
+// null otherwise; "preset_options" has the preset's own settings.
 void PrintJson(const BenchConfig& c, const RunResult& r, double baseline_s) {
   const LoaderStats& s = r.stats;
   const double pages_s = r.seconds > 0 ? static_cast<double>(r.pages) / r.seconds : 0;
@@ -387,10 +428,13 @@ void PrintJson(const BenchConfig& c, const RunResult& r, double baseline_s) {
   j["preprocessed"] = r.preprocessed;
   j["threads"] = r.threads;
   j["batch_size"] = c.loader.batch_size;
-  j["height"] = c.loader.preset.donut.height;
-  j["width"] = c.loader.preset.donut.width;
-  j["hf_version"] = c.loader.preset.donut.hf_version;
-  j["backend"] = DonutBackendName(c.loader.preset.donut.backend);
+  const nlohmann::ordered_json preset = PresetJson(c.loader.preset);
+  j["preset"] = c.loader.preset.name;
+  j["height"] = preset.contains("height") ? preset["height"] : nlohmann::ordered_json();
+  j["width"] = preset.contains("width") ? preset["width"] : nlohmann::ordered_json();
+  j["hf_version"] = preset["hf_version"];
+  j["backend"] = preset["backend"];
+  j["preset_options"] = preset;
   j["dtype"] = c.loader.dtype == DType::kUint8 ? "uint8" : "float";
   j["pages"] = r.pages;
   j["seconds"] = r.seconds;
