@@ -442,6 +442,7 @@ HttpClient::Attempt HttpClient::PerformOnce(const HttpRequest& r, std::span<uint
 
 Result<HttpResponse> HttpClient::Perform(const HttpRequest& request, std::span<uint8_t> into) {
   DOCFEED_CHECK(!request.ranged || into.size() == request.length);
+  DOCFEED_RETURN_IF_ERROR(request.signing_error);
   const auto start = std::chrono::steady_clock::now();
   // S3 requires the header on every signed request; for an upload it is checked against the body.
   const std::string payload_sha256 = request.signing == nullptr || request.upload.empty()

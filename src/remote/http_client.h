@@ -40,7 +40,10 @@ struct HttpRequest {
   std::vector<std::string> headers;
   std::string url;   // what is fetched
   std::string name;  // how errors name it (the s3:// URL the user wrote); `url` when empty
-  const HttpSigning* signing = nullptr;  // null: unsigned
+  std::shared_ptr<const HttpSigning> signing;  // null: unsigned
+  // Not OK: the credentials to sign with could not be had (RequestFor); Perform returns this
+  // and sends nothing.
+  Status signing_error;
   // https: a PEM file of the certificate authorities to trust instead of the system's store
   // (RemoteTarget::ca_file); empty: the system's.
   std::string ca_file;

@@ -22,7 +22,15 @@ HttpRequest RequestFor(const RemoteTarget& t, std::string url, std::string name)
   HttpRequest request;
   request.url = std::move(url);
   request.name = std::move(name);
-  request.signing = t.signing.get();
+  request.signing = t.signing;
+  if (t.refreshed_signing != nullptr) {
+    Result<std::shared_ptr<const HttpSigning>> now = t.refreshed_signing->Current();
+    if (now.ok()) {
+      request.signing = std::move(now).value();
+    } else {
+      request.signing_error = now.status();
+    }
+  }
   request.ca_file = t.ca_file;
   return request;
 }
@@ -143,12 +151,32 @@ Result<RemoteTarget> RemoteEnv::Resolve(const std::string& url) {
   }
   if (!config->ca_bundle.empty()) t.ca_file = config->ca_bundle;
   S3Urls(*config, u, &t);
-  if (config->has_credentials()) {
+  if (!config->credential_process.empty()) {
+    t.refreshed_signing = ProcessSource(*config);
+    Result<std::shared_ptr<const HttpSigning>> now = t.refreshed_signing->Current();
+    if (!now.ok()) return InvalidArgumentError(url + ": " + std::string(now.status().message()));
+    t.signing = std::move(now).value();
+    t.credentials_source = config->credentials_source;
+  } else if (config->has_credentials()) {
     t.signing = std::make_shared<HttpSigning>(HttpSigning{
         config->region, config->access_key_id, config->secret_access_key, config->session_token});
     t.credentials_source = config->credentials_source;
   }
   return t;
+}
+
+std::shared_ptr<CredentialProcessSource> RemoteEnv::ProcessSource(const S3Config& config) {
+  // The profile is in `credentials_source` (the config file and section).
+  const std::string key = config.credentials_source + '\n' + config.credential_process + '\n' +
+                          config.region;
+  MutexLock lock(&process_sources_mu_);
+  std::shared_ptr<CredentialProcessSource>& source = process_sources_[key];
+  if (source == nullptr) {
+    source = std::make_shared<CredentialProcessSource>(config.credential_process,
+                                                       config.credentials_source, config.region,
+                                                       options_.credential_process_timeout);
+  }
+  return source;
 }
 
 RemoteStats RemoteEnv::stats() const {

@@ -12,18 +12,25 @@
 //
 // Settings are resolved for every whole-object call and at each NewRandomAccessFile (the file
 // keeps what it was opened with), so changing AWS_PROFILE or the credentials applies to the next
-// open, never to a file already open.
+// open, never to a file already open. Credentials from a credential_process are the exception
+// that keeps them valid: the command runs once per (profile, command, region) for the life of the
+// Env, and again before what it printed expires, for open files too.
 //
 // Thread-safe: every method may be called from any thread (the HTTP client's handle pool).
 #ifndef DOCFEED_REMOTE_REMOTE_ENV_H_
 #define DOCFEED_REMOTE_REMOTE_ENV_H_
 
+#include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "base/env.h"
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "docfeed/remote.h"
+#include "remote/credential_process.h"
 #include "remote/http_client.h"
 #include "remote/s3_config.h"
 #include "remote/s3_xml.h"
@@ -33,6 +40,8 @@ namespace docfeed::internal {
 struct RemoteEnvOptions {
   HttpOptions http;
   EnvLookup lookup = ProcessEnvironment();  // where AWS_* variables are read
+  // How long a profile's credential_process may run (credential_process.h) before it is killed.
+  std::chrono::milliseconds credential_process_timeout{60000};
   Env* config_env = nullptr;                // reads ~/.aws/*; Env::Default() when null
 };
 
@@ -48,6 +57,9 @@ struct RemoteTarget {
   std::string http_url;  // what is fetched
   bool s3 = false;
   std::shared_ptr<const HttpSigning> signing;  // null: unsigned
+  // Credentials from a credential_process: each request signs with their Current(), which
+  // replaces `signing` (what they were at open) as they are refreshed.
+  std::shared_ptr<CredentialProcessSource> refreshed_signing;
   std::string credentials_source;              // S3Config's, for access-denied messages
   std::string list_url;                        // s3: the bucket's URL, for ListObjectsV2
   std::string key;                             // s3: the object key
@@ -58,7 +70,8 @@ struct RemoteTarget {
 };
 
 // A request to `url` on behalf of target `t`: named `name` in errors, signed and trusting the
-// certificate authorities as `t` was resolved.
+// certificate authorities as `t` was resolved (with its credential_process's current
+// credentials; if they cannot be had, the request carries that error and Perform returns it).
 HttpRequest RequestFor(const RemoteTarget& t, std::string url, std::string name);
 
 // A final non-2xx response as the Env's error: NotFound for 404/410, "access denied" with where
@@ -124,8 +137,15 @@ class RemoteEnv : public Env {
   // index)); an error is reported as such.
   Result<bool> HasChildren(const RemoteTarget& t);
 
+  // The credential_process source for these settings, made at its first use and shared by
+  // every later open with the same command, profile and region.
+  std::shared_ptr<CredentialProcessSource> ProcessSource(const S3Config& config);
+
   RemoteEnvOptions options_;
   HttpClient client_;
+  Mutex process_sources_mu_;
+  std::map<std::string, std::shared_ptr<CredentialProcessSource>> process_sources_
+      DOCFEED_GUARDED_BY(process_sources_mu_);
 };
 
 }  // namespace docfeed::internal

@@ -88,6 +88,13 @@ Status ResolveCredentials(const EnvLookup& lookup, const Files& f, S3Config* c) 
   if (Setting(section, "aws_access_key_id").empty()) {
     section = ConfigSection(f, c->profile);
     where = f.config_path + " [profile " + c->profile + "]";
+    // botocore's order: the credentials file, then credential_process, then the config file's
+    // own keys.
+    c->credential_process = Setting(section, "credential_process");
+    if (!c->credential_process.empty()) {
+      c->credentials_source = where + " credential_process";
+      return Status::Ok();
+    }
   }
   c->access_key_id = Setting(section, "aws_access_key_id");
   c->secret_access_key = Setting(section, "aws_secret_access_key");

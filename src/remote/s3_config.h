@@ -4,8 +4,10 @@
 //   profile      AWS_PROFILE, else "default"
 //   credentials  AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN), else the
 //                profile's section of the credentials file (AWS_SHARED_CREDENTIALS_FILE, else
-//                ~/.aws/credentials: [NAME]), else of the config file (AWS_CONFIG_FILE, else
-//                ~/.aws/config: [profile NAME], [default]); none: requests go unsigned
+//                ~/.aws/credentials: [NAME]), else the command in the config file's
+//                `credential_process` (AWS_CONFIG_FILE, else ~/.aws/config: [profile NAME],
+//                [default]; run by RemoteEnv, credential_process.h), else the config file's own
+//                keys; none: requests go unsigned
 //   region       AWS_REGION, else AWS_DEFAULT_REGION, else the profile's `region`, else us-east-1
 //   endpoint     AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else the profile's `endpoint_url`;
 //                none: AWS itself (virtual-hosted https://BUCKET.s3.REGION.amazonaws.com)
@@ -32,6 +34,9 @@ struct S3Config {
   std::string access_key_id;
   std::string secret_access_key;
   std::string session_token;
+  // The profile's credential_process command line, when the credentials come from it (the keys
+  // above are then empty: RemoteEnv runs it).
+  std::string credential_process;
   // Where the credentials came from ("environment", "PATH [NAME]"), for error messages; empty
   // when there are none (unsigned requests).
   std::string credentials_source;
@@ -42,7 +47,7 @@ struct S3Config {
   // profile's ca_bundle; empty: not set.
   std::string ca_bundle;
 
-  bool has_credentials() const { return !access_key_id.empty(); }
+  bool has_credentials() const { return !access_key_id.empty() || !credential_process.empty(); }
 };
 
 // Returns the value of an environment variable, or null when unset.

@@ -3,6 +3,7 @@
 // uploaded by boto3; their addresses come in DOCFEED_TEST_* variables. Run through ctest
 // (Remote.AgainstServers); without the variables every test fails saying how to run it.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -192,6 +193,55 @@ TEST_F(RemoteServerTest, VerifyAndLoaderOverS3AndHttpMatchLocal) {
     EXPECT_EQ(*got, *want) << url;
   }
   EXPECT_GT(GetRemoteStats().requests, 0u);
+}
+
+// A profile whose credentials come from a credential_process (the test's keys, printed by a
+// script): SeaweedFS checks the signatures, so a wrong secret from the command is refused and
+// the error says where the credentials came from.
+TEST_F(RemoteServerTest, CredentialProcessSignsRequests) {
+  const std::string dir = Var("TMPDIR").empty() ? "/tmp" : Var("TMPDIR");
+  const std::string home = dir + "/docfeed-cp-" + std::to_string(getpid());
+  ASSERT_TRUE(CreateDirectory(home).ok());
+  ASSERT_TRUE(CreateDirectory(home + "/.aws").ok());
+  auto env_for = [&](const std::string& secret) {
+    const std::string script = home + "/creds-" + secret + ".sh";
+    EXPECT_TRUE(WriteTextFile(script, "#!/bin/sh\nprintf '{\"Version\": 1, \"AccessKeyId\": "
+                                      "\"%s\", \"SecretAccessKey\": \"%s\"}' \"$1\" \"$2\"\n")
+                    .ok());
+    EXPECT_EQ(chmod(script.c_str(), 0755), 0);
+    EXPECT_TRUE(WriteTextFile(home + "/.aws/config",
+                              "[profile ci]\ncredential_process = " + script + " " +
+                                  Var("DOCFEED_TEST_S3_ACCESS_KEY") + " " + secret + "\n")
+                    .ok());
+    RemoteEnvOptions o;
+    auto vars = std::make_shared<std::map<std::string, std::string>>(
+        std::map<std::string, std::string>{{"HOME", home},
+                                           {"AWS_PROFILE", "ci"},
+                                           {"AWS_ENDPOINT_URL", Var("DOCFEED_TEST_S3_ENDPOINT")}});
+    o.lookup = [vars](const char* name) -> const char* {
+      auto it = vars->find(name);
+      return it == vars->end() ? nullptr : it->second.c_str();
+    };
+    o.http.retry.base_delay_ms = 5;
+    return std::make_unique<RemoteEnv>(std::move(o));
+  };
+  const std::string url = JoinPath(s3_, "docfeed.json");
+  Result<std::vector<uint8_t>> want = ReadFile(JoinPath(local_, "docfeed.json"));
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  auto good = env_for(Var("DOCFEED_TEST_S3_SECRET_KEY"));
+  Result<std::vector<uint8_t>> got = good->ReadFile(url);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, *want);
+  Result<VerifyReport> report = internal::VerifyDatasetReport(s3_, 20, good.get());
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+
+  auto bad = env_for("wrong-secret");
+  Result<std::vector<uint8_t>> denied = bad->ReadFile(url);
+  ASSERT_FALSE(denied.ok());
+  const std::string m(denied.status().message());
+  EXPECT_NE(m.find("access denied"), std::string::npos) << m;
+  EXPECT_NE(m.find("[profile ci] credential_process"), std::string::npos) << m;
+  ASSERT_TRUE(RemoveAll(home).ok());
 }
 
 TEST_F(RemoteServerTest, TransientFailuresAreRetried) {

@@ -4,9 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
+#include <ctime>
 #include <map>
 
 #include "base/file.h"
+#include "remote/credential_process.h"
 #include "remote/remote_env.h"
 #include "remote/retry.h"
 #include "remote/s3_config.h"
@@ -319,6 +324,286 @@ TEST(RemoteEnvTest, UnreachableServerIsAnErrorNamingTheUrlAfterRetries) {
   EXPECT_NE(r.status().message().find("3 attempt(s)"), std::string::npos) << r.status().ToString();
   EXPECT_EQ(env.stats().retries, 2u);
   EXPECT_EQ(env.stats().errors, 1u);
+}
+
+// credential_process (credential_process.h): where it stands among the other sources, how its
+// command line is split, what it must print, and how RemoteEnv runs it and refreshes it. The
+// commands are small shell scripts written by the tests.
+TEST_F(S3ConfigTest, CredentialProcessComesAfterTheCredentialsFileAndBeforeConfigKeys) {
+  Write("config",
+        "[profile p]\ncredential_process = /bin/helper --profile p\naws_access_key_id = C\n"
+        "aws_secret_access_key = CS\n");
+  Result<S3Config> c = Resolve({{"AWS_PROFILE", "p"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->credential_process, "/bin/helper --profile p");
+  EXPECT_TRUE(c->access_key_id.empty());
+  EXPECT_TRUE(c->has_credentials());
+  EXPECT_NE(c->credentials_source.find("[profile p] credential_process"), std::string::npos)
+      << c->credentials_source;
+  Write("credentials", "[p]\naws_access_key_id = F\naws_secret_access_key = FS\n");
+  c = Resolve({{"AWS_PROFILE", "p"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->access_key_id, "F");
+  EXPECT_EQ(c->credential_process, "");
+  c = Resolve({{"AWS_PROFILE", "p"}, {"AWS_ACCESS_KEY_ID", "E"}, {"AWS_SECRET_ACCESS_KEY", "ES"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->access_key_id, "E");
+  EXPECT_EQ(c->credential_process, "");
+}
+
+TEST(CredentialProcessTest, SplitsTheCommandLineAsAShellWould) {
+  using Words = std::vector<std::string>;
+  EXPECT_EQ(*SplitCommandLine("/opt/bin/creds --username helen"),
+            (Words{"/opt/bin/creds", "--username", "helen"}));
+  EXPECT_EQ(*SplitCommandLine("  \"/opt/my tools/creds\"  'a b'  c\\ d \"x\\\"y\" e''f "),
+            (Words{"/opt/my tools/creds", "a b", "c d", "x\"y", "ef"}));
+  EXPECT_EQ(*SplitCommandLine("'$HOME' \"\\n\""), (Words{"$HOME", "\\n"}));
+  for (const char* bad : {"", "   ", "creds 'open", "creds \"open"}) {
+    Result<std::vector<std::string>> r = SplitCommandLine(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+}
+
+TEST(CredentialProcessTest, ParsesIso8601Times) {
+  const SystemTime noon = std::chrono::system_clock::from_time_t(1796385600);  // 2026-12-04 12:00Z
+  EXPECT_EQ(*ParseIso8601("2026-12-04T12:00:00Z"), noon);
+  EXPECT_EQ(*ParseIso8601("2026-12-04T12:00:00.250Z"), noon);
+  EXPECT_EQ(*ParseIso8601("2026-12-04T14:00:00+02:00"), noon);
+  EXPECT_EQ(*ParseIso8601("2026-12-04T07:00:00-0500"), noon);
+  for (const char* bad : {"2026-12-04", "2026-12-04T12:00:00", "2026-13-04T12:00:00Z",
+                          "2026-12-04 12:00:00Z", "2026-12-04T12:00:00Zjunk", "tomorrow"}) {
+    EXPECT_FALSE(ParseIso8601(bad).ok()) << bad;
+  }
+}
+
+TEST(CredentialProcessTest, OutputMustBeVersionOneWithBothKeys) {
+  Result<ProcessCredentials> c = ParseCredentialProcessOutput(
+      R"({"Version": 1, "AccessKeyId": "A", "SecretAccessKey": "S", "SessionToken": "T",
+          "Expiration": "2026-12-04T12:00:00Z"})",
+      "w");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->access_key_id, "A");
+  EXPECT_EQ(c->secret_access_key, "S");
+  EXPECT_EQ(c->session_token, "T");
+  ASSERT_TRUE(c->expiration.has_value());
+  c = ParseCredentialProcessOutput(R"({"Version": 1, "AccessKeyId": "A", "SecretAccessKey": "S"})",
+                                   "w");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->expiration.has_value());
+  EXPECT_EQ(c->session_token, "");
+  struct Bad {
+    const char* json;
+    const char* names;
+  };
+  for (const Bad& bad : {Bad{"not json", "no JSON"}, Bad{"[1]", "not an object"},
+                         Bad{R"({"AccessKeyId": "A", "SecretAccessKey": "S"})", "Version"},
+                         Bad{R"({"Version": 2, "AccessKeyId": "A", "SecretAccessKey": "S"})",
+                             "version 1"},
+                         Bad{R"({"Version": 1, "SecretAccessKey": "S"})", "AccessKeyId"},
+                         Bad{R"({"Version": 1, "AccessKeyId": "A", "SecretAccessKey": 7})",
+                             "SecretAccessKey"},
+                         Bad{R"({"Version": 1, "AccessKeyId": "A", "SecretAccessKey": "S",
+                                 "Expiration": "soon"})",
+                             "Expiration"}}) {
+    Result<ProcessCredentials> r = ParseCredentialProcessOutput(bad.json, "PROFILE-X");
+    ASSERT_FALSE(r.ok()) << bad.json;
+    EXPECT_NE(r.status().message().find("PROFILE-X"), std::string::npos) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(bad.names), std::string::npos) << r.status().ToString();
+  }
+}
+
+// An executable shell script in `dir`; returns its path.
+std::string Script(const testing::TempDir& dir, const std::string& name, const std::string& body) {
+  const std::string path = dir.Join(name);
+  EXPECT_TRUE(WriteTextFile(path, "#!/bin/sh\n" + body).ok());
+  EXPECT_EQ(chmod(path.c_str(), 0755), 0);
+  return path;
+}
+
+TEST(CredentialProcessTest, RunsTheCommandAndNamesWhatWentWrong) {
+  testing::TempDir dir;
+  const auto timeout = std::chrono::milliseconds(5000);
+  const std::string ok = Script(dir, "ok.sh",
+                                "echo noise >&2\n"
+                                "printf '{\"Version\": 1, \"AccessKeyId\": \"%s\", "
+                                "\"SecretAccessKey\": \"S\"}' \"$1\"\n");
+  Result<ProcessCredentials> c = RunCredentialProcess(ok + " 'the key'", "W", timeout);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->access_key_id, "the key");
+
+  struct Case {
+    std::string command;
+    std::chrono::milliseconds timeout;
+    std::vector<std::string> names;
+  };
+  const std::string fails = Script(dir, "fails.sh", "echo 'token expired, run sso login' >&2\nexit 3\n");
+  const std::string hangs = Script(dir, "hangs.sh", "exec sleep 30\n");
+  const std::string garbage = Script(dir, "garbage.sh", "echo hello\n");
+  for (const Case& bad :
+       {Case{fails, timeout, {"exited with status 3", "token expired, run sso login"}},
+        Case{hangs, std::chrono::milliseconds(300), {"still running after 300 ms", "killed"}},
+        Case{garbage, timeout, {"no JSON"}},
+        Case{dir.Join("missing.sh"), timeout, {"cannot run", "missing.sh"}},
+        Case{"'unterminated", timeout, {"unterminated"}}}) {
+    const auto start = std::chrono::steady_clock::now();
+    Result<ProcessCredentials> r = RunCredentialProcess(bad.command, "THE-SETTING", bad.timeout);
+    ASSERT_FALSE(r.ok()) << bad.command;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << bad.command;
+    EXPECT_NE(r.status().message().find("THE-SETTING"), std::string::npos)
+        << r.status().ToString();
+    for (const std::string& name : bad.names) {
+      EXPECT_NE(r.status().message().find(name), std::string::npos) << r.status().ToString();
+    }
+  }
+}
+
+// RemoteEnv runs a profile's credential_process once, shares what it printed between opens, and
+// runs it again when the credentials near their Expiration.
+TEST(CredentialProcessTest, RemoteEnvRunsItOnceAndAgainBeforeExpiry) {
+  testing::TempDir home;
+  ASSERT_TRUE(CreateDirectory(home.Join(".aws")).ok());
+  // Each run appends to a count file and prints a key numbered by the run; the expiry comes
+  // from the file `expires` (an ISO time, or empty for none).
+  const std::string count = home.Join("runs");
+  const std::string expires = home.Join("expires");
+  ASSERT_TRUE(WriteTextFile(expires, "").ok());
+  const std::string helper = Script(
+      home, "helper.sh",
+      "echo run >> '" + count + "'\n"
+      "n=$(wc -l < '" + count + "')\n"
+      "e=$(cat '" + expires + "')\n"
+      "if [ -n \"$e\" ]; then exp=\", \\\"Expiration\\\": \\\"$e\\\"\"; else exp=; fi\n"
+      "printf '{\"Version\": 1, \"AccessKeyId\": \"K%s\", \"SecretAccessKey\": \"S\", "
+      "\"SessionToken\": \"T\"%s}' \"$n\" \"$exp\"\n");
+  ASSERT_TRUE(WriteTextFile(home.Join(".aws/config"),
+                            "[profile proc]\nregion = eu-west-1\ncredential_process = " + helper +
+                                "\n")
+                  .ok());
+  RemoteEnvOptions o;
+  o.lookup = Vars({{"HOME", home.path()}, {"AWS_PROFILE", "proc"},
+                   {"AWS_ENDPOINT_URL", "http://127.0.0.1:1"}});
+  RemoteEnv env(o);
+  Result<RemoteTarget> a = env.Resolve("s3://bucket/ds/a");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_NE(a->signing, nullptr);
+  EXPECT_EQ(a->signing->access_key_id, "K1");
+  EXPECT_EQ(a->signing->session_token, "T");
+  EXPECT_EQ(a->signing->region, "eu-west-1");
+  EXPECT_NE(a->credentials_source.find("credential_process"), std::string::npos);
+  Result<RemoteTarget> b = env.Resolve("s3://bucket/ds/b");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->signing->access_key_id, "K1");  // not run again: no Expiration
+  EXPECT_EQ(RequestFor(*b, "u", "n").signing->access_key_id, "K1");
+  ASSERT_NE(a->refreshed_signing, nullptr);
+  EXPECT_EQ(a->refreshed_signing->runs(), 1);
+
+  // Credentials an hour from expiring are used as they are; five minutes from it, they are not
+  // accepted at all; twelve minutes from it, they are refreshed (at most once a minute).
+  auto iso = [](std::chrono::minutes from_now) {
+    const time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() +
+                                                          from_now);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char text[32];
+    std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return std::string(text);
+  };
+  ASSERT_TRUE(WriteTextFile(expires, iso(std::chrono::minutes(60))).ok());
+  RemoteEnvOptions o2 = o;
+  o2.lookup = Vars({{"HOME", home.path()}, {"AWS_PROFILE", "proc"}, {"AWS_REGION", "r2"},
+                    {"AWS_ENDPOINT_URL", "http://127.0.0.1:1"}});
+  RemoteEnv env2(o2);
+  Result<RemoteTarget> c = env2.Resolve("s3://bucket/ds/c");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->signing->access_key_id, "K2");
+  EXPECT_EQ(RequestFor(*c, "u", "n").signing->access_key_id, "K2");
+  EXPECT_EQ(c->refreshed_signing->runs(), 1);
+
+  ASSERT_TRUE(WriteTextFile(expires, iso(std::chrono::minutes(5))).ok());
+  RemoteEnv env3(o2);
+  Result<RemoteTarget> d = env3.Resolve("s3://bucket/ds/d");
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("expire within 10 minutes"), std::string::npos)
+      << d.status().ToString();
+  EXPECT_NE(d.status().message().find("s3://bucket/ds/d"), std::string::npos);
+
+  ASSERT_TRUE(WriteTextFile(expires, iso(std::chrono::minutes(12))).ok());
+  RemoteEnv env4(o2);
+  Result<RemoteTarget> e = env4.Resolve("s3://bucket/ds/e");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  const std::string first = e->signing->access_key_id;
+  // Within the advisory window but within a minute of the last run: the same credentials.
+  EXPECT_EQ(RequestFor(*e, "u", "n").signing->access_key_id, first);
+  EXPECT_EQ(e->refreshed_signing->runs(), 1);
+
+  // A command that fails when nothing usable is left: the request carries its error and
+  // Perform returns it without sending anything.
+  ASSERT_TRUE(WriteTextFile(home.Join(".aws/config"),
+                            "[profile proc]\ncredential_process = " +
+                                Script(home, "broken.sh", "echo denied >&2\nexit 1\n") + "\n")
+                  .ok());
+  RemoteEnv env5(o2);
+  Result<RemoteTarget> f = env5.Resolve("s3://bucket/ds/f");
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("denied"), std::string::npos) << f.status().ToString();
+  EXPECT_NE(f.status().message().find("[profile proc] credential_process"), std::string::npos)
+      << f.status().ToString();
+}
+
+// The refresh windows on a clock the test moves: the command prints credentials that expire an
+// hour after the test's "now" (from the file `expires`), or fails while `fail` exists.
+TEST(CredentialProcessTest, RefreshesBeforeExpiryAndKeepsValidOnesWhenARunFails) {
+  testing::TempDir dir;
+  const std::string count = dir.Join("runs");
+  const std::string expires = dir.Join("expires");
+  const std::string fail = dir.Join("fail");
+  const std::string helper =
+      Script(dir, "helper.sh",
+             "if [ -e '" + fail + "' ]; then echo 'sso session expired' >&2; exit 1; fi\n"
+             "echo run >> '" + count + "'\n"
+             "n=$(wc -l < '" + count + "')\n"
+             "printf '{\"Version\": 1, \"AccessKeyId\": \"K%s\", \"SecretAccessKey\": "
+             "\"S\", \"Expiration\": \"%s\"}' \"$n\" \"$(cat '" + expires + "')\"\n");
+  SystemTime now = std::chrono::system_clock::from_time_t(1796385600);  // 2026-12-04 12:00Z
+  auto expire_in = [&](std::chrono::minutes m) {
+    const time_t t = std::chrono::system_clock::to_time_t(now + m);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char text[32];
+    std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    ASSERT_TRUE(WriteTextFile(expires, text).ok());
+  };
+  CredentialProcessSource source(helper, "SETTING", "r", std::chrono::milliseconds(5000),
+                                 [&] { return now; });
+  auto key = [&]() -> std::string {
+    Result<std::shared_ptr<const HttpSigning>> s = source.Current();
+    return s.ok() ? (*s)->access_key_id : "error: " + std::string(s.status().message());
+  };
+  expire_in(std::chrono::minutes(60));
+  EXPECT_EQ(key(), "K1");
+  now += std::chrono::minutes(44);  // 16 minutes left: kept
+  EXPECT_EQ(key(), "K1");
+  EXPECT_EQ(source.runs(), 1);
+  now += std::chrono::minutes(2);  // 14 left: the advisory window, run again
+  expire_in(std::chrono::minutes(60));
+  EXPECT_EQ(key(), "K2");
+  EXPECT_EQ(source.runs(), 2);
+  // K2 expires at now + 60. A failing command in the advisory window keeps K2 ...
+  ASSERT_TRUE(WriteTextFile(fail, "").ok());
+  now += std::chrono::minutes(47);  // 13 left
+  EXPECT_EQ(key(), "K2");
+  EXPECT_EQ(source.runs(), 3);
+  now += std::chrono::seconds(30);  // ... tried again at most once a minute ...
+  EXPECT_EQ(key(), "K2");
+  EXPECT_EQ(source.runs(), 3);
+  now += std::chrono::minutes(4);  // ... and in the mandatory window (8.5 left) fails.
+  const std::string failed = key();
+  EXPECT_NE(failed.find("sso session expired"), std::string::npos) << failed;
+  EXPECT_NE(failed.find("SETTING"), std::string::npos) << failed;
+  // Once the command works again, so do the requests.
+  ASSERT_TRUE(Env::Default()->RemoveFile(fail).ok());
+  expire_in(std::chrono::minutes(60));
+  EXPECT_EQ(key(), "K3");
 }
 
 // ListMultipartUploads pages: the uploads in progress, the markers of a truncated page.
