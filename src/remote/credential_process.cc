@@ -258,7 +258,13 @@ Result<ProcessCredentials> RunCredentialProcess(const std::string& command,
       break;
     }
     const int ready = poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
-    if (ready < 0 && errno != EINTR) break;
+    if (ready < 0 && errno != EINTR) {
+      const int e = errno;
+      kill(pid, SIGKILL);
+      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      return IOError(what + ": waiting for " + Quoted(command) + ": " + std::strerror(e));
+    }
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
       char buffer[4096];
@@ -278,9 +284,23 @@ Result<ProcessCredentials> RunCredentialProcess(const std::string& command,
       }
     }
   }
-  if (timed_out || too_long) kill(pid, SIGKILL);
+  // Its output is closed; it must also exit before the deadline (a command that closes stdout
+  // and keeps running is killed like one that hangs).
   int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  while (!timed_out && !too_long) {
+    const pid_t done = waitpid(pid, &wstatus, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      timed_out = true;
+      break;
+    }
+    usleep(2000);
+  }
+  if (timed_out || too_long) {
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
   }
   const std::string stderr_note =
       stderr_text.empty() ? "" : "; it wrote to stderr: " + stderr_text;

@@ -439,10 +439,16 @@ TEST(CredentialProcessTest, RunsTheCommandAndNamesWhatWentWrong) {
   const std::string fails = Script(dir, "fails.sh", "echo 'token expired, run sso login' >&2\nexit 3\n");
   const std::string hangs = Script(dir, "hangs.sh", "exec sleep 30\n");
   const std::string garbage = Script(dir, "garbage.sh", "echo hello\n");
+  // Prints its credentials, closes its output and stays: killed at the deadline all the same.
+  const std::string lingers =
+      Script(dir, "lingers.sh",
+             "printf '{\"Version\": 1, \"AccessKeyId\": \"A\", \"SecretAccessKey\": \"S\"}'\n"
+             "exec >&- 2>&-\nexec sleep 30\n");
   for (const Case& bad :
        {Case{fails, timeout, {"exited with status 3", "token expired, run sso login"}},
         Case{hangs, std::chrono::milliseconds(300), {"still running after 300 ms", "killed"}},
         Case{garbage, timeout, {"no JSON"}},
+        Case{lingers, std::chrono::milliseconds(300), {"still running after 300 ms"}},
         Case{dir.Join("missing.sh"), timeout, {"cannot run", "missing.sh"}},
         Case{"'unterminated", timeout, {"unterminated"}}}) {
     const auto start = std::chrono::steady_clock::now();
