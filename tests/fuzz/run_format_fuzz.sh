@@ -25,7 +25,7 @@ common=("${root}"/src/base/{status,base64,hash,file,mem_env}.cc "${root}/src/bas
         "${root}"/src/remote/{url,s3_config,s3_xml}.cc)
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
        -I"${root}/include" -I"${root}/src")
-libs=(-lxxhash -ljpeg -lspng -lwebpdemux -lwebp -lgif -ltiff -larchive -lsnappy -lz -lbrotlidec -lzstd -llz4)
+libs=(-lxxhash -ljpeg -lspng -ldeflate -lwebpdemux -lwebp -lgif -ltiff -larchive -lsnappy -lz -lbrotlidec -lzstd -llz4)
 
 # The code under test is compiled once into an archive (instrumented, without libFuzzer's main)
 # and linked into each target; rebuilt only when a source is newer than it.
