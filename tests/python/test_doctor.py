@@ -468,8 +468,11 @@ def test_the_model_on_hand_made_measurements():
     overlapped = doctor.model_pipeline(measured("p, 4 workers", 0.05, 4), **args)
     assert overlapped.batch_s == pytest.approx(0.08) and list(overlapped.stages) == ["disk read"]
     assert overlapped.gpu_busy == 1.0 and overlapped.epoch_s == pytest.approx(125 * 0.5)
-    run = doctor.LoaderRun(dataset="x", preprocessed=True, threads=4, batch_size=8, height=64,
-                           width=48, hf_version=4, backend="pil", dtype="uint8", pages=80, seconds=0.4, pages_per_s=200.0,
+    run = doctor.LoaderRun(dataset="x", preprocessed=True, threads=4, batch_size=8,
+                           preset="donut", height=64, width=48, hf_version=4, backend="pil",
+                           preset_options={"height": 64, "width": 48, "align_long_axis": False,
+                                           "hf_version": 4, "backend": "pil"},
+                           dtype="uint8", pages=80, seconds=0.4, pages_per_s=200.0,
                            first_batch_s=0.1, stored_bytes=1, ms_per_page={"read": 1.0},
                            consumer_wait_s=0.0, buffer_wait_s=0.0, peak_rss_bytes=1,
                            pool_bytes=1, bad_samples=0, rss_after_epoch=(5, 6))
@@ -549,8 +552,9 @@ def test_loader_run_counts_what_bench_counts(packed_keep, tmp_path):
     assert list(ours["stats"]) == list(cli["stats"])
     assert ours["stats"]["pool_buffers"] == cli["stats"]["pool_buffers"] > 0
     assert ours["stats"]["read"]["count"] > 0 and "nanos" in ours["stats"]["decode_resize"]
-    for key in ("dataset", "preprocessed", "threads", "batch_size", "height", "width", "dtype",
-                "pages", "pool_bytes", "bad_samples", "baseline_ms_per_page"):
+    for key in ("dataset", "preprocessed", "threads", "batch_size", "preset", "height", "width",
+                "hf_version", "backend", "preset_options", "dtype", "pages", "pool_bytes",
+                "bad_samples", "baseline_ms_per_page"):
         assert ours[key] == cli[key], key
     assert ours["pages"] == 4 * 5  # 6 batches of 4 in two epochs, the first not counted
     assert len(ours["rss_after_epoch"]) == 2 and ours["pages_per_s"] > 0

@@ -65,10 +65,14 @@ class LoaderRun:
     preprocessed: bool
     threads: int
     batch_size: int
+    preset: str  # "donut": doctor measures Donut's preprocessing
     height: int
     width: int
     hf_version: int  # the DonutImageProcessor generation reproduced (4 or 5)
     backend: str  # its backend: "pil" or (5 only) "torchvision"
+    # The preset's settings as `docfeed bench --json` gives them (height, width,
+    # align_long_axis, hf_version, backend for Donut).
+    preset_options: Mapping[str, Any]
     dtype: str
     pages: int
     seconds: float
@@ -92,6 +96,7 @@ class LoaderRun:
 
     def to_json(self) -> Dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["preset_options"] = dict(self.preset_options)
         out["ms_per_page"] = dict(self.ms_per_page)
         out["rss_after_epoch"] = list(self.rss_after_epoch)
         out["http"] = dict(self.http)
@@ -100,7 +105,12 @@ class LoaderRun:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "LoaderRun":
+        # Reports written before "preset" and "preset_options" existed were Donut runs.
+        d = {"preset": "donut", **d}
+        d.setdefault("preset_options", {k: d[k] for k in ("height", "width", "hf_version",
+                                                          "backend")})
         values = {f.name: d[f.name] for f in fields(cls)}
+        values["preset_options"] = dict(values["preset_options"])
         values["ms_per_page"] = dict(values["ms_per_page"])
         values["rss_after_epoch"] = tuple(values["rss_after_epoch"])
         values["http"] = dict(values["http"])

@@ -299,6 +299,7 @@ def run_loader(path: pathlib.Path, batch: int, threads: int, size: Tuple[int, in
         all_stats = json.loads(core.stats_json())
         preprocessed = bool(loader.preprocessed)
         generation = (int(loader._core_args["hf_version"]), str(loader._core_args["backend"]))
+        align_long_axis = bool(loader._core_args["align_long_axis"])
     finally:
         loader.close()
     http_after = remote_stats()
@@ -308,7 +309,10 @@ def run_loader(path: pathlib.Path, batch: int, threads: int, size: Tuple[int, in
     ms_per_page = {k: (stats[k][1] * 1e3 / samples if k in stats else 0.0) for k in STAGE_NAMES}
     return LoaderRun(
         dataset=os.fspath(path), preprocessed=preprocessed, threads=threads, batch_size=batch,
-        height=size[0], width=size[1], hf_version=generation[0], backend=generation[1],
+        preset="donut", height=size[0], width=size[1], hf_version=generation[0],
+        backend=generation[1],
+        preset_options={"height": size[0], "width": size[1], "align_long_axis": align_long_axis,
+                        "hf_version": generation[0], "backend": generation[1]},
         dtype="uint8", pages=pages, seconds=elapsed,
         pages_per_s=pages / elapsed if elapsed > 0 else 0.0, first_batch_s=first_batch_s,
         stored_bytes=int(stats.get("stored_bytes", 0)), ms_per_page=ms_per_page,
