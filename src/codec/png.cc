@@ -23,8 +23,8 @@ constexpr uint8_t kGray = 0, kRgb = 2, kPalette = 3, kGrayAlpha = 4, kRgba = 6;
 // Caps on ancillary chunk sizes so a hostile file cannot make libspng buffer gigabytes of text.
 constexpr size_t kChunkSizeLimitBytes = size_t{64} << 20;
 constexpr size_t kChunkCacheLimitBytes = size_t{64} << 20;
-// The most DecodeRows's scratch buffer keeps between pages, per thread: an 8-bit palette page
-// of 4000x4000 pixels.
+// The most the PNG scratch buffer (Scratch) keeps between pages, per thread: an 8-bit palette
+// page of 4000x4000 pixels.
 constexpr size_t kScratchKeepBytes = size_t{16} << 20;
 
 // Whether DecodePng and ValidatePng take the whole-buffer path (SetPngWholeBufferForTesting).
@@ -290,6 +290,26 @@ Result<size_t> DecodedSizeBytes(PngHeader& header, int fmt) {
   return size_bytes;
 }
 
+// The header's rows as the whole-buffer path reads them.
+PngRows RowsOf(const spng_ihdr& ihdr) {
+  return PngRows{.width = ihdr.width,
+                 .height = ihdr.height,
+                 .samples_per_pixel = SamplesPerPixel(ihdr.color_type),
+                 .bit_depth = ihdr.bit_depth};
+}
+
+// The thread's scratch buffer for rows that are not the pixels (DecodeRows) and for validation:
+// kept between pages (a fresh one every page costs more in page faults than filling it), unless
+// it grew past kScratchKeepBytes, which ReleaseLargeScratch then frees.
+std::vector<uint8_t>& Scratch() {
+  thread_local std::vector<uint8_t> scratch;
+  return scratch;
+}
+
+void ReleaseLargeScratch() {
+  if (Scratch().capacity() > kScratchKeepBytes) std::vector<uint8_t>().swap(Scratch());
+}
+
 // Palette indices to pixels through libspng's palette, as its SPNG_FMT_RGB8/RGBA8 decode with
 // SPNG_DECODE_TRNS maps them (tRNS alphas for the first entries, 255 after; no sBIT scaling,
 // which DecodePng does not ask for). Indices of `bits` 1, 2, 4 or 8 are packed as in the file.
@@ -333,18 +353,14 @@ Status DecodeRows(std::span<const uint8_t> bytes, PngHeader& header, const Image
   if (int e = spng_decode_image(ctx, nullptr, 0, fmt, flags | SPNG_DECODE_PROGRESSIVE); e != 0) {
     return SpngError(e, "data");
   }
-  const PngRows rows{.width = ihdr.width,
-                     .height = ihdr.height,
-                     .samples_per_pixel = SamplesPerPixel(ihdr.color_type),
-                     .bit_depth = ihdr.bit_depth};
+  const PngRows rows = RowsOf(ihdr);
   const size_t stride = image.stride_bytes();
   const size_t height = rows.height;
   const bool in_place = !info.palette && !NeedsConversion(ihdr);
   if (in_place && rows.row_bytes() != stride) return InternalError("PNG: unexpected row size");
   // The fast path needs one filter byte a row more than the rows themselves. Rows that are not
-  // the pixels go to a scratch buffer the thread keeps (a fresh one every page costs more in
-  // page faults than its mapping takes to fill), unless it would be large.
-  thread_local std::vector<uint8_t> scratch;
+  // the pixels go to the thread's scratch buffer.
+  std::vector<uint8_t>& scratch = Scratch();
   uint8_t* filtered = nullptr;
   size_t filtered_size = 0;
   if (in_place) {
@@ -376,7 +392,7 @@ Status DecodeRows(std::span<const uint8_t> bytes, PngHeader& header, const Image
       }
     }
   }
-  if (scratch.capacity() > kScratchKeepBytes) std::vector<uint8_t>().swap(scratch);
+  ReleaseLargeScratch();
   if (decoded) return Status::Ok();
 
   // libspng's rows: the pixels themselves, or its raw rows converted one at a time.
@@ -447,14 +463,11 @@ Status ValidateRows(std::span<const uint8_t> bytes, PngHeader& header, const Ima
     return SpngError(e, "data");
   }
   if (header.ihdr.interlace_method == 0 && g_whole_buffer.load(std::memory_order_relaxed)) {
-    const PngRows rows{.width = header.ihdr.width,
-                       .height = header.ihdr.height,
-                       .samples_per_pixel = SamplesPerPixel(header.ihdr.color_type),
-                       .bit_depth = header.ihdr.bit_depth};
-    thread_local std::vector<uint8_t> scratch;
+    const PngRows rows = RowsOf(header.ihdr);
+    std::vector<uint8_t>& scratch = Scratch();
     scratch.resize((rows.row_bytes() + 1) * rows.height);
     const bool taken = InflatePngScanlines(bytes, rows, scratch.data(), scratch.size());
-    if (scratch.capacity() > kScratchKeepBytes) std::vector<uint8_t>().swap(scratch);
+    ReleaseLargeScratch();
     if (taken) return Status::Ok();
   }
   std::vector<uint8_t> row(size_bytes / static_cast<size_t>(info.height));

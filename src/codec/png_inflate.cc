@@ -149,8 +149,7 @@ void UnfilterPaeth(const uint8_t* filtered, const uint8_t* prior, size_t n, uint
 }
 
 template <int kBpp>
-bool Unfilter(uint8_t type, const uint8_t* filtered, const uint8_t* prior, size_t n,
-              uint8_t* out) {
+bool Unfilter(uint8_t type, const uint8_t* filtered, const uint8_t* prior, size_t n, uint8_t* out) {
   switch (type) {
     case 0:
       std::memmove(out, filtered, n);
@@ -207,7 +206,11 @@ bool InflatePngScanlines(std::span<const uint8_t> png, const PngRows& rows, uint
     return false;
   }
   switch (rows.bit_depth) {
-    case 1: case 2: case 4: case 8: case 16:
+    case 1:
+    case 2:
+    case 4:
+    case 8:
+    case 16:
       break;
     default:
       return false;
@@ -243,8 +246,7 @@ bool InflatePngRows(std::span<const uint8_t> png, const PngRows& rows, uint8_t* 
     const uint8_t* scanline = out + size_t{y} * scanline_bytes;
     uint8_t* row = out + size_t{y} * row_bytes;
     const uint8_t* prior = y == 0 ? nullptr : row - row_bytes;
-    if (!UnfilterScanline(scanline[0], scanline + 1, prior, row_bytes, rows.filter_bytes(),
-                          row)) {
+    if (!UnfilterScanline(scanline[0], scanline + 1, prior, row_bytes, rows.filter_bytes(), row)) {
       return false;
     }
   }

@@ -1,5 +1,4 @@
 // credential_process: remote/credential_process.h says what runs and when.
-#include "base/json.h"  // first: it turns on nlohmann's diagnostics
 #include "remote/credential_process.h"
 
 #include <fcntl.h>
@@ -13,6 +12,8 @@
 #include <cstring>
 #include <ctime>
 #include <utility>
+
+#include "base/json.h"  // the first nlohmann include: it turns on its diagnostics
 
 extern char** environ;
 
@@ -127,16 +128,14 @@ Result<SystemTime> ParseIso8601(std::string_view text) {
   size_t pos = 0;
   std::tm tm{};
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-  if (!Digits(text, &pos, 4, &year) || !Expect(text, &pos, '-') ||
-      !Digits(text, &pos, 2, &month) || !Expect(text, &pos, '-') ||
-      !Digits(text, &pos, 2, &day) || !Expect(text, &pos, 'T') ||
+  if (!Digits(text, &pos, 4, &year) || !Expect(text, &pos, '-') || !Digits(text, &pos, 2, &month) ||
+      !Expect(text, &pos, '-') || !Digits(text, &pos, 2, &day) || !Expect(text, &pos, 'T') ||
       !Digits(text, &pos, 2, &hour) || !Expect(text, &pos, ':') ||
       !Digits(text, &pos, 2, &minute) || !Expect(text, &pos, ':') ||
       !Digits(text, &pos, 2, &second)) {
     return bad();
   }
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 ||
-      second > 60) {
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
     return bad();
   }
   if (pos < text.size() && text[pos] == '.') {  // fractional seconds: ignored
@@ -207,16 +206,15 @@ Result<ProcessCredentials> ParseCredentialProcessOutput(std::string_view json,
   if (!expiration.empty()) {
     Result<SystemTime> t = ParseIso8601(expiration);
     if (!t.ok()) {
-      return InvalidArgumentError(what + " printed \"Expiration\": " +
-                                  std::string(t.status().message()));
+      return InvalidArgumentError(what +
+                                  " printed \"Expiration\": " + std::string(t.status().message()));
     }
     out.expiration = *t;
   }
   return out;
 }
 
-Result<ProcessCredentials> RunCredentialProcess(const std::string& command,
-                                                const std::string& what,
+Result<ProcessCredentials> RunCredentialProcess(const std::string& command, const std::string& what,
                                                 std::chrono::milliseconds timeout) {
   Result<std::vector<std::string>> words = SplitCommandLine(command);
   if (!words.ok()) {
@@ -302,11 +300,10 @@ Result<ProcessCredentials> RunCredentialProcess(const std::string& command,
     while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
     }
   }
-  const std::string stderr_note =
-      stderr_text.empty() ? "" : "; it wrote to stderr: " + stderr_text;
+  const std::string stderr_note = stderr_text.empty() ? "" : "; it wrote to stderr: " + stderr_text;
   if (timed_out) {
     return IOError(what + ": " + Quoted(command) + " was still running after " +
-                                 std::to_string(timeout.count()) + " ms and was killed");
+                   std::to_string(timeout.count()) + " ms and was killed");
   }
   if (too_long) {
     return InvalidArgumentError(what + ": " + Quoted(command) + " printed more than " +
@@ -360,8 +357,7 @@ Result<std::shared_ptr<const HttpSigning>> CredentialProcessSource::Current() {
                                 std::to_string(kMandatoryRefresh.count()) + " minutes");
   }
   current_ = std::make_shared<const HttpSigning>(
-      HttpSigning{region_, fresh->access_key_id, fresh->secret_access_key,
-                  fresh->session_token});
+      HttpSigning{region_, fresh->access_key_id, fresh->secret_access_key, fresh->session_token});
   expiration_ = fresh->expiration;
   return current_;
 }

@@ -12,8 +12,8 @@
 // Credentials without an Expiration are used for the life of the process. Credentials with one
 // are run for again once less than 15 minutes of them remain (the SDKs' advisory window; at most
 // one run a minute there); if that run fails they stay in use until 10 minutes remain (the SDKs'
-// mandatory window), after which requests fail with the run's error. A training job that holds a dataset open for hours thus
-// keeps signing with valid credentials.
+// mandatory window), after which requests fail with the run's error. A training job that holds a
+// dataset open for hours thus keeps signing with valid credentials.
 #ifndef DOCFEED_REMOTE_CREDENTIAL_PROCESS_H_
 #define DOCFEED_REMOTE_CREDENTIAL_PROCESS_H_
 
@@ -38,8 +38,8 @@ using SystemTime = std::chrono::system_clock::time_point;
 struct ProcessCredentials {
   std::string access_key_id;
   std::string secret_access_key;
-  std::string session_token;              // empty: none
-  std::optional<SystemTime> expiration;   // none: never expires
+  std::string session_token;             // empty: none
+  std::optional<SystemTime> expiration;  // none: never expires
 };
 
 // The words of a command line as a POSIX shell splits them: blanks separate words; '...' keeps
@@ -61,8 +61,7 @@ Result<ProcessCredentials> ParseCredentialProcessOutput(std::string_view json,
 // Runs `command` (see above) and parses what it printed. Errors name `what`: a command that
 // cannot be started, one that exits non-zero or is killed (with the first 1 KiB of its stderr),
 // one still running after `timeout` (killed; IOError), more than 1 MiB of output, bad JSON.
-Result<ProcessCredentials> RunCredentialProcess(const std::string& command,
-                                                const std::string& what,
+Result<ProcessCredentials> RunCredentialProcess(const std::string& command, const std::string& what,
                                                 std::chrono::milliseconds timeout);
 
 // The credentials of one credential_process for one region, shared by every file opened with

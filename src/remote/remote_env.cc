@@ -167,8 +167,8 @@ Result<RemoteTarget> RemoteEnv::Resolve(const std::string& url) {
 
 std::shared_ptr<CredentialProcessSource> RemoteEnv::ProcessSource(const S3Config& config) {
   // The profile is in `credentials_source` (the config file and section).
-  const std::string key = config.credentials_source + '\n' + config.credential_process + '\n' +
-                          config.region;
+  const std::string key =
+      config.credentials_source + '\n' + config.credential_process + '\n' + config.region;
   MutexLock lock(&process_sources_mu_);
   std::shared_ptr<CredentialProcessSource>& source = process_sources_[key];
   if (source == nullptr) {

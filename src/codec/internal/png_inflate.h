@@ -37,9 +37,10 @@ struct PngRows {
 };
 
 // Decodes the rows of `png` (the whole file; IHDR already read and checked by the caller, not
-// interlaced) into `out`, height rows of row_bytes() each, packed: libspng's SPNG_FMT_RAW rows. `out` must hold height more bytes than that
-// (out_size >= height * (row_bytes() + 1)): the filtered scanlines are inflated into it and
-// unfiltered in place, each row moving down over the filter bytes before it.
+// interlaced) into `out`, height rows of row_bytes() each, packed: libspng's SPNG_FMT_RAW rows.
+// `out` must hold height more bytes than that (out_size >= height * (row_bytes() + 1)): the
+// filtered scanlines are inflated into it and unfiltered in place, each row moving down over the
+// filter bytes before it.
 //
 // Returns false, with `out` holding anything, unless all of these hold: the IDAT chunks are one
 // run (PNG spec 5.6), every one of their CRCs matches, their zlib stream is well formed (header,
