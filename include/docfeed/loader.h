@@ -132,7 +132,8 @@ struct RemoteReadStats {
   uint64_t bytes_used = 0;     // bytes of the planned ranges the workers read samples from
   uint64_t coalesced = 0;      // samples whose range joined another sample's request
   uint64_t refetches = 0;      // ranges fetched again after a checksum mismatch
-  uint64_t direct_reads = 0;   // samples read without the prefetcher (not in its plan)
+  // Samples read without the prefetcher: not in its plan, or held by the local cache.
+  uint64_t direct_reads = 0;
   // Samples read once more, from their whole record batch checked against the manifest, after
   // reading them (the prefetched range and the small unchecked reads beside it) failed with
   // Corruption or IOError.
@@ -144,6 +145,16 @@ struct RemoteReadStats {
   // The most memory the prefetcher held at once: ranges fetched or in flight and buffers kept
   // for reuse (prefetch_bytes plus a sample per waiting worker at most).
   uint64_t peak_bytes = 0;
+  // The local cache (LoaderOptions::cache_dir); all 0 without it.
+  bool cached = false;
+  uint64_t cache_reads = 0;          // samples the cache held when planned (read from it)
+  uint64_t cache_hit_bytes = 0;      // bytes read from the cache
+  uint64_t cache_fetched_bytes = 0;  // bytes read from the objects (whole blocks)
+  uint64_t cache_stored_bytes = 0;   // of those, bytes stored in the cache
+  uint64_t cache_bad_blocks = 0;     // cached blocks that failed their hash (fetched again)
+  uint64_t cache_invalidated = 0;    // blocks dropped after a sample failed its checksum
+  uint64_t cache_io_errors = 0;      // reads or writes of the cache's files that failed
+  uint64_t cache_evicted_bytes = 0;  // removed to stay within cache_limit_bytes
 };
 
 // Sums over the loader's life, over all workers.
@@ -242,6 +253,14 @@ struct LoaderOptions {
   RangePrefetch range_prefetch = RangePrefetch::kAuto;
   uint64_t prefetch_bytes = 64ull << 20;  // fetched (or in flight) and not yet used, at most
   int prefetch_requests = 8;              // range requests in flight, at most
+  // A local copy of a remote dataset's data files (src/remote/disk_cache.h): what is read is
+  // kept in cache_dir, shared by every process that names the same directory (the ranks of a
+  // node, the next run), each block checked against its hash when first read. "": none.
+  // Ignored for a local dataset and when `env` is given. cache_limit_bytes: the disk it may take
+  // (0: no limit); past it, objects no process has open are removed, least recently opened
+  // first, and when only open ones remain, what does not fit is read remotely each time.
+  std::string cache_dir;
+  uint64_t cache_limit_bytes = 0;
 };
 
 class Loader;

@@ -65,6 +65,31 @@ def _str(name: str, value: Any) -> str:
     return value
 
 
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def _size_bytes(name: str, value: Any) -> int:
+    """A size in bytes: an int, or a string such as "50GB" or "512 MiB" (decimal and binary
+    units, case-insensitive); InvalidArgumentError naming `name` otherwise."""
+    if isinstance(value, str):
+        text = value.strip().lower().replace(" ", "")
+        digits = len(text) - len(text.lstrip("0123456789."))
+        unit = text[digits:]
+        try:
+            number = float(text[:digits])
+        except ValueError:
+            number = -1.0
+        if unit not in _SIZE_UNITS or number < 0:
+            raise InvalidArgumentError(f"{name} must be a number of bytes or a size such as "
+                                       f"'50GB' or '512MiB', not {value!r}")
+        return int(number * _SIZE_UNITS[unit])
+    size = _int(name, value)
+    if size < 0:
+        raise InvalidArgumentError(f"{name} must not be negative, not {value!r}")
+    return size
+
+
 def _pix2struct_args(preset: str, max_patches: Any, patch_size: Any, dtype: Any,
                      layout: str) -> Dict[str, int]:
     """max_patches and patch_size (an int, or {"height": h, "width": w} as the processor's) for
@@ -231,6 +256,13 @@ class Loader:
         the samples' byte ranges in the epoch's order ahead of the workers, neighbours coalesced,
         each checked against its checksum on arrival. prefetch_bytes: fetched and not yet used,
         at most (default 64 MiB); prefetch_requests: range requests in flight (default 8).
+      cache_dir: for s3:// and http(s):// datasets, a local directory that keeps what is read
+        (ignored for local datasets). Shared by every process naming the same directory (the
+        ranks of a node, later runs); each block is checked against its hash when the loader
+        first reads it, and a copy that fails is fetched again. cache_limit: the disk it may
+        take, in bytes or as a string ("50GB", "512MiB"); None (default): no limit. Past the limit the
+        objects no process has open are removed, least recently opened first; when only open
+        ones are left, what does not fit is read remotely each epoch.
     """
 
     def __init__(self, path: Union[str, "os.PathLike[str]"], batch_size: int,
@@ -249,7 +281,9 @@ class Loader:
                  max_image_size: Optional[int] = None,
                  do_image_splitting: Optional[bool] = None, max_patches: Optional[int] = None,
                  range_prefetch: str = "auto",
-                 prefetch_bytes: int = 64 << 20, prefetch_requests: int = 8) -> None:
+                 prefetch_bytes: int = 64 << 20, prefetch_requests: int = 8,
+                 cache_dir: Union[None, str, "os.PathLike[str]"] = None,
+                 cache_limit: Union[None, int, str] = None) -> None:
         import os
 
         preset = _str("preset", preset)
@@ -323,7 +357,10 @@ class Loader:
             allocator=self._gpu.pinned_allocator if self._gpu is not None else None,
             preset=preset, range_prefetch=_str("range_prefetch", range_prefetch),
             prefetch_bytes=_int("prefetch_bytes", prefetch_bytes),
-            prefetch_requests=_int("prefetch_requests", prefetch_requests), **qwen_args,
+            prefetch_requests=_int("prefetch_requests", prefetch_requests),
+            cache_dir="" if cache_dir is None else os.fspath(cache_dir),
+            cache_limit=0 if cache_limit is None else _size_bytes("cache_limit", cache_limit),
+            **qwen_args,
             **idefics3_args, **pix2struct_args)
         self._token_names = self._chat_token_columns(label_column)
         self._max_patches = pix2struct_args["max_patches"]

@@ -535,6 +535,15 @@ nb::dict StatsDict(const LoaderStats& s) {
   r["retries"] = s.remote.retries;
   r["fetch_wait"] = stage(s.remote.fetch_wait);
   r["peak_bytes"] = s.remote.peak_bytes;
+  r["cached"] = s.remote.cached;
+  r["cache_reads"] = s.remote.cache_reads;
+  r["cache_hit_bytes"] = s.remote.cache_hit_bytes;
+  r["cache_fetched_bytes"] = s.remote.cache_fetched_bytes;
+  r["cache_stored_bytes"] = s.remote.cache_stored_bytes;
+  r["cache_bad_blocks"] = s.remote.cache_bad_blocks;
+  r["cache_invalidated"] = s.remote.cache_invalidated;
+  r["cache_io_errors"] = s.remote.cache_io_errors;
+  r["cache_evicted_bytes"] = s.remote.cache_evicted_bytes;
   d["remote"] = r;
   return d;
 }
@@ -610,7 +619,7 @@ void InitLoader(
     nb::int_ max_image_size, bool do_image_splitting, nb::int_ max_patches, nb::int_ patch_height,
     nb::int_ patch_width, const std::string& range_prefetch, nb::int_ prefetch_bytes,
     nb::int_ prefetch_requests, const std::vector<std::pair<std::string, int64_t>>& token_columns,
-    nb::int_ token_capacity) {
+    nb::int_ token_capacity, const std::string& cache_dir, nb::int_ cache_limit) {
   LoaderOptions opt = MakeOptions(
       path, height, width, align_long_axis, hf_version, backend, batch_size, shuffle, seed, pad,
       dtype, layout, rank, world_size, remainder, num_threads, prefetch, max_held, label_column,
@@ -621,6 +630,8 @@ void InitLoader(
   for (const auto& [name, pad_value] : token_columns)
     opt.token_columns.push_back({name, pad_value});
   opt.token_capacity = ToInt<uint32_t>("token_capacity", token_capacity);
+  opt.cache_dir = cache_dir;
+  opt.cache_limit_bytes = ToInt<uint64_t>("cache_limit", cache_limit);
   Result<std::unique_ptr<Loader>> created = [&] {
     nb::gil_scoped_release nogil;
     return Loader::Create(opt);
@@ -1173,7 +1184,7 @@ NB_MODULE(_docfeed, m) {
            "prefetch_bytes"_a = kDefaults.prefetch_bytes,
            "prefetch_requests"_a = kDefaults.prefetch_requests,
            "token_columns"_a = std::vector<std::pair<std::string, int64_t>>(),
-           "token_capacity"_a = 0,
+           "token_capacity"_a = 0, "cache_dir"_a = "", "cache_limit"_a = 0,
            "Opens `path` and starts epoch 0. Integers out of range, unknown names and bad "
            "combinations raise docfeed.InvalidArgumentError (a ValueError) naming the "
            "parameter.")

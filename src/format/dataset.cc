@@ -169,8 +169,20 @@ Status Dataset::OpenDataFile(Env* env, const FileEntry& entry, uint64_t* next_sa
                std::to_string(entry.num_rows));
   }
   *next_sample += rows;
-  data.schema_bytes.resize(entry.regions.front().length);
-  DOCFEED_RETURN_IF_ERROR(data.file->ReadAt(0, data.schema_bytes));
+  // The schema message against the manifest's checksum, like every batch (a remote read may
+  // come damaged, or from a cache that kept it so: read once more, dropped from any cache).
+  const Region& schema = entry.regions.front();
+  data.schema_bytes.resize(schema.length);
+  for (int attempt = 0;; ++attempt) {
+    DOCFEED_RETURN_IF_ERROR(data.file->ReadAt(0, data.schema_bytes));
+    if (Hash64(data.schema_bytes) == schema.xxh3) break;
+    if (attempt == 1) {
+      return CorruptionError(path + " (bytes 0-" + std::to_string(schema.length - 1) +
+                             "): the schema message read twice does not match the manifest's "
+                             "checksum");
+    }
+    data.file->Invalidate(0, schema.length);
+  }
   DOCFEED_ASSIGN_OR_RETURN(arrow::StreamReader reader,
                            arrow::StreamReader::Open(data.schema_bytes, path));
   DOCFEED_RETURN_IF_ERROR(CheckSchema(reader.schema(), schema_, path));

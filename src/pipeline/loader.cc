@@ -15,6 +15,8 @@
 #include "pipeline/range_prefetcher.h"
 #include "pipeline/sample_reader.h"
 #include "pipeline/scheduler.h"
+#include "remote/disk_cache.h"
+#include "remote/remote_env.h"
 
 namespace docfeed::internal {
 
@@ -31,6 +33,10 @@ struct LoaderCore {
   LoaderOptions options;
   const int owner_pid = CurrentProcessId();
   StatsRecorder stats;
+  // A remote dataset read through a local cache (LoaderOptions::cache_dir): the Env its files
+  // were opened with, which must outlive them (declared before the reader).
+  std::shared_ptr<internal::DiskCache> cache;
+  std::unique_ptr<Env> cache_env;
   std::unique_ptr<SampleReader> reader;
   // Remote datasets: reads the samples' ranges ahead of the workers (null: workers read).
   std::unique_ptr<RangePrefetcher> prefetcher;
@@ -283,8 +289,16 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
   DOCFEED_RETURN_IF_ERROR(ValidateOptions(options));
   auto core = std::make_shared<LoaderCore>();
   core->options = options;
-  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<Dataset> dataset,
-                           Dataset::Open(options.path, options.env));
+  Env* env = options.env;
+  if (env == nullptr && !options.cache_dir.empty() && IsRemotePath(options.path)) {
+    internal::DiskCacheOptions co;
+    co.dir = options.cache_dir;
+    co.limit_bytes = options.cache_limit_bytes;
+    DOCFEED_ASSIGN_OR_RETURN(core->cache, internal::DiskCache::Open(co));
+    core->cache_env = internal::MakeCachingEnv(internal::RemoteEnv::Default(), core->cache);
+    env = core->cache_env.get();
+  }
+  DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<Dataset> dataset, Dataset::Open(options.path, env));
   DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<const internal::Preset> preset,
                            MakePreset(MakePresetParams(options, dataset->manifest())));
   SampleReaderOptions ro;
@@ -295,6 +309,7 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
   ro.label_length = options.label_length;
   for (const TokenColumn& t : options.token_columns) ro.token_columns.push_back(t.name);
   ro.token_capacity = options.token_capacity;
+  ro.reread_damaged = core->cache != nullptr;
   DOCFEED_ASSIGN_OR_RETURN(
       core->reader, SampleReader::Create(std::move(dataset), std::move(preset), ro, &core->stats));
   const size_t buffers =
@@ -470,7 +485,19 @@ LoaderStats Loader::stats() const {
     s.remote.refetches = p.refetches.load(std::memory_order_relaxed);
     s.remote.fetch_wait = p.wait.Load();
     s.remote.peak_bytes = p.peak_bytes.load(std::memory_order_relaxed);
+    s.remote.cache_reads = p.held_locally.load(std::memory_order_relaxed);
     s.remote.retries = GetRemoteStats().retries - c.retries_at_start;
+  }
+  if (c.cache != nullptr) {
+    const internal::DiskCacheCounters& k = c.cache->counters();
+    s.remote.cached = true;
+    s.remote.cache_hit_bytes = k.hit_bytes.load(std::memory_order_relaxed);
+    s.remote.cache_fetched_bytes = k.fetched_bytes.load(std::memory_order_relaxed);
+    s.remote.cache_stored_bytes = k.stored_bytes.load(std::memory_order_relaxed);
+    s.remote.cache_bad_blocks = k.bad_blocks.load(std::memory_order_relaxed);
+    s.remote.cache_invalidated = k.invalidated.load(std::memory_order_relaxed);
+    s.remote.cache_io_errors = k.io_errors.load(std::memory_order_relaxed);
+    s.remote.cache_evicted_bytes = k.evicted_bytes.load(std::memory_order_relaxed);
   }
   s.remote.direct_reads = c.stats.direct_reads.load(std::memory_order_relaxed);
   s.remote.rereads = c.stats.reread_samples.load(std::memory_order_relaxed);

@@ -65,7 +65,16 @@ std::string LoaderStatsJson(const LoaderStats& s) {
                  {"rereads", r.rereads},
                  {"retries", r.retries},
                  {"fetch_wait", internal::StageJson(r.fetch_wait)},
-                 {"peak_bytes", r.peak_bytes}};
+                 {"peak_bytes", r.peak_bytes},
+                 {"cached", r.cached},
+                 {"cache_reads", r.cache_reads},
+                 {"cache_hit_bytes", r.cache_hit_bytes},
+                 {"cache_fetched_bytes", r.cache_fetched_bytes},
+                 {"cache_stored_bytes", r.cache_stored_bytes},
+                 {"cache_bad_blocks", r.cache_bad_blocks},
+                 {"cache_invalidated", r.cache_invalidated},
+                 {"cache_io_errors", r.cache_io_errors},
+                 {"cache_evicted_bytes", r.cache_evicted_bytes}};
   // Invalid UTF-8 in a message (a file name) is replaced rather than thrown on.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -28,7 +28,10 @@ struct PrefetchChunk {
 // One planned sample, in plan order.
 struct PrefetchEntry {
   uint64_t id = 0;
-  bool planned = false;  // PlanSample succeeded; else the worker reads it (and reports the error)
+  // PlanSample succeeded and the range is not in a local cache; else the worker reads it (and
+  // reports the error, or reads the cache's copy).
+  bool planned = false;
+  bool held_locally = false;  // not planned: a cache holds its range
   SamplePlan plan;
   std::shared_ptr<PrefetchChunk> chunk;  // null until scheduled
   size_t member = 0;                     // its index in chunk->members
@@ -131,7 +134,14 @@ std::shared_ptr<RangePrefetcher::Entry> RangePrefetcher::MakeEntry(uint64_t id) 
   e->id = id;
   Result<SamplePlan> plan = dataset_->PlanSample(id, options_.with_labels);
   e->planned = plan.ok();
-  if (plan.ok()) e->plan = *plan;
+  if (plan.ok()) {
+    e->plan = *plan;
+    // A range a local cache holds is read by the worker from it, as a local file is: fetching
+    // it ahead would only copy it once more and hold it in the budget.
+    const FileRange& r = e->plan.range;
+    e->held_locally = dataset_->data_file(r.file).HeldLocally(r.offset, r.length);
+    e->planned = !e->held_locally;
+  }
   return e;
 }
 
@@ -260,6 +270,7 @@ void RangePrefetcher::Fetch(Chunk& chunk) {
   if (!chunk.error.ok() || check()) return;
   // A flipped byte on the way (or a server answering with other bytes): once more.
   counters_.refetches.fetch_add(1, std::memory_order_relaxed);
+  file.Invalidate(chunk.range.offset, chunk.range.length);  // a cache's copy: not again
   chunk.error = read();
   if (chunk.error.ok()) check();
 }
@@ -343,8 +354,10 @@ Result<std::unique_ptr<PrefetchedSample>> RangePrefetcher::Take(uint64_t id) {
     }
   }
   if (it == queue_.end() || !(*it)->planned) {
+    const bool held_locally = it != queue_.end() && (*it)->held_locally;
     if (it != queue_.end()) queue_.erase(it);
-    counters_.misses.fetch_add(1, std::memory_order_relaxed);
+    (held_locally ? counters_.held_locally : counters_.misses)
+        .fetch_add(1, std::memory_order_relaxed);
     return std::unique_ptr<PrefetchedSample>();
   }
   std::shared_ptr<Entry> e = std::move(*it);

@@ -26,6 +26,9 @@
 // of the bytes its samples need, nor gaps above max_gap_bytes, nor a request above
 // max_merge_bytes (a single sample's range may be larger).
 //
+// A sample whose range a local cache holds (RandomAccessFile::HeldLocally, when the entry is
+// made) is not fetched: Take() answers null and the worker reads the cache's copy itself.
+//
 // Correctness never depends on the plan: Take(id) of a sample that is not planned (a replacement
 // under on_error = skip, a restart racing the new plan) answers "not planned" and the worker
 // reads the sample from the file itself. Fetched bytes are only ever handed out for the sample
@@ -72,6 +75,7 @@ struct RangePrefetchCounters {
   std::atomic<uint64_t> refetches{0};      // ranges fetched again after a checksum mismatch
   std::atomic<uint64_t> hits{0};           // Take() of a planned sample
   std::atomic<uint64_t> misses{0};         // Take() of a sample not planned (read directly)
+  std::atomic<uint64_t> held_locally{0};   // Take() of a sample a local cache held (read there)
   std::atomic<uint64_t> peak_bytes{0};     // most bytes held at once (requests and spares)
   AtomicStage wait;                        // Take() waiting for a fetch
 };

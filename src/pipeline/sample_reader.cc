@@ -170,13 +170,13 @@ Status SampleReader::Load(uint64_t id, uint64_t epoch, const SlotView& slot, Wor
   Result<SampleBytes> stored = dataset_->ReadSample(id, reads_values(), &scratch.read,
                                                     fetched ? &fetched->range() : nullptr);
   fetched.reset();
-  if (prefetcher != nullptr && !stored.ok() &&
+  if ((prefetcher != nullptr || options_.reread_damaged) && !stored.ok() &&
       (stored.status().code() == StatusCode::kCorruption ||
        stored.status().code() == StatusCode::kIOError)) {
     // The prefetched range was checked on arrival, but the small reads beside it (a batch's
-    // metadata and image offsets) were not: a remote read damaged or cut on the way. The sample
-    // is read once more from its whole record batch, checked against the manifest's checksum
-    // first (twice at most), before it counts as bad.
+    // metadata and image offsets) were not: a remote read damaged or cut on the way (or kept so
+    // in the cache). The sample is read once more from its whole record batch, checked against
+    // the manifest's checksum first (twice at most), before it counts as bad.
     stats_->reread_samples.fetch_add(1, std::memory_order_relaxed);
     stored = RereadFromBatch(id, scratch);
   }
@@ -232,6 +232,8 @@ Result<SampleBytes> SampleReader::RereadFromBatch(uint64_t id, WorkerScratch& sc
   bytes.resize(plan.range.length);
   Status read;
   for (int attempt = 0; attempt < 2; ++attempt) {
+    // A cache's copy of the batch may be what failed: fetched again from the object.
+    file.Invalidate(plan.range.offset, plan.range.length);
     read = file.ReadAt(plan.range.offset, bytes);
     if (read.ok() && Hash64(bytes) == plan.xxh3) {
       const FetchedRange fetched{plan.range.file, plan.range.offset, bytes};

@@ -41,6 +41,10 @@ struct SampleReaderOptions {
   // row at most token_capacity long.
   std::vector<std::string> token_columns;
   uint32_t token_capacity = 0;
+  // Remote datasets (read through the prefetcher or a local cache): a sample whose read fails
+  // with Corruption or IOError is read once more from its whole record batch, dropped from the
+  // cache first, before it counts as bad.
+  bool reread_damaged = false;
 };
 
 class SampleReader {

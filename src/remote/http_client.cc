@@ -95,6 +95,7 @@ struct Transfer {
   long status = 0;
   std::string content_range;
   std::string etag;
+  std::string last_modified;
   enum class Abort { kNone, kTooLarge, kOverlong, kIgnoredRange } abort = Abort::kNone;
 };
 
@@ -110,10 +111,15 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   const std::string_view line(data, size * count);
   constexpr std::string_view kContentRange = "content-range:";
   constexpr std::string_view kEtag = "etag:";
+  constexpr std::string_view kLastModified = "last-modified:";
   if (line.starts_with("HTTP/")) {  // a new response (after a 100 Continue, say)
     t->content_range.clear();
     t->etag.clear();
+    t->last_modified.clear();
     t->status = 0;
+  } else if (line.size() > kLastModified.size() &&
+             strncasecmp(line.data(), kLastModified.data(), kLastModified.size()) == 0) {
+    t->last_modified = std::string(TrimHeaderValue(line.substr(kLastModified.size())));
   } else if (line.size() > kEtag.size() &&
              strncasecmp(line.data(), kEtag.data(), kEtag.size()) == 0) {
     t->etag = std::string(TrimHeaderValue(line.substr(kEtag.size())));
@@ -366,6 +372,7 @@ HttpClient::Attempt HttpClient::PerformOnce(const HttpRequest& r, std::span<uint
   counters_.requests.fetch_add(1, std::memory_order_relaxed);
   counters_.sent_bytes.fetch_add(t.sent, std::memory_order_relaxed);
   a.response.etag = std::move(t.etag);
+  a.response.last_modified = std::move(t.last_modified);
   curl_easy_getinfo(t.handle, CURLINFO_RESPONSE_CODE, &a.response.status);
   curl_off_t content_length = -1;
   curl_easy_getinfo(t.handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &content_length);

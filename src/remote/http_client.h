@@ -64,7 +64,8 @@ struct HttpResponse {
   // Ranged GETs: the bytes written to `into`; fewer than asked when the object ends inside the
   // range (a short read for the caller to report).
   uint64_t received_bytes = 0;
-  std::string etag;  // the ETag header as sent (quotes included); "" when none
+  std::string etag;           // the ETag header as sent (quotes included); "" when none
+  std::string last_modified;  // the Last-Modified header as sent; "" when none
 };
 
 struct HttpOptions {

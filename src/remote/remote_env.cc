@@ -230,7 +230,7 @@ Result<MappedFile> RemoteEnv::MapFile(const std::string& path) {
   return MappedFile(path, std::make_unique<HeapRegion>(std::move(bytes)));
 }
 
-Result<uint64_t> RemoteEnv::ObjectSize(const RemoteTarget& t) {
+Result<HttpResponse> RemoteEnv::ObjectHead(const RemoteTarget& t) {
   DOCFEED_ASSIGN_OR_RETURN(HttpResponse r, Head(t, t.http_url));
   HttpRequest request;
   request.head = true;
@@ -240,6 +240,11 @@ Result<uint64_t> RemoteEnv::ObjectSize(const RemoteTarget& t) {
   if (r.size_bytes < 0) {
     return UnsupportedError("HEAD " + t.name + ": the server sent no Content-Length");
   }
+  return r;
+}
+
+Result<uint64_t> RemoteEnv::ObjectSize(const RemoteTarget& t) {
+  DOCFEED_ASSIGN_OR_RETURN(HttpResponse r, ObjectHead(t));
   return static_cast<uint64_t>(r.size_bytes);
 }
 
@@ -249,8 +254,21 @@ Result<uint64_t> RemoteEnv::FileSize(const std::string& path) {
 }
 
 Result<std::unique_ptr<RandomAccessFile>> RemoteEnv::NewRandomAccessFile(const std::string& path) {
+  return NewRandomAccessFile(path, nullptr);
+}
+
+Result<std::unique_ptr<RandomAccessFile>> RemoteEnv::NewRandomAccessFile(const std::string& path,
+                                                                         std::string* version) {
   DOCFEED_ASSIGN_OR_RETURN(RemoteTarget t, Resolve(path));
-  DOCFEED_ASSIGN_OR_RETURN(uint64_t size_bytes, ObjectSize(t));
+  DOCFEED_ASSIGN_OR_RETURN(HttpResponse head, ObjectHead(t));
+  const auto size_bytes = static_cast<uint64_t>(head.size_bytes);
+  if (version != nullptr) {
+    version->clear();
+    if (!head.etag.empty() || !head.last_modified.empty()) {
+      *version = t.http_url + "\n" + std::to_string(size_bytes) + "\n" + head.etag + "\n" +
+                 head.last_modified;
+    }
+  }
   return std::unique_ptr<RandomAccessFile>(new RemoteFile(this, std::move(t), size_bytes));
 }
 

@@ -101,6 +101,11 @@ class RemoteEnv : public Env {
   Status ReadAt(const std::string& path, uint64_t offset, std::span<uint8_t> out) override;
   Result<MappedFile> MapFile(const std::string& path) override;
   Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path) override;
+  // The same, also saying which version of the object was opened (`version`): the URL fetched,
+  // the size, the ETag and Last-Modified of the open's HEAD, one per line; "" when the server
+  // sent neither validator (then nothing tells one version from another of the same size).
+  Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path,
+                                                                std::string* version);
 
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
@@ -130,6 +135,8 @@ class RemoteEnv : public Env {
                  std::vector<std::pair<std::string, uint64_t>>* objects,
                  std::vector<std::string>* prefixes);
   Result<HttpResponse> Head(const RemoteTarget& t, const std::string& url);
+  // The object's HEAD: a 2xx answer with a Content-Length; errors as ReadFile's.
+  Result<HttpResponse> ObjectHead(const RemoteTarget& t);
   // The object's size from a HEAD (its Content-Length); errors as ReadFile's.
   Result<uint64_t> ObjectSize(const RemoteTarget& t);
   // Whether anything lies below the URL as a prefix (S3: a one-key listing; HTTP: the URL with

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "base/fault_env.h"
 #include "pipeline/loader_testing.h"
 #include "pipeline/range_prefetcher.h"
 
@@ -208,6 +209,63 @@ TEST(RangePrefetchDamage, ChecksumMismatchIsRefetchedThenNamesTheSample) {
   EXPECT_TRUE(got.pixels == want.pixels);
   EXPECT_EQ(got.stats.bad_samples, want.stats.bad_samples);
   EXPECT_GE(got.stats.bad_samples, 1u);
+}
+
+// Files that say a cache holds some of their ranges (RandomAccessFile::HeldLocally): every
+// other one asked about (the samples of these datasets share one record batch), or all.
+class HeldFile : public RandomAccessFile {
+ public:
+  HeldFile(std::unique_ptr<RandomAccessFile> file, bool all) : file_(std::move(file)), all_(all) {}
+  Status ReadAt(uint64_t offset, std::span<uint8_t> out) const override {
+    return file_->ReadAt(offset, out);
+  }
+  uint64_t size_bytes() const override { return file_->size_bytes(); }
+  const std::string& path() const override { return file_->path(); }
+  bool HeldLocally(uint64_t, uint64_t) const override { return all_ || (asked_++ % 2) == 0; }
+
+ private:
+  std::unique_ptr<RandomAccessFile> file_;
+  bool all_;
+  mutable std::atomic<uint64_t> asked_{0};
+};
+
+class HeldEnv : public internal::FaultInjectionEnv {
+ public:
+  explicit HeldEnv(bool all) : FaultInjectionEnv(Env::Default()), all_(all) {}
+  Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path) override {
+    DOCFEED_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                             FaultInjectionEnv::NewRandomAccessFile(path));
+    return std::unique_ptr<RandomAccessFile>(new HeldFile(std::move(file), all_));
+  }
+
+ private:
+  bool all_;
+};
+
+// Ranges a local cache holds are not fetched ahead: the workers read them (from the cache)
+// and the batches are the same.
+TEST_P(RangePrefetchTest, RangesACacheHoldsAreLeftToTheWorkers) {
+  const Epochs want = RunEpochs(Options(2, RangePrefetch::kOff));
+  for (const bool all : {true, false}) {
+    HeldEnv env(all);
+    LoaderOptions o = Options(2, RangePrefetch::kOn);
+    o.env = &env;
+    const Epochs got = RunEpochs(o);
+    EXPECT_EQ(got.ids, want.ids);
+    EXPECT_TRUE(got.pixels == want.pixels);
+    const RemoteReadStats& r = got.stats.remote;
+    EXPECT_TRUE(r.prefetching);
+    EXPECT_GT(r.cache_reads, 0u);
+    EXPECT_GE(r.direct_reads, r.cache_reads);
+    if (all) {
+      // Nothing fetched ahead; the samples outside the plan (the look-ahead's) count as misses.
+      EXPECT_EQ(r.requests, 0u);
+      EXPECT_GE(r.cache_reads, got.stats.samples / 2);
+    } else {
+      EXPECT_GT(r.requests, 0u);
+      EXPECT_LT(r.cache_reads, got.stats.samples);
+    }
+  }
 }
 
 }  // namespace

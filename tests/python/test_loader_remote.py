@@ -3,6 +3,7 @@ byte for byte, as the local copy for the same seed and options; errors name the 
 front venvs (.venv/train, .venv/hf5); the servers come from the `remote_servers` fixture
 (conftest.py), which runs them in .venv."""
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -14,12 +15,20 @@ OPTIONS = dict(batch_size=4, image_size=(96, 64), shuffle=True, seed=3, dtype="u
                num_threads=2, drop_last=False)
 
 
-def epoch(path, **options):
+def batch_copy(b):
+    return {k: np.asarray(v).copy() for k, v in b.items()}
+
+
+def epochs(path, n, **options):
     loader = docfeed.Loader(path, **(OPTIONS | options))
     try:
-        return [{k: np.asarray(v).copy() for k, v in b.items()} for b in loader]
+        return [batch_copy(b) for _ in range(n) for b in loader]
     finally:
         loader.close()
+
+
+def epoch(path, **options):
+    return epochs(path, 1, **options)
 
 
 @pytest.fixture
@@ -90,3 +99,135 @@ def test_missing_dataset_is_not_found(s3_settings):
     with pytest.raises(FileNotFoundError) as e:
         docfeed.Loader(url, **OPTIONS)
     assert url in str(e.value)
+
+
+def cached_files(cache, suffix):
+    return sorted((pathlib.Path(cache) / "docfeed-cache-v1").glob("*" + suffix))
+
+
+def cache_usage(cache):
+    return sum(p.stat().st_blocks * 512 for p in (pathlib.Path(cache) / "docfeed-cache-v1").iterdir())
+
+
+def test_cache_serves_later_epochs_and_loaders_from_disk(s3_settings, tmp_path):
+    """cache_dir: the first epoch stores what it reads; the second epoch and a new loader (a new
+    run) fetch no sample bytes, only the manifest and the index; the batches are the local
+    ones throughout."""
+    local = pathlib.Path(s3_settings["DOCFEED_TEST_DATASET"])
+    url = f"s3://{s3_settings['DOCFEED_TEST_S3_BUCKET']}/ds"
+    cache = tmp_path / "cache"
+    want = epochs(local, 2)
+    loader = docfeed.Loader(url, cache_dir=cache, **OPTIONS)
+    try:
+        got = [batch_copy(b) for b in loader]
+        between = docfeed.remote_stats()
+        got += [batch_copy(b) for b in loader]
+        after = docfeed.remote_stats()
+        stats = loader.stats()["remote"]
+    finally:
+        loader.close()
+    assert_same_batches(got, want)
+    assert after["bytes"] == between["bytes"], (between, after)  # epoch 2: all from the cache
+    data_bytes = sum(p.stat().st_size for p in local.glob("data-*.arrow"))
+    assert stats["cached"] and stats["cache_stored_bytes"] == stats["cache_fetched_bytes"]
+    # Whole blocks under what was read (neighbouring requests in flight at once may both fetch
+    # the block they share).
+    assert 0 < stats["cache_stored_bytes"] <= data_bytes + 16 * 65536, stats
+    assert stats["cache_hit_bytes"] > 0 and stats["cache_bad_blocks"] == 0, stats
+    assert cached_files(cache, ".data")
+
+    before = docfeed.remote_stats()
+    loader = docfeed.Loader(url, cache_dir=str(cache), **OPTIONS)
+    try:
+        again = [batch_copy(b) for b in loader]
+        stats = loader.stats()["remote"]
+    finally:
+        loader.close()
+    after = docfeed.remote_stats()
+    assert_same_batches(again, want[:len(again)])
+    others = sum(p.stat().st_size for p in local.iterdir()
+                 if p.is_file() and not p.name.startswith("data-"))
+    assert after["bytes"] - before["bytes"] <= others, (before, after, others)
+    assert stats["cache_fetched_bytes"] == 0 and stats["cache_hit_bytes"] > 0, stats
+
+
+def test_cache_copies_damaged_on_disk_are_fetched_again(s3_settings, tmp_path):
+    url = f"s3://{s3_settings['DOCFEED_TEST_S3_BUCKET']}/ds"
+    cache = tmp_path / "cache"
+    want = epoch(s3_settings["DOCFEED_TEST_DATASET"])
+    assert_same_batches(epoch(url, cache_dir=cache), want)
+    for path in cached_files(cache, ".data"):
+        with open(path, "r+b") as f:  # one byte flipped every 64 KiB: every block damaged
+            size = path.stat().st_size
+            for at in range(100, size, 65536):
+                f.seek(at)
+                byte = f.read(1)
+                f.seek(at)
+                f.write(bytes([byte[0] ^ 0xFF]))
+    loader = docfeed.Loader(url, cache_dir=cache, **OPTIONS)
+    try:
+        got = [batch_copy(b) for b in loader]
+        stats = loader.stats()["remote"]
+    finally:
+        loader.close()
+    assert_same_batches(got, want)
+    assert stats["cache_bad_blocks"] > 0 and stats["cache_fetched_bytes"] > 0, stats
+    assert stats["refetches"] == 0 and stats["rereads"] == 0, stats  # caught below the samples
+
+
+_CHILD = """
+import hashlib, sys
+import numpy as np
+import docfeed
+options = dict(batch_size=4, image_size=(96, 64), shuffle=True, seed=3, dtype="uint8",
+               num_threads=2, drop_last=False)
+loader = docfeed.Loader(sys.argv[1], cache_dir=sys.argv[2], cache_limit=sys.argv[3], **options)
+digest = hashlib.sha256()
+for _ in range(2):
+    for b in loader:
+        digest.update(np.asarray(b["pixel_values"]).tobytes())
+print(digest.hexdigest(), loader.stats()["remote"]["cache_evicted_bytes"])
+"""
+
+
+def test_cache_shared_by_processes_at_once_and_within_its_limit(s3_settings, tmp_path):
+    """Three processes reading the dataset at once through one cache directory, as the ranks
+    of a node would: each gets the local batches. With a limit below the dataset's size, the
+    cache stays within it (what does not fit is read remotely) and the batches are the same."""
+    import hashlib
+    import subprocess
+    import sys
+
+    local = pathlib.Path(s3_settings["DOCFEED_TEST_DATASET"])
+    url = f"s3://{s3_settings['DOCFEED_TEST_S3_BUCKET']}/ds"
+    digest = hashlib.sha256()
+    for b in epochs(local, 2):
+        digest.update(b["pixel_values"].tobytes())
+    data_bytes = sum(p.stat().st_size for p in local.glob("data-*.arrow"))
+    for limit in (0, data_bytes // 2):
+        cache = tmp_path / f"cache-{limit}"
+        procs = [subprocess.Popen([sys.executable, "-c", _CHILD, url, str(cache), str(limit)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(3)]
+        for p in procs:
+            out, err = p.communicate(timeout=240)
+            assert p.returncode == 0, err
+            assert out.split()[0] == digest.hexdigest()
+        if limit:
+            # Filled, and within the limit but for one fetched run per process storing at the
+            # same moment (a coalesced request, at most 1 MiB, widened to whole 64 KiB blocks).
+            usage = cache_usage(cache)
+            assert limit // 2 <= usage <= limit + 3 * ((1 << 20) + 2 * 65536), (usage, limit)
+        else:
+            assert cache_usage(cache) >= data_bytes
+
+
+def test_cache_dir_that_cannot_be_made_is_named(s3_settings, tmp_path):
+    url = f"s3://{s3_settings['DOCFEED_TEST_S3_BUCKET']}/ds"
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(docfeed.errors.Error) as e:
+        docfeed.Loader(url, cache_dir=blocker / "cache", **OPTIONS)
+    assert str(blocker / "cache") in str(e.value), e.value
+    with pytest.raises(docfeed.InvalidArgumentError):
+        docfeed.Loader(url, cache_dir=tmp_path, cache_limit="lots", **OPTIONS)

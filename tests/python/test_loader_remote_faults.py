@@ -115,6 +115,28 @@ def test_http_flipped_bytes_give_the_local_batches(remote_servers, local_batches
     assert_same_batches(got, local_batches)
 
 
+def test_bytes_flipped_on_the_way_never_stay_in_the_cache(remote_servers, s3_via, local_batches,
+                                                          tmp_path):
+    """With cache_dir, a range damaged on the way is stored as it came (its block hashes are of
+    the damaged bytes) until the sample's checksum fails above the cache: its blocks are then
+    dropped and fetched again. A second loader through the same proxy finds every block good."""
+    with fault_proxy.ProxyProcess(remote_servers["DOCFEED_TEST_S3_ENDPOINT"], "flip", every=3,
+                                  ranged_only=True) as proxy:
+        url = s3_via(proxy.url)
+        got, stats = epochs(url, cache_dir=tmp_path)
+        faults = proxy.stats()["faults"]
+        again, second = epochs(url, cache_dir=tmp_path)
+        assert proxy.stats()["faults"] == faults  # nothing fetched, nothing damaged
+    assert faults >= 2
+    assert_same_batches(got, local_batches)
+    assert_same_batches(again, local_batches)
+    first = stats["remote"]
+    assert first["cache_invalidated"] >= 1 and first["refetches"] + first["rereads"] >= 1, first
+    r = second["remote"]
+    assert r["cache_fetched_bytes"] == 0 and r["cache_invalidated"] == 0, r
+    assert r["refetches"] == 0 and r["rereads"] == 0, r
+
+
 # Persistent faults: every sample read is hit (ranges of 4 KiB and more: the small reads of the
 # schema and batch metadata pass, so the loader opens and the samples fail). The loader must stop
 # with an error naming the URL (and the sample), within the retry budget, not hang or hand out

@@ -1,4 +1,4 @@
-"""`docfeed verify` and `docfeed inspect` on a dataset in S3 (SeaweedFS, uploaded with boto3) and
+"""`docfeed verify`, `docfeed inspect` and `docfeed bench --cache-dir` on a dataset in S3 (SeaweedFS, uploaded with boto3) and
 over HTTP (nginx), with the S3 settings a user has: the AWS variables, or a profile of ~/.aws
 chosen by AWS_PROFILE. Errors name the URL: a wrong secret is access denied, a missing dataset
 is not found. The servers come from the `remote_servers` fixture (conftest.py)."""
@@ -48,6 +48,23 @@ def test_verify_and_inspect_over_s3(remote_servers, s3_env):
     assert remote.returncode == 0, remote.stderr
     local_path = remote_servers["DOCFEED_TEST_DATASET"]
     assert json.loads(remote.stdout.replace(json.dumps(url)[1:-1], local_path)) == local
+
+
+def test_bench_with_a_cache_dir_reads_the_second_run_from_disk(remote_servers, s3_env, tmp_path):
+    url = s3_url(remote_servers)
+    cache = tmp_path / "cache"
+    args = ("bench", url, "--batch-size", "4", "--size", "64x48", "--threads", "2", "--json",
+            "--cache-dir", str(cache))
+    runs = []
+    for _ in range(2):
+        proc = run(s3_env, *args)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1])["stats"]["remote"])
+    assert runs[0]["cached"] and runs[0]["cache_stored_bytes"] > 0, runs[0]
+    assert runs[1]["cache_fetched_bytes"] == 0 and runs[1]["cache_hit_bytes"] > 0, runs[1]
+    assert runs[1]["cache_reads"] > 0, runs[1]  # left to the workers, not fetched ahead
+    proc = run(s3_env, *args, "--cache-limit-mb", "lots")
+    assert proc.returncode == 2 and "--cache-limit-mb" in proc.stderr, proc.stderr
 
 
 def test_verify_and_inspect_over_http(remote_servers, tmp_path):

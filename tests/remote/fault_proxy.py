@@ -22,7 +22,8 @@ A fault hits every ``--every``-th request that it applies to (ranged GETs only w
 method and path match the regular expression ``--match`` only, e.g. ``PUT .*partNumber=2&`` for
 the second part of every multipart upload, or ``docfeed[.]json`` for a dataset's manifest). With ``--every`` above 1
 the faults are transient: the next request for the same URL and range after a damaged one is
-always served intact (as a retry usually is), so a test's outcome does not depend on how
+always served intact (as a retry usually is), and so is every later ranged request holding the
+middle of a damaged range (a cache refetches whole blocks around damaged bytes), so a test's outcome does not depend on how
 concurrent requests interleave. ``--every 1`` is a persistent fault: every request is hit. ``GET /__faultproxy__/stats`` answers the counts as JSON (requests forwarded,
 faults injected), so a test can check that its faults really happened.
 
@@ -191,6 +192,29 @@ class _Server(http.server.ThreadingHTTPServer):
             super().shutdown_request(request)
 
 
+def _byte_range(key):
+    """(first, last) of a request key's Range header, or None."""
+    m = re.fullmatch(r"bytes=(\d+)-(\d+)", key[2] or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _retries(damaged, key) -> bool:
+    """Whether request `key` asks again for what damaged request `damaged` spoiled: the same
+    method and path, and the same Range header, or a range holding the middle of the damaged
+    one (where a flip lands and a cut starts). A cache refetching damaged bytes asks for whole
+    blocks around them, not always the range that came damaged, and its neighbours' requests
+    may hold them too."""
+    if damaged[:2] != key[:2]:
+        return False
+    if damaged[2] == key[2]:
+        return True
+    a, b = _byte_range(damaged), _byte_range(key)
+    if a is None or b is None:
+        return False
+    middle = a[0] + (a[1] - a[0] + 1) // 2
+    return b[0] <= middle <= b[1]
+
+
 class FaultProxy:
     """The proxy, serving in a daemon thread of this process until close()."""
 
@@ -208,7 +232,7 @@ class FaultProxy:
         self.local = threading.local()
         self._lock = threading.Lock()
         self._eligible = 0
-        self._damaged = set()
+        self._damaged = []  # (method, path, Range header) of damaged requests not retried yet
         self._counts = {"requests": 0, "faults": 0}
         self.reset_sockets = set()
         handler = type("Handler", (_Handler,), {"proxy": self})
@@ -225,15 +249,19 @@ class FaultProxy:
             if (self.fault == "none" or self.every <= 0 or ranged_get is None
                     or (self.ranged_only and not ranged_get)):
                 return "none"
-            if key in self._damaged:  # the retry of a damaged request (transient faults)
-                self._damaged.discard(key)
+            # The retry of a damaged request (transient faults): intact. Ranged requests keep
+            # their damaged bytes spared for good, so that every retry of them passes.
+            retried = [d for d in self._damaged if _retries(d, key)]
+            if retried:
+                if _byte_range(retried[0]) is None:
+                    self._damaged.remove(retried[0])
                 return "none"
             self._eligible += 1
             if self._eligible % self.every != 0:
                 return "none"
             self._counts["faults"] += 1
             if self.every > 1:
-                self._damaged.add(key)
+                self._damaged.append(key)
             return self.fault
 
     def stats(self) -> dict:

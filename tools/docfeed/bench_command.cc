@@ -49,6 +49,9 @@ constexpr char kBenchHelp[] =
     "                     samples' byte ranges by the index ahead of the workers\n"
     "  --prefetch-mb N    fetched and not yet used, at most (default 64)\n"
     "  --prefetch-requests N  range requests in flight, at most (default 8)\n"
+    "  --cache-dir DIR    s3:// and http(s):// datasets: keep what is read in DIR, shared with\n"
+    "                     every process that names it, each block checked when first read\n"
+    "  --cache-limit-mb N the disk the cache may take (default 0: no limit)\n"
     "  --seed N           shuffle and padding seed (default 0)\n"
     "  --baseline N       also time reading + decoding N stored images (+ the exact resize for\n"
     "                     original images) on one thread, in this run (default 0: skip)\n"
@@ -107,6 +110,10 @@ Result<BenchConfig> ToConfig(const ParsedArgs& p) {
   DOCFEED_ASSIGN_OR_RETURN(
       o.prefetch_requests,
       ParseInt("--prefetch-requests", p.Get("--prefetch-requests", "8"), 1, 256));
+  o.cache_dir = p.Get("--cache-dir", "");
+  DOCFEED_ASSIGN_OR_RETURN(
+      int cache_limit_mb, ParseInt("--cache-limit-mb", p.Get("--cache-limit-mb", "0"), 0, 1 << 30));
+  o.cache_limit_bytes = static_cast<uint64_t>(cache_limit_mb) << 20;
   DOCFEED_ASSIGN_OR_RETURN(int seed, ParseInt("--seed", p.Get("--seed", "0"), 0, 1 << 30));
   o.seed = static_cast<uint64_t>(seed);
   DOCFEED_ASSIGN_OR_RETURN(c.baseline_samples,
@@ -465,11 +472,11 @@ void PrintJson(const BenchConfig& c, const RunResult& r, double baseline_s) {
 }  // namespace
 
 int RunBench(const Args& args, Env* env) {
-  Result<ParsedArgs> parsed =
-      ParseArgs(args, {"--help", "-h", "--json"},
-                {"--batch-size", "--threads", "--epochs", "--max-batches", "--size", "--dtype",
-                 "--pad", "--prefetch", "--seed", "--baseline", "--hf-version", "--backend",
-                 "--range-prefetch", "--prefetch-mb", "--prefetch-requests"});
+  Result<ParsedArgs> parsed = ParseArgs(
+      args, {"--help", "-h", "--json"},
+      {"--batch-size", "--threads", "--epochs", "--max-batches", "--size", "--dtype", "--pad",
+       "--prefetch", "--seed", "--baseline", "--hf-version", "--backend", "--range-prefetch",
+       "--prefetch-mb", "--prefetch-requests", "--cache-dir", "--cache-limit-mb"});
   if (parsed.ok() && parsed->Has("--help")) {
     std::fputs(kBenchHelp, stdout);
     return 0;
