@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -53,10 +55,9 @@ class Fd {
 };
 
 std::string Hex64(uint64_t v) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string s(16, '0');
-  for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<size_t>(i)] = kDigits[v & 15];
-  return s;
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(v));
+  return text;
 }
 
 uint64_t HashText(std::string_view text) {
@@ -89,32 +90,29 @@ std::vector<uint8_t> MapHeader(const std::string& version, uint64_t size, uint32
   return h;
 }
 
-// pread/pwrite of exactly n bytes (EINTR and short counts continued); false on an error or an
-// end of file first.
-bool ReadFully(int fd, void* buf, size_t n, uint64_t offset) {
-  auto* p = static_cast<uint8_t*>(buf);
+// pread/pwrite (`io`) of exactly n bytes, EINTR and short counts continued; false on an error
+// or an end of file first.
+template <typename Buffer, typename Io>
+bool Fully(Io io, int fd, Buffer* buf, size_t n, uint64_t offset) {
+  auto* p =
+      reinterpret_cast<std::conditional_t<std::is_const_v<Buffer>, const uint8_t, uint8_t>*>(buf);
   while (n > 0) {
-    const ssize_t got = ::pread(fd, p, n, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    p += got;
-    n -= static_cast<size_t>(got);
-    offset += static_cast<uint64_t>(got);
+    const ssize_t done = io(fd, p, n, static_cast<off_t>(offset));
+    if (done < 0 && errno == EINTR) continue;
+    if (done <= 0) return false;
+    p += done;
+    n -= static_cast<size_t>(done);
+    offset += static_cast<uint64_t>(done);
   }
   return true;
 }
 
+bool ReadFully(int fd, void* buf, size_t n, uint64_t offset) {
+  return Fully(::pread, fd, buf, n, offset);
+}
+
 bool WriteFully(int fd, const void* buf, size_t n, uint64_t offset) {
-  const auto* p = static_cast<const uint8_t*>(buf);
-  while (n > 0) {
-    const ssize_t put = ::pwrite(fd, p, n, static_cast<off_t>(offset));
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) return false;
-    p += put;
-    n -= static_cast<size_t>(put);
-    offset += static_cast<uint64_t>(put);
-  }
-  return true;
+  return Fully(::pwrite, fd, buf, n, offset);
 }
 
 // preadv of exactly the iovecs' total (continued after short counts); false otherwise.

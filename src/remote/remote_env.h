@@ -42,7 +42,7 @@ struct RemoteEnvOptions {
   EnvLookup lookup = ProcessEnvironment();  // where AWS_* variables are read
   // How long a profile's credential_process may run (credential_process.h) before it is killed.
   std::chrono::milliseconds credential_process_timeout{60000};
-  Env* config_env = nullptr;                // reads ~/.aws/*; Env::Default() when null
+  Env* config_env = nullptr;  // reads ~/.aws/*; Env::Default() when null
 };
 
 // HttpOptions from the process environment: DOCFEED_REMOTE_MAX_ATTEMPTS,
@@ -60,9 +60,9 @@ struct RemoteTarget {
   // Credentials from a credential_process: each request signs with their Current(), which
   // replaces `signing` (what they were at open) as they are refreshed.
   std::shared_ptr<CredentialProcessSource> refreshed_signing;
-  std::string credentials_source;              // S3Config's, for access-denied messages
-  std::string list_url;                        // s3: the bucket's URL, for ListObjectsV2
-  std::string key;                             // s3: the object key
+  std::string credentials_source;  // S3Config's, for access-denied messages
+  std::string list_url;            // s3: the bucket's URL, for ListObjectsV2
+  std::string key;                 // s3: the object key
   // https: the PEM file of certificate authorities to trust; empty: the system's store. For
   // s3:// AWS_CA_BUNDLE or the profile's ca_bundle (S3Config), else, for both schemes,
   // CURL_CA_BUNDLE, then SSL_CERT_FILE.
