@@ -122,8 +122,9 @@ build/tsan/CMakeCache.txt:
 	@$(MAKE) --no-print-directory deps
 	cmake --preset tsan
 
-# ThreadSanitizer over the tests that run threads (the pack pipeline, its ordered pool, the loader).
-TSAN_TESTS := base_test pack_test pipeline_test migrate_test
+# ThreadSanitizer over the tests that run threads (the pack pipeline, its ordered pool, the loader,
+# the HTTP client's concurrency limiter).
+TSAN_TESTS := base_test pack_test pipeline_test migrate_test concurrency_limiter_test
 build-tsan: deps build/tsan/CMakeCache.txt
 	cmake --build build/tsan -j $(JOBS) --target $(TSAN_TESTS)
 

@@ -17,6 +17,13 @@ one epoch, each run a fresh process) on:
               run: the first epoch of a run that keeps what it reads
   s3+20ms warm cache   through the proxy with --cache-dir, filled by one untimed run first:
               later epochs, later runs and the other ranks of the node
+  s3+20ms throttled    through a second proxy with the same latency that serves at most
+              --throttle-at requests at once and answers the others 503 SlowDown (a server's
+              capacity): the HTTP client lowers its concurrency to it
+              (src/remote/concurrency_limiter.h)
+  s3+20ms throttled no-adapt   the same with DOCFEED_REMOTE_ADAPTIVE_CONCURRENCY=0: retries and
+              backoff alone, at the loader's 8 requests in flight (a run that fails, a request out
+              of attempts, is counted and left out of the medians)
 
 The modes alternate within each repetition (the machine is shared and noisy) and the medians
 are printed as ratios to local (and, "paired", the median of each run's ratio to the local run
@@ -82,6 +89,8 @@ def summary(j):
         "http_requests": j["http"]["requests"],
         "http_bytes": j["http"]["bytes"],
         "http_retries": j["http"]["retries"],
+        "throttled": j["http"].get("throttled", 0),
+        "min_concurrency": j["http"].get("min_concurrency", 0),
         "prefetch_requests": remote.get("requests", 0),
         "bytes_fetched": remote.get("bytes_fetched", 0),
         "bytes_used": used,
@@ -105,6 +114,8 @@ def main() -> int:
     parser.add_argument("--pages", type=int, default=300)
     parser.add_argument("--runs", type=int, default=3, help="repetitions of every mode")
     parser.add_argument("--latency-ms", type=float, default=10, help="added each way by the proxy")
+    parser.add_argument("--throttle-at", type=int, default=2,
+                        help="requests the throttling proxy serves at once (default 2)")
     parser.add_argument("--work", help="keep the pages and dataset here (default: a temp dir)")
     parser.add_argument("--json", help="write every run's summary here")
     parser.add_argument("--modes", help="comma-separated modes to run (default: all); local is "
@@ -147,9 +158,12 @@ def main() -> int:
                             AWS_SECRET_ACCESS_KEY=servers.SECRET_KEY,
                             AWS_SHARED_CREDENTIALS_FILE="/nonexistent",
                             AWS_CONFIG_FILE="/nonexistent")
-            with fault_proxy.ProxyProcess(s3, latency_ms=args.latency_ms) as proxy:
+            with fault_proxy.ProxyProcess(s3, latency_ms=args.latency_ms) as proxy, \
+                    fault_proxy.ProxyProcess(s3, latency_ms=args.latency_ms,
+                                             max_concurrent=args.throttle_at) as throttling:
                 delayed = f"s3+{2 * args.latency_ms:g}ms"
                 proxied = dict(base_env, AWS_ENDPOINT_URL=proxy.url)
+                throttled = dict(base_env, AWS_ENDPOINT_URL=throttling.url)
                 cold, warm = work / "cache-cold", work / "cache-warm"
                 modes = {
                     "local": (str(ds), base_env, ()),
@@ -159,6 +173,9 @@ def main() -> int:
                                   ("--range-prefetch", "off")),
                     f"{delayed} cold cache": (url, proxied, ("--cache-dir", cold)),
                     f"{delayed} warm cache": (url, proxied, ("--cache-dir", warm)),
+                    f"{delayed} throttled": (url, throttled, ()),
+                    f"{delayed} throttled no-adapt": (
+                        url, dict(throttled, DOCFEED_REMOTE_ADAPTIVE_CONCURRENCY="0"), ()),
                 }
                 if args.modes:
                     chosen = {m.strip() for m in args.modes.split(",")}
@@ -170,20 +187,34 @@ def main() -> int:
                 if f"{delayed} warm cache" in modes:
                     bench(docfeed, url, proxied, ("--cache-dir", warm))  # fills it, untimed
                 results = {m: [] for m in modes}
+                failures = {m: [] for m in modes}
                 for r in range(args.runs):
                     for mode, (path, env, extra) in modes.items():
                         shutil.rmtree(cold, ignore_errors=True)
-                        s = summary(bench(docfeed, path, env, extra))
+                        try:
+                            s = summary(bench(docfeed, path, env, extra))
+                        except RuntimeError as e:
+                            if "throttled" not in mode:
+                                raise
+                            failures[mode].append(str(e).splitlines()[-1])
+                            print(f"run {r + 1} {mode:26s} FAILED: {failures[mode][-1]}",
+                                  flush=True)
+                            continue
                         s["stored_per_page"] = stored / manifest["num_samples"]
                         results[mode].append(s)
-                        print(f"run {r + 1} {mode:22s} {s['pages_s']:7.1f} pages/s "
+                        print(f"run {r + 1} {mode:26s} {s['pages_s']:7.1f} pages/s "
                               f"(whole run {s['whole_pages_s']:6.1f}), first batch "
                               f"{s['first_batch_s']:.3f} s, peak RSS {s['peak_rss_mb']:.0f} MiB, "
-                              f"{s['http_requests']} HTTP requests", flush=True)
+                              f"{s['http_requests']} HTTP requests"
+                              + (f", {s['throttled']} throttled (concurrency down to "
+                                 f"{s['min_concurrency']})" if s["throttled"] else ""),
+                              flush=True)
 
+    results = {m: runs for m, runs in results.items() if runs}
     med = {m: {k: statistics.median(s[k] for s in runs) for k in runs[0]}
            for m, runs in results.items()}
-    # Each run against the local run of the same repetition (the machine drifts between them).
+    # Each run against the local run of the same repetition (the machine drifts between them);
+    # a mode with failed runs is paired by position among its successes (approximate).
     paired = {m: statistics.median(s["pages_s"] / results["local"][i]["pages_s"]
                                    for i, s in enumerate(runs))
               for m, runs in results.items()}
@@ -192,27 +223,34 @@ def main() -> int:
                   for m, runs in results.items()}
     local = med["local"]
     print(f"\nmedians of {args.runs} runs; ratios against local disk in the same run")
-    print(f"{'mode':22s} {'pages/s':>8s} {'ratio':>6s} {'paired':>6s} {'whole':>7s} {'ratio':>6s} "
+    print(f"{'mode':26s} {'pages/s':>8s} {'ratio':>6s} {'paired':>6s} {'whole':>7s} {'ratio':>6s} "
           f"{'1st batch':>9s} {'peak RSS':>9s} {'RSS-local':>9s} {'fetched/read':>12s} "
           f"{'HTTP/read':>9s} {'requests':>8s} {'wait s':>7s} {'held':>6s} {'CPU ms/page':>11s} "
-          f"{'paired':>6s}")
+          f"{'paired':>6s} {'throttled':>9s} {'min conc':>8s} {'failed':>6s}")
     for mode, m in med.items():
         ratio = m["bytes_fetched"] / m["bytes_used"] if m["bytes_used"] else float("nan")
         read = m["samples"] * m["stored_per_page"]
         http = m["http_bytes"] / read if m["http_bytes"] else float("nan")
-        print(f"{mode:22s} {m['pages_s']:8.1f} {m['pages_s'] / local['pages_s']:6.2f} "
+        print(f"{mode:26s} {m['pages_s']:8.1f} {m['pages_s'] / local['pages_s']:6.2f} "
               f"{paired[mode]:6.2f} "
               f"{m['whole_pages_s']:7.1f} {m['whole_pages_s'] / local['whole_pages_s']:6.2f} "
               f"{m['first_batch_s']:8.3f}s {m['peak_rss_mb']:7.0f}MB "
               f"{m['peak_rss_mb'] - local['peak_rss_mb']:+7.0f}MB {ratio:12.3f} {http:9.3f} "
               f"{m['http_requests']:8.0f} {m['fetch_wait_s']:7.2f} "
-              f"{m['prefetch_peak_mb']:4.0f}MB {m['cpu_ms_page']:11.2f} {paired_cpu[mode]:6.2f}")
+              f"{m['prefetch_peak_mb']:4.0f}MB {m['cpu_ms_page']:11.2f} {paired_cpu[mode]:6.2f} "
+              f"{m['throttled']:9.0f} {m['min_concurrency']:8.0f} "
+              f"{len(failures[mode])}/{args.runs}")
+    for mode, errors in failures.items():
+        if errors and mode not in med:
+            print(f"{mode:26s} every run failed: {errors[-1]}")
     print("paired: the median over repetitions of each run's pages/s (CPU ms/page) over the "
           "local run's of the same repetition; CPU ms/page: the loader process's CPU time "
           "(user + system, open and first batch included) per page; fetched/read: the prefetcher's bytes fetched per byte of the samples' stored ranges "
           "the workers took from it; HTTP/read: every byte received (manifest, index, direct "
           "reads included) per stored byte of the samples the workers loaded (samples x the "
-          "dataset's mean stored bytes per page); held: the prefetcher's peak memory")
+          "dataset's mean stored bytes per page); held: the prefetcher's peak memory; "
+          "throttled: HTTP attempts answered 503 SlowDown; min conc: the lowest concurrency limit "
+          "the client set; failed: runs that ended in an error")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

@@ -141,6 +141,11 @@ struct RemoteReadStats {
   // HTTP attempts repeated after transient failures, by the process-wide remote Env (all of
   // its users) since this loader was created.
   uint64_t retries = 0;
+  // Of those attempts, the ones a server throttled (503 or 429), and the attempts that waited
+  // for a slot under the lowered concurrency limit (src/remote/concurrency_limiter.h); the
+  // same process-wide scope as `retries`.
+  uint64_t throttled = 0;
+  uint64_t throttle_waits = 0;
   StageTime fetch_wait;  // workers waiting for a sample's bytes to arrive
   // The most memory the prefetcher held at once: ranges fetched or in flight and buffers kept
   // for reuse (prefetch_bytes plus a sample per waiting worker at most).

@@ -29,6 +29,13 @@ struct RemoteStats {
   uint64_t bytes = 0;        // body bytes received in successful responses
   uint64_t retries = 0;      // attempts repeated after a transient failure
   uint64_t errors = 0;       // requests that failed for good
+  // Adaptive concurrency (src/remote/concurrency_limiter.h): attempts a server answered 503 or
+  // 429 (throttled), attempts that waited for a slot under a lowered limit and their waiting
+  // time, and the lowest limit set (0: none, no server throttled).
+  uint64_t throttled = 0;
+  uint64_t throttle_waits = 0;
+  uint64_t throttle_wait_ns = 0;
+  uint64_t min_concurrency = 0;
 };
 RemoteStats GetRemoteStats();
 

@@ -76,8 +76,8 @@ class Loader:
 STATS_FIELDS: Tuple[str, ...]
 
 # The manifest's facts without starting a loader: path, num_samples, columns [(name, type)],
-# label_column, codec, compression, stored_codecs, source_bytes, stored_image_bytes, rejected,
-# preprocess (None or {preset, height, width, align_long_axis, hf_version, backend}, with
+# label_column, codec, compression, stored_codecs, source_bytes, stored_image_bytes, total_bytes
+# (every file the manifest lists), rejected, preprocess (None or {preset, height, width, align_long_axis, hf_version, backend}, with
 # longest_edge, max_image_size, do_image_splitting for preset "idefics3"),
 # original_column, chat_labels (the manifest's JSON object text, "" when absent).
 def dataset_info(path: str) -> Dict[str, Any]: ...
@@ -92,9 +92,10 @@ def page_grid(preset: str, height: int, width: int, *, min_pixels: int = ..., ma
               patch_size: int = ..., merge_size: int = ..., longest_edge: int = ...,
               max_image_size: int = ..., do_image_splitting: bool = ...) -> Tuple[int, int, int]: ...
 
-# docfeed/remote.h GetRemoteStats: {"requests", "connections", "bytes", "retries", "errors"} of the process's
-# remote reads (s3://, http(s)://).
-def remote_stats() -> Dict[str, int]: ...
+# docfeed/remote.h GetRemoteStats: {"requests", "connections", "bytes", "retries", "errors",
+# "throttled", "throttle_waits", "throttle_wait_s", "min_concurrency"} of the process's remote
+# reads (s3://, http(s)://).
+def remote_stats() -> Dict[str, Any]: ...
 
 # docfeed.pack's engine (src/pack/packer.h PackFrom): `rows` is one JSON object per line
 # (file_name + the other columns, typed as metadata.jsonl rows); fetch() returns the next rows'

@@ -533,6 +533,8 @@ nb::dict StatsDict(const LoaderStats& s) {
   r["direct_reads"] = s.remote.direct_reads;
   r["rereads"] = s.remote.rereads;
   r["retries"] = s.remote.retries;
+  r["throttled"] = s.remote.throttled;
+  r["throttle_waits"] = s.remote.throttle_waits;
   r["fetch_wait"] = stage(s.remote.fetch_wait);
   r["peak_bytes"] = s.remote.peak_bytes;
   r["cached"] = s.remote.cached;
@@ -558,6 +560,10 @@ nb::dict RemoteStatsDict() {
   d["bytes"] = s.bytes;
   d["retries"] = s.retries;
   d["errors"] = s.errors;
+  d["throttled"] = s.throttled;
+  d["throttle_waits"] = s.throttle_waits;
+  d["throttle_wait_s"] = static_cast<double>(s.throttle_wait_ns) / 1e9;
+  d["min_concurrency"] = s.min_concurrency;
   return d;
 }
 
@@ -582,6 +588,7 @@ nb::dict DatasetInfoDict(const std::string& path) {
   d["stored_codecs"] = nb::cast(info.stored_codecs);
   d["source_bytes"] = info.source_bytes;
   d["stored_image_bytes"] = info.stored_image_bytes;
+  d["total_bytes"] = info.total_bytes;
   d["rejected"] = info.rejected;
   if (!info.preset.empty()) {
     nb::dict pre;
@@ -1043,8 +1050,8 @@ NB_MODULE(_docfeed, m) {
       "code"_a, "message"_a,
       "For tests: raises what a C++ Status with this StatusCode value becomes.");
   m.def("remote_stats", &RemoteStatsDict,
-        "Requests, bytes, retries and errors of the remote reads (s3://, http(s)://) so far, "
-        "over the whole process.");
+        "Requests, bytes, retries, errors and throttling of the remote reads (s3://, http(s)://) "
+        "so far, over the whole process.");
   m.def(
       "read_file",
       [](const std::string& path) {

@@ -40,7 +40,7 @@ struct LoaderCore {
   std::unique_ptr<SampleReader> reader;
   // Remote datasets: reads the samples' ranges ahead of the workers (null: workers read).
   std::unique_ptr<RangePrefetcher> prefetcher;
-  uint64_t retries_at_start = 0;  // GetRemoteStats().retries when the loader was created
+  RemoteStats remote_at_start;  // GetRemoteStats() when the loader was created
   std::unique_ptr<BufferPool> pool;
   std::unique_ptr<Scheduler> scheduler;
   Mutex workers_mu;  // serializes Close(): the second caller returns once the first joined
@@ -367,7 +367,7 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
     po.with_labels = core->reader->reads_values();
     po.max_bytes = options.prefetch_bytes;
     po.max_requests = options.prefetch_requests;
-    core->retries_at_start = GetRemoteStats().retries;
+    core->remote_at_start = GetRemoteStats();
     core->prefetcher = std::make_unique<internal::RangePrefetcher>(&core->reader->dataset(), po);
     internal::RangePrefetcher* prefetcher = core->prefetcher.get();
     core->scheduler->SetOrderHook([prefetcher](const internal::UpcomingClaims& u) {
@@ -486,7 +486,10 @@ LoaderStats Loader::stats() const {
     s.remote.fetch_wait = p.wait.Load();
     s.remote.peak_bytes = p.peak_bytes.load(std::memory_order_relaxed);
     s.remote.cache_reads = p.held_locally.load(std::memory_order_relaxed);
-    s.remote.retries = GetRemoteStats().retries - c.retries_at_start;
+    const RemoteStats now = GetRemoteStats();
+    s.remote.retries = now.retries - c.remote_at_start.retries;
+    s.remote.throttled = now.throttled - c.remote_at_start.throttled;
+    s.remote.throttle_waits = now.throttle_waits - c.remote_at_start.throttle_waits;
   }
   if (c.cache != nullptr) {
     const internal::DiskCacheCounters& k = c.cache->counters();

@@ -64,6 +64,8 @@ std::string LoaderStatsJson(const LoaderStats& s) {
                  {"direct_reads", r.direct_reads},
                  {"rereads", r.rereads},
                  {"retries", r.retries},
+                 {"throttled", r.throttled},
+                 {"throttle_waits", r.throttle_waits},
                  {"fetch_wait", internal::StageJson(r.fetch_wait)},
                  {"peak_bytes", r.peak_bytes},
                  {"cached", r.cached},

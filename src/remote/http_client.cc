@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <strings.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "base/check.h"
 #include "base/mutex.h"
 #include "remote/s3_xml.h"
+#include "remote/url.h"
 
 namespace docfeed::internal {
 namespace {
@@ -457,8 +459,22 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& request, std::span<u
                                          : Sha256Hex(request.upload);
   const std::string content_md5 = request.upload.empty() ? "" : Md5Base64(request.upload);
   int64_t waited_ms = 0;
+  ConcurrencyLimiter& limiter = LimiterFor(request.url);
   for (int attempt = 1;; ++attempt) {
+    int64_t slot_wait_ns = 0;
+    const ConcurrencyLimiter::Ticket ticket = limiter.Acquire(&slot_wait_ns);
+    if (slot_wait_ns > 0) {
+      counters_.throttle_waits.fetch_add(1, std::memory_order_relaxed);
+      counters_.throttle_wait_ns.fetch_add(static_cast<uint64_t>(slot_wait_ns),
+                                           std::memory_order_relaxed);
+    }
     Attempt a = PerformOnce(request, into, payload_sha256, content_md5);
+    const long status = a.response.status;
+    const bool throttled = status == 503 || status == 429;
+    if (throttled) counters_.throttled.fetch_add(1, std::memory_order_relaxed);
+    limiter.Release(ticket, throttled    ? ConcurrencyLimiter::Outcome::kThrottled
+                            : status > 0 ? ConcurrencyLimiter::Outcome::kServed
+                                         : ConcurrencyLimiter::Outcome::kNoAnswer);
     if (!a.error.ok()) {
       counters_.errors.fetch_add(1, std::memory_order_relaxed);
       return a.error;
@@ -475,6 +491,32 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& request, std::span<u
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     waited_ms += delay_ms;
   }
+}
+
+ConcurrencyLimiter& HttpClient::LimiterFor(const std::string& url) {
+  // The server: "scheme://host[:port]" (a URL that does not parse is its own server).
+  Result<RemoteUrl> parsed = ParseRemoteUrl(url);
+  const std::string server =
+      !parsed.ok() ? url
+                   : (parsed->scheme == RemoteUrl::Scheme::kHttps ? "https://" : "http://") +
+                         parsed->authority;
+  MutexLock lock(&limiters_mu_);
+  std::unique_ptr<ConcurrencyLimiter>& limiter = limiters_[server];
+  if (limiter == nullptr) {
+    limiter = std::make_unique<ConcurrencyLimiter>(options_.max_concurrency_limit,
+                                                   options_.adaptive_concurrency);
+  }
+  return *limiter;
+}
+
+int HttpClient::min_concurrency_limit() const {
+  MutexLock lock(&limiters_mu_);
+  int lowest = 0;
+  for (const auto& [server, limiter] : limiters_) {
+    const int m = limiter->min_limit();
+    if (m > 0) lowest = lowest == 0 ? m : std::min(lowest, m);
+  }
+  return lowest;
 }
 
 }  // namespace docfeed::internal

@@ -5,17 +5,25 @@
 // a curl easy handle from a pool and puts it back afterwards, so connections (and TLS sessions)
 // are reused across requests of one thread and of successive threads. A later batch interface
 // (many ranges at once) belongs on curl's multi interface over the same pool.
+//
+// Throttling: each server (scheme, host and port) gets a ConcurrencyLimiter
+// (concurrency_limiter.h). Until a server answers 503 or 429 it changes nothing; after that,
+// every attempt to that server waits for a slot under a limit that halves on throttling and
+// grows back while the server keeps up.
 #ifndef DOCFEED_REMOTE_HTTP_CLIENT_H_
 #define DOCFEED_REMOTE_HTTP_CLIENT_H_
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "docfeed/status.h"
+#include "remote/concurrency_limiter.h"
 #include "remote/retry.h"
 
 namespace docfeed::internal {
@@ -75,6 +83,10 @@ struct HttpOptions {
   // low_speed_seconds are abandoned (and retried) regardless.
   int64_t timeout_ms = 300000;
   int64_t low_speed_seconds = 30;
+  // Lower the concurrency to a server that throttles (concurrency_limiter.h); false: only the
+  // retries' backoff (the throttled answers are still counted).
+  bool adaptive_concurrency = true;
+  int max_concurrency_limit = 64;  // a limit grown past this is dropped
 };
 
 // Counters over the client's life (all requests, all threads).
@@ -84,7 +96,10 @@ struct HttpCounters {
   std::atomic<uint64_t> bytes{0};        // body bytes of successful responses
   std::atomic<uint64_t> sent_bytes{0};   // request bodies sent (PUT, POST), retries included
   std::atomic<uint64_t> retries{0};
-  std::atomic<uint64_t> errors{0};  // requests that failed for good (after their retries)
+  std::atomic<uint64_t> errors{0};            // requests that failed for good (after their retries)
+  std::atomic<uint64_t> throttled{0};         // attempts answered 503 or 429
+  std::atomic<uint64_t> throttle_waits{0};    // attempts that waited for a limiter's slot
+  std::atomic<uint64_t> throttle_wait_ns{0};  // their time waiting
 };
 
 class HttpClient {
@@ -106,10 +121,15 @@ class HttpClient {
 
   const HttpCounters& counters() const { return counters_; }
   const HttpOptions& options() const { return options_; }
+  // The lowest concurrency limit set for any server so far; 0 when none throttled.
+  int min_concurrency_limit() const DOCFEED_EXCLUDES(limiters_mu_);
 
  private:
   class HandlePool;
   struct Attempt;
+
+  // The limiter of the server `url` names (created at its first request).
+  ConcurrencyLimiter& LimiterFor(const std::string& url) DOCFEED_EXCLUDES(limiters_mu_);
 
   Attempt PerformOnce(const HttpRequest& request, std::span<uint8_t> into,
                       const std::string& payload_sha256, const std::string& content_md5);
@@ -117,6 +137,10 @@ class HttpClient {
   HttpOptions options_;
   std::unique_ptr<HandlePool> pool_;
   HttpCounters counters_;
+  mutable Mutex limiters_mu_;
+  // By "scheme://host:port"; never erased, so references stay valid.
+  std::map<std::string, std::unique_ptr<ConcurrencyLimiter>> limiters_
+      DOCFEED_GUARDED_BY(limiters_mu_);
 };
 
 // "GET NAME (bytes A-B)" / "HEAD NAME" / "PUT NAME": how messages name a request.

@@ -117,6 +117,7 @@ HttpOptions HttpOptionsFromEnvironment(const EnvLookup& lookup) {
   o.retry.base_delay_ms =
       NonNegative(lookup, "DOCFEED_REMOTE_BASE_DELAY_MS", o.retry.base_delay_ms);
   o.timeout_ms = NonNegative(lookup, "DOCFEED_REMOTE_TIMEOUT_MS", o.timeout_ms);
+  o.adaptive_concurrency = NonNegative(lookup, "DOCFEED_REMOTE_ADAPTIVE_CONCURRENCY", 1) != 0;
   return o;
 }
 
@@ -187,6 +188,10 @@ RemoteStats RemoteEnv::stats() const {
   s.bytes = c.bytes.load();
   s.retries = c.retries.load();
   s.errors = c.errors.load();
+  s.throttled = c.throttled.load();
+  s.throttle_waits = c.throttle_waits.load();
+  s.throttle_wait_ns = c.throttle_wait_ns.load();
+  s.min_concurrency = static_cast<uint64_t>(client_.min_concurrency_limit());
   return s;
 }
 

@@ -47,7 +47,8 @@ struct RemoteEnvOptions {
 
 // HttpOptions from the process environment: DOCFEED_REMOTE_MAX_ATTEMPTS,
 // DOCFEED_REMOTE_TIMEOUT_MS (each request), DOCFEED_REMOTE_RETRY_BUDGET_MS (the waits between a
-// request's attempts), DOCFEED_REMOTE_BASE_DELAY_MS; unset or not a non-negative integer: the
+// request's attempts), DOCFEED_REMOTE_BASE_DELAY_MS, DOCFEED_REMOTE_ADAPTIVE_CONCURRENCY (0: do
+// not lower the concurrency to a throttling server); unset or not a non-negative integer: the
 // defaults of HttpOptions.
 HttpOptions HttpOptionsFromEnvironment(const EnvLookup& lookup);
 

@@ -7,8 +7,10 @@ sample, a hang or a crash. Each case checks that its faults really happened (the
 counts) and how the loader recovered (its stats). Runs in the front venvs; the servers come from
 the `remote_servers` fixture (conftest.py)."""
 import faulthandler
+import json
 import os
 import pathlib
+import subprocess
 import sys
 import time
 
@@ -16,7 +18,7 @@ import numpy as np
 import pytest
 
 import docfeed
-from conftest import assert_same_batches
+from conftest import assert_same_batches, docfeed_bin
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "remote"))
 import fault_proxy  # noqa: E402
@@ -104,6 +106,45 @@ def test_latency_is_hidden_and_counted(remote_servers, s3_via, local_batches):
     assert r["requests"] <= stats["samples"]
     assert r["bytes_fetched"] <= 1.05 * stats["stored_bytes"] + 4 * OPTIONS["batch_size"] * max(
         1, stats["stored_bytes"] // max(1, stats["samples"])) * 4
+
+
+def test_a_throttling_server_gets_fewer_requests_at_once(remote_servers, s3_via, local_batches):
+    """S3 answers 503 SlowDown to a client sending more than a prefix serves. The proxy serves one
+    request at a time and throttles the others, while the loader keeps several range requests in
+    flight. The HTTP client lowers its concurrency to that server
+    (src/remote/concurrency_limiter.h): the batches are the local ones, attempts wait for a slot, and the limit reaches the server's
+    capacity. `docfeed bench` over the same proxy with DOCFEED_REMOTE_ADAPTIVE_CONCURRENCY=0 is
+    throttled too but never limits. (How many fewer throttles adapting gives is measured where
+    the load is heavier: tests/remote/concurrency_limiter_test.cc against a simulated server,
+    and bench/remote/remote_bench.py.)"""
+    with fault_proxy.ProxyProcess(remote_servers["DOCFEED_TEST_S3_ENDPOINT"], latency_ms=5,
+                                  max_concurrent=1) as proxy:
+        url = s3_via(proxy.url)
+        before = docfeed.remote_stats()
+        got, stats = epochs(url, n=3, prefetch_requests=8)
+        after = docfeed.remote_stats()
+        counts = proxy.stats()
+        http = {}
+        for adaptive in ("1", "0"):
+            proc = subprocess.run(
+                [str(docfeed_bin()), "bench", url, "--json", "--epochs", "4", "--batch-size", "4",
+                 "--threads", "2", "--size", "96x64", "--dtype", "uint8",
+                 "--prefetch-requests", "8"],
+                env=dict(os.environ, DOCFEED_REMOTE_ADAPTIVE_CONCURRENCY=adaptive),
+                capture_output=True, text=True, timeout=HANG_S / 2)
+            assert proc.returncode == 0, proc.stderr
+            http[adaptive] = json.loads(proc.stdout.strip().splitlines()[-1])["http"]
+    assert_same_batches(got[:len(local_batches)], local_batches)
+    assert counts["throttled"] > 0 and counts["peak_concurrent"] == 1, counts
+    assert stats["remote"]["throttled"] > 0, stats["remote"]
+    assert after["throttled"] - before["throttled"] >= stats["remote"]["throttled"]
+    assert after["throttle_waits"] > before["throttle_waits"] and after["min_concurrency"] >= 1
+    assert stats["remote"]["throttle_waits"] > 0, stats["remote"]
+    # Lowered to the server's capacity; without adapting, throttled alike but never limited.
+    assert http["1"]["throttled"] > 0 and http["1"]["min_concurrency"] == 1, http
+    assert http["1"]["throttle_waits"] > 0 and http["1"]["errors"] == 0, http
+    assert http["0"]["throttled"] > 0 and http["0"]["errors"] == 0, http
+    assert http["0"]["min_concurrency"] == 0 and http["0"]["throttle_waits"] == 0, http
 
 
 def test_http_flipped_bytes_give_the_local_batches(remote_servers, local_batches):

@@ -15,6 +15,11 @@ address still verify upstream) and damages some answers on purpose:
   arrives: the retry must be harmless), else damage the answer's body as for a GET;
 * ``latency``: every request waits ``--latency-ms`` before it is forwarded and again before its
   answer is sent (so 10 ms each way adds 20 ms to a round trip).
+* ``--max-concurrent K``: a server's capacity, as S3 throttles a client that sends more than a
+  prefix serves: a request arriving while K others are being served is answered 503 SlowDown
+  (after the round trip's latency) instead of being forwarded; the stats count them
+  (``throttled``) and the most requests served at once (``peak_concurrent``). It combines with
+  any fault.
 
 A fault hits every ``--every``-th request that it applies to (ranged GETs only with
 ``--ranged-only``, which keeps the manifest and index reads intact; ranges of at least
@@ -108,6 +113,37 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             body = json.dumps(p.stats()).encode()
             self._send(200, [("Content-Type", "application/json")], body, head)
             return
+        if not p.max_concurrent:
+            self._serve(head)
+            return
+        with p._lock:  # a server's capacity: the requests past it are throttled
+            admitted = p._active < p.max_concurrent
+            if admitted:
+                p._active += 1
+                p._counts["peak_concurrent"] = max(p._counts["peak_concurrent"], p._active)
+            else:
+                p._counts["throttled"] += 1
+        if not admitted:
+            time.sleep(p.latency_s)  # the way in; _slow_down waits the way out
+            self._slow_down(head)
+            return
+        try:
+            self._serve(head)
+        finally:
+            with p._lock:
+                p._active -= 1
+
+    def _slow_down(self, head: bool):
+        """503 SlowDown, sent after the way back's latency."""
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)  # an upload's body, unread upstream: the connection stays usable
+        if self.proxy.latency_s:
+            time.sleep(self.proxy.latency_s)
+        self._send(503, [("Content-Type", "application/xml")], SLOWDOWN, head)
+
+    def _serve(self, head: bool):
+        p = self.proxy
         if p.latency_s:
             time.sleep(p.latency_s)
         rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
@@ -116,12 +152,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         matched = p.match is None or p.match.search(f"{self.command} {self.path}") is not None
         fault = p.next_fault(ranged and not head, key) if matched else p.next_fault(None, key)
         if fault == "slowdown":
-            length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)  # an upload's body, unread upstream: the connection stays usable
-            if p.latency_s:
-                time.sleep(p.latency_s)
-            self._send(503, [("Content-Type", "application/xml")], SLOWDOWN, head)
+            self._slow_down(head)
             return
         uploading = int(self.headers.get("Content-Length") or 0) > 0
         status, headers, body = self._forward(flip_upload=fault == "flip" and uploading)
@@ -220,8 +251,10 @@ class FaultProxy:
 
     def __init__(self, upstream: str, fault: str = "none", every: int = 0,
                  latency_ms: float = 0, ranged_only: bool = False, min_range: int = 0,
-                 match: "str | None" = None):
+                 match: "str | None" = None, max_concurrent: int = 0):
         self.min_range = min_range
+        self.max_concurrent = max_concurrent
+        self._active = 0
         self.match = re.compile(match) if match else None
         if fault not in FAULTS:
             raise ValueError(f"fault must be one of {FAULTS}")
@@ -233,7 +266,7 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._eligible = 0
         self._damaged = []  # (method, path, Range header) of damaged requests not retried yet
-        self._counts = {"requests": 0, "faults": 0}
+        self._counts = {"requests": 0, "faults": 0, "throttled": 0, "peak_concurrent": 0}
         self.reset_sockets = set()
         handler = type("Handler", (_Handler,), {"proxy": self})
         server = type("Server", (_Server,), {"proxy": self})
@@ -285,9 +318,11 @@ class ProxyProcess:
 
     def __init__(self, upstream: str, fault: str = "none", every: int = 0,
                  latency_ms: float = 0, ranged_only: bool = False, min_range: int = 0,
-                 match: "str | None" = None, python: str = sys.executable):
+                 match: "str | None" = None, python: str = sys.executable,
+                 max_concurrent: int = 0):
         args = [python, __file__, "--upstream", upstream, "--fault", fault, "--every", str(every),
-                "--latency-ms", str(latency_ms), "--min-range", str(min_range)]
+                "--latency-ms", str(latency_ms), "--min-range", str(min_range),
+                "--max-concurrent", str(max_concurrent)]
         args += ["--match", match] if match else []
         args += ["--ranged-only"] if ranged_only else []
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -331,9 +366,11 @@ def main() -> int:
                         help="with --ranged-only: ranges of at least this many bytes only")
     parser.add_argument("--match", default=None,
                         help="faults only on requests whose 'METHOD PATH' this regex matches")
+    parser.add_argument("--max-concurrent", type=int, default=0,
+                        help="answer 503 SlowDown to requests past this many at once (0: none)")
     args = parser.parse_args()
     proxy = FaultProxy(args.upstream, args.fault, args.every, args.latency_ms, args.ranged_only,
-                       args.min_range, args.match)
+                       args.min_range, args.match, args.max_concurrent)
     print(json.dumps({"url": proxy.url}), flush=True)
     sys.stdin.read()
     proxy.close()

@@ -292,6 +292,10 @@ Result<RunResult> RunLoader(const BenchConfig& c) {
   r.remote.bytes = after.bytes - remote_before.bytes;
   r.remote.retries = after.retries - remote_before.retries;
   r.remote.errors = after.errors - remote_before.errors;
+  r.remote.throttled = after.throttled - remote_before.throttled;
+  r.remote.throttle_waits = after.throttle_waits - remote_before.throttle_waits;
+  r.remote.throttle_wait_ns = after.throttle_wait_ns - remote_before.throttle_wait_ns;
+  r.remote.min_concurrency = after.min_concurrency;
   return r;
 }
 
@@ -369,6 +373,15 @@ void PrintTable(const BenchConfig& c, const RunResult& r, double baseline_s) {
                 static_cast<unsigned long long>(r.remote.connections),
                 FormatBytes(r.remote.bytes).c_str(),
                 static_cast<unsigned long long>(r.remote.retries));
+  }
+  if (r.remote.throttled > 0) {
+    std::printf(
+        "  throttled: %llu answers 503/429; concurrency lowered to %llu at least, %llu "
+        "attempts waited %.3f s for a slot\n",
+        static_cast<unsigned long long>(r.remote.throttled),
+        static_cast<unsigned long long>(r.remote.min_concurrency),
+        static_cast<unsigned long long>(r.remote.throttle_waits),
+        static_cast<double>(r.remote.throttle_wait_ns) / 1e9);
   }
   if (s.bad_samples > 0) {
     std::printf("  bad samples skipped: %llu\n", static_cast<unsigned long long>(s.bad_samples));
@@ -464,7 +477,11 @@ void PrintJson(const BenchConfig& c, const RunResult& r, double baseline_s) {
                {"connections", r.remote.connections},
                {"bytes", r.remote.bytes},
                {"retries", r.remote.retries},
-               {"errors", r.remote.errors}};
+               {"errors", r.remote.errors},
+               {"throttled", r.remote.throttled},
+               {"throttle_waits", r.remote.throttle_waits},
+               {"throttle_wait_s", static_cast<double>(r.remote.throttle_wait_ns) / 1e9},
+               {"min_concurrency", r.remote.min_concurrency}};
   j["stats"] = nlohmann::ordered_json::parse(LoaderStatsJson(s));
   std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
