@@ -1,7 +1,8 @@
 """docfeed.Loader on a dataset in S3 (SeaweedFS, SigV4) and over HTTP (nginx): the same batches,
 byte for byte, as the local copy for the same seed and options; errors name the URL. Runs in the
 front venvs (.venv/train, .venv/hf5); the servers come from the `remote_servers` fixture
-(conftest.py), which runs them in .venv."""
+(conftest.py), which runs them in .venv. Also `docfeed doctor` on a dataset at a URL."""
+import json
 import os
 import pathlib
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 import docfeed
-from conftest import assert_same_batches
+from conftest import SAMPLE_DOCS, assert_same_batches, run_docfeed
 
 OPTIONS = dict(batch_size=4, image_size=(96, 64), shuffle=True, seed=3, dtype="uint8",
                num_threads=2, drop_last=False)
@@ -231,3 +232,79 @@ def test_cache_dir_that_cannot_be_made_is_named(s3_settings, tmp_path):
     assert str(blocker / "cache") in str(e.value), e.value
     with pytest.raises(docfeed.InvalidArgumentError):
         docfeed.Loader(url, cache_dir=tmp_path, cache_limit="lots", **OPTIONS)
+
+
+def run_doctor_on(url, tmp_path, capsys):
+    """`docfeed doctor URL` in process; returns (its JSON report, its printed text)."""
+    from docfeed import doctor
+
+    out = tmp_path / "doctor.json"
+    rc = doctor.main([url, "--json", str(out), "--max-seconds", "10", "--workers", "2",
+                      "--batch-size", "4"])
+    printed = capsys.readouterr()
+    assert rc == 0, printed.err
+    return json.loads(out.read_text()), printed.out
+
+
+def test_doctor_reads_a_dataset_at_a_url(s3_settings, tmp_path, capsys):
+    url = f"s3://{s3_settings['DOCFEED_TEST_S3_BUCKET']}/ds"
+    local = pathlib.Path(s3_settings["DOCFEED_TEST_DATASET"])
+    manifest = json.loads((local / "docfeed.json").read_text())
+    r, text = run_doctor_on(url, tmp_path, capsys)
+    assert r["path"] == url and r["kind"] == "docfeed" and r["split"] is None
+    assert r["samples"] == manifest["num_samples"]
+    # The bytes of the files the manifest lists, as the server holds them (the same files as
+    # the local copy that was uploaded).
+    data = sum((local / f["name"]).stat().st_size for f in manifest["data_files"])
+    on_disk = sum(p.stat().st_size for p in local.rglob("*") if p.is_file())
+    assert data < r["bytes_on_disk"] <= on_disk
+    assert r["disk"]["bytes"] == 0  # no local disk to measure
+    (pipe,) = r["pipelines"]
+    assert pipe["name"].startswith("docfeed.Loader") and pipe["batch_s"] > 0
+    bench = pipe["bench"]
+    assert bench["dataset"] == url and bench["pages"] > 0
+    assert bench["http"]["requests"] > 0 and bench["http"]["bytes"] > 0
+    assert bench["stats"]["remote"]["prefetching"] and bench["stats"]["remote"]["requests"] > 0
+    notes = [n for n in r["notes"] if n.startswith("remote reads:")]
+    assert len(notes) == 1 and f"{bench['http']['requests']:,} HTTP requests" in notes[0]
+    assert "disk: none (read over the network" in text and "remote reads:" in text
+
+
+def test_doctor_on_a_dataset_dict_at_a_url(s3_settings, tmp_path, capsys):
+    datasets = pytest.importorskip("datasets")
+    files = sorted((SAMPLE_DOCS / "sroie").glob("*.jpg"))[:10]
+    features = datasets.Features({"image": datasets.Image()})
+
+    def split(paths):
+        return datasets.Dataset.from_dict(
+            {"image": [{"bytes": p.read_bytes(), "path": None} for p in paths]}, features=features)
+
+    datasets.DatasetDict({"train": split(files[:8]), "test": split(files[8:])}).save_to_disk(
+        str(tmp_path / "src"))
+    url = f"s3://{s3_settings['DOCFEED_TEST_S3_BUCKET']}/doctor-dict"
+    run_docfeed("pack", tmp_path / "src", "-o", url, "--overwrite")
+    r, _ = run_doctor_on(url, tmp_path, capsys)
+    assert r["split"] == "train" and sorted(r["splits"]) == ["test", "train"]
+    assert r["samples"] == 8  # two batches of 4: the second is timed
+    assert r["pipelines"], r["notes"]
+    assert r["pipelines"][0]["bench"]["dataset"] == url + "/train"
+
+
+def test_doctor_names_a_url_that_is_no_docfeed_dataset(remote_servers, tmp_path, capsys):
+    from docfeed import doctor
+
+    url = remote_servers["DOCFEED_TEST_HTTP_URL"] + "/no-such-dataset"
+    assert doctor.main([url, "--max-seconds", "5"]) == 1
+    err = capsys.readouterr().err
+    assert url in err and "docfeed dataset" in err and "local copy" in err
+
+
+def test_doctor_passes_on_a_urls_own_error(s3_settings, monkeypatch, capsys):
+    """Access denied is not "no dataset here": doctor prints docfeed's error as it is."""
+    from docfeed import doctor
+
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+    url = f"s3://{s3_settings['DOCFEED_TEST_S3_BUCKET']}/ds"
+    assert doctor.main([url, "--max-seconds", "5"]) == 1
+    err = capsys.readouterr().err
+    assert f"{url}/docfeed.json" in err and "access denied" in err and "local copy" not in err

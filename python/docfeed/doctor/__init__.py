@@ -2,7 +2,10 @@
 
 PATH is a `datasets` save_to_disk directory (a Dataset or a DatasetDict: the "train" split, else
 the first, is examined), an image folder (images + optional metadata.jsonl, `datasets`'
-imagefolder layout) or a docfeed dataset. The report has three parts, one module each:
+imagefolder layout) or a docfeed dataset, local or at a URL (s3://BUCKET/PREFIX, http(s)://...;
+read where it is, as docfeed.Loader reads it: no disk is measured, the loader's time includes
+the network, and the report adds what its remote reads cost). The report has three parts, one
+module each:
 
 1. What is stored (`stored`, pyarrow only, no `datasets` needed): columns and types, samples,
    bytes per sample, the total against this machine's RAM, and named pathologies (float32
@@ -18,9 +21,10 @@ imagefolder layout) or a docfeed dataset. The report has three parts, one module
    temporary directory, then docfeed.Loader run in this process at N threads with uint8
    output (what the GPU path copies) and no consumer, timed as `docfeed bench` times it.
 3. The GPU's appetite (`gpu`): Donut-base training FLOPs per sample at the dataset's image size
-   (`donut_base_train_flops`), divided by an assumed sustained throughput (--gpu, --mfu) or the
-   user's --step-time; then (`estimate`) per pipeline the GPU's busy fraction, the epoch and job
-   time and the fix. `report` holds the `Report` they all feed and writes it out.
+   (`donut_base_train_flops`), divided by a sustained throughput (--gpu peak x --mfu, by
+   default the fraction measured on an H200) or the user's --step-time; then (`estimate`) per
+   pipeline the GPU's busy fraction, the epoch and job time and the fix. `report` holds the
+   `Report` they all feed and writes it out.
 
 Each part returns frozen dataclasses (`Stored`, `DiskRead`, `Measured`, `GpuEstimate`,
 `Pipeline`, `Report`); `run` returns the Report, `main` prints it.
@@ -47,7 +51,7 @@ import tempfile
 from typing import Optional, Sequence, Tuple
 
 from docfeed.doctor.common import (DEFAULT_SIZE, Budget, DoctorError, human_bytes,
-                                   human_seconds, ram_bytes)
+                                   human_seconds, is_url, ram_bytes)
 from docfeed.doctor.estimate import Pipeline, fix_text, model_pipeline
 from docfeed.doctor.gpu import (DEFAULT_MFU, GPU_PEAK, DonutFlops, GpuEstimate, donut_base_flops,
                                 donut_base_train_flops, estimate_step)
@@ -65,7 +69,7 @@ __all__ = [
     "donut_base_flops", "donut_base_train_flops", "estimate_step", "fix_text", "human_bytes",
     "human_seconds", "inspect", "main", "measure_disk", "measure_docfeed", "measure_user",
     "model_pipeline", "padding_of", "parse_args", "ram_bytes", "render_markdown", "render_text",
-    "run", "run_loader", "write_chart", "write_outputs",
+    "remote_note", "run", "run_loader", "write_chart", "write_outputs",
 ]
 
 
@@ -74,7 +78,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "Where is the input bottleneck of a Donut training job, and does "
         "dataloader_num_workers fix it? Measured on a sample of PATH."))
     ap.add_argument("path", help="a save_to_disk Dataset/DatasetDict, an image folder or a "
-                    "docfeed dataset")
+                    "docfeed dataset (local, or at an s3:// or http(s):// URL)")
     ap.add_argument("--batch-size", type=int, default=8, help="samples per step (default 8)")
     ap.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 8),
                     help="N for the DataLoader and docfeed's threads (default min(cores, 8))")
@@ -88,7 +92,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     gpu.add_argument("--gpu", choices=sorted(GPU_PEAK), default="h100",
                      help="GPU whose dense bf16 peak x --mfu gives the step (default h100)")
     ap.add_argument("--mfu", type=float, default=DEFAULT_MFU,
-                    help="sustained fraction of the GPU's peak assumed (default 0.35)")
+                    help="sustained fraction of the GPU's peak (default 0.087: measured for the "
+                    "recipe's Donut-base step on an H200)")
     ap.add_argument("--epochs", type=int, default=1, help="epochs of the job (default 1)")
     ap.add_argument("--assume-samples", type=int, default=0,
                     help="epoch/job estimate for N samples like these (default: the dataset's)")
@@ -121,7 +126,7 @@ def _parse_size(text: Optional[str]) -> Tuple[int, int]:
 def run(args: argparse.Namespace) -> Report:
     """The three parts on args.path (parse_args' namespace, not modified)."""
     budget = Budget(args.max_seconds)
-    path = pathlib.Path(args.path)
+    path = args.path if is_url(args.path) else pathlib.Path(args.path)
     kind = detect_kind(path)
     size = _parse_size(args.size)
     stored = inspect(path, kind, size, budget)
@@ -139,6 +144,8 @@ def run(args: argparse.Namespace) -> Report:
         user = measure_user(stored, k, batch, workers, budget)
     measured = user.pipelines + docfeed.pipelines
     notes = list(docfeed.notes + user.notes)
+    if is_url(path):
+        notes += [remote_note(m.docfeed.bench) for m in docfeed.pipelines if m.docfeed]
     scaled = [m for m in measured if (m.measured_batch_size or batch) < batch]
     if scaled:
         notes.append("time box: " + "; ".join(
@@ -163,6 +170,28 @@ def run(args: argparse.Namespace) -> Report:
         sample_rows=k, pipelines=pipes,
         fix=fix_text(pipes, stored, assume, args.epochs, gpu.step_s),
         notes=tuple(notes) + stored.notes, elapsed_s=budget.elapsed())
+
+
+def remote_note(run: LoaderRun) -> str:
+    """What reading a URL cost the loader's run: its HTTP traffic and how long the workers
+    waited for bytes, with what to do when that wait dominates."""
+    http, remote = run.http, run.stats.get("remote", {})
+    wall = max(run.seconds + run.first_batch_s, 1e-9)
+    wait_s = remote.get("fetch_wait", {}).get("nanos", 0) / 1e9 / max(run.threads, 1)
+    fetched, used = remote.get("bytes_fetched", 0), remote.get("bytes_used", 0)
+    text = (f"remote reads: {http.get('requests', 0):,} HTTP requests, "
+            f"{human_bytes(http.get('bytes', 0))} received ({http.get('bytes', 0) / wall / 1e6:.0f}"
+            f" MB/s over the run), {http.get('retries', 0)} retries, "
+            f"{http.get('throttled', 0)} throttled")
+    if remote.get("prefetching"):
+        text += (f"; the range prefetcher fetched {human_bytes(fetched)} for "
+                 f"{human_bytes(used)} used, and each worker waited {wait_s:.2f} s for bytes "
+                 f"({wait_s / wall:.0%} of the run)")
+        if wait_s > 0.25 * wall:
+            text += (": the network limits this loader; more requests in flight "
+                     "(Loader(prefetch_requests=)) hide more latency, and a local cache "
+                     "(Loader(cache_dir=)) serves every later epoch from disk")
+    return text
 
 
 def write_outputs(report: Report, report_dir: Optional[str], json_path: Optional[str]) -> None:

@@ -21,6 +21,12 @@ class DoctorError(Exception):
     """A problem with the user's data or arguments; the message names the path."""
 
 
+def is_url(path: Any) -> bool:
+    """Whether `path` is a URL docfeed reads remotely: s3://, http://, https:// (as
+    docfeed/remote.h IsRemotePath decides)."""
+    return isinstance(path, str) and path.startswith(("s3://", "http://", "https://"))
+
+
 class Budget:
     """The --max-seconds time box: measurements ask for a share of what is left."""
 

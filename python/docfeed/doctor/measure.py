@@ -88,7 +88,8 @@ class LoaderRun:
     baseline_ms_per_page: float = 0.0
     rss_after_epoch: Tuple[int, ...] = ()
     # The process's HTTP requests over the run (Create included), as `docfeed bench --json`'s
-    # "http": requests, connections, bytes, retries, errors (all 0 for a local dataset).
+    # "http": requests, connections, bytes, retries, errors, throttled (all 0 for a local
+    # dataset).
     http: Mapping[str, int] = field(default_factory=dict)
     # Every loader statistic, as LoaderStatsJson renders it (the "stats" of `docfeed bench
     # --json`): each stage {"count", "nanos"}, the counters, the first bad-sample messages.

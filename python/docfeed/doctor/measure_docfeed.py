@@ -304,7 +304,7 @@ def run_loader(path: pathlib.Path, batch: int, threads: int, size: Tuple[int, in
         loader.close()
     http_after = remote_stats()
     http = {k: int(http_after[k]) - int(http_before[k])
-            for k in ("requests", "connections", "bytes", "retries", "errors")}
+            for k in ("requests", "connections", "bytes", "retries", "errors", "throttled")}
     samples = max(int(stats.get("samples", 0)), 1)
     ms_per_page = {k: (stats[k][1] * 1e3 / samples if k in stats else 0.0) for k in STAGE_NAMES}
     return LoaderRun(

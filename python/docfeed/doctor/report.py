@@ -7,7 +7,7 @@ import pathlib
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from docfeed.doctor.common import DEFAULT_SIZE, human_bytes, human_seconds
+from docfeed.doctor.common import DEFAULT_SIZE, human_bytes, human_seconds, is_url
 from docfeed.doctor.estimate import Pipeline
 from docfeed.doctor.gpu import GpuEstimate
 from docfeed.doctor.measure import DiskRead
@@ -98,7 +98,8 @@ def _split_text(r: Report, fmt: str) -> str:
 def render_text(r: Report) -> str:
     lines = [f"docfeed doctor: {r.path} ({r.kind}" + _split_text(r, ", split {} of {}") + ")", ""]
     lines.append("1. What is stored")
-    lines.append(f"   samples {r.samples:,}, {human_bytes(r.bytes_on_disk)} on disk, "
+    lines.append(f"   samples {r.samples:,}, {human_bytes(r.bytes_on_disk)} "
+                 f"{'stored' if is_url(r.path) else 'on disk'}, "
                  f"{human_bytes(r.bytes_per_sample)} per sample"
                  + (f", image {r.image_size[0]}x{r.image_size[1]}" if r.image_size else ""))
     for c in r.columns:
@@ -110,10 +111,13 @@ def render_text(r: Report) -> str:
     for p in r.pathologies or (Pathology("none", "no known pathology found"),):
         lines.append(f"   [{p.id}] {p.message}")
     lines += ["", "2. Measured on a sample of this data"]
-    warm_note = (" (likely served from the page cache: a warm figure)" if r.disk.likely_warm
-                 else " (page cache dropped with posix_fadvise first)")
-    lines.append(f"   disk read {r.disk_read_mb_s:.0f} MB/s sequential{warm_note}; "
-                 f"warm re-read {r.disk.warm_mb_s:.0f} MB/s")
+    if is_url(r.path):
+        lines.append("   disk: none (read over the network; see the remote reads below)")
+    else:
+        warm_note = (" (likely served from the page cache: a warm figure)" if r.disk.likely_warm
+                     else " (page cache dropped with posix_fadvise first)")
+        lines.append(f"   disk read {r.disk_read_mb_s:.0f} MB/s sequential{warm_note}; "
+                     f"warm re-read {r.disk.warm_mb_s:.0f} MB/s")
     for p in r.pipelines:
         stages = ", ".join(f"{k} {human_seconds(v)}" for k, v in p.stages.items())
         lines.append(f"   {p.name:<44} {human_seconds(p.batch_s):>9} per batch of "
@@ -153,8 +157,9 @@ def render_markdown(r: Report, chart: Optional[str]) -> str:
     md += ["", "Pathologies:", ""]
     md += [f"* **{p.id}**: {p.message}" for p in r.pathologies] or ["* none found"]
     md += ["", "## Measured (a sample of this data)", "",
-           f"Disk read: {r.disk_read_mb_s:.0f} MB/s sequential"
-           + (" (likely a warm-cache figure)" if r.disk.likely_warm else " (cold)") + ".", "",
+           ("Disk: none (read over the network; see the remote reads in the notes)."
+            if is_url(r.path) else f"Disk read: {r.disk_read_mb_s:.0f} MB/s sequential"
+            + (" (likely a warm-cache figure)" if r.disk.likely_warm else " (cold)") + "."), "",
            f"| pipeline | s per batch of {r.batch_size} | stages (s) | GPU busy | epoch | "
            f"job ({r.epochs} epochs) |", "|---|---:|---|---:|---:|---:|"]
     for p in r.pipelines:

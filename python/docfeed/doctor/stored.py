@@ -3,7 +3,11 @@
 `detect_kind` names the layout (save_to_disk, docfeed, imagefolder, parquet, webdataset);
 `inspect` returns a
 `Stored`: the facts the report prints (samples, bytes, columns, image size, pathologies) and, in
-`Stored.source`, where the measurements read the data from. Nothing here writes anything."""
+`Stored.source`, where the measurements read the data from. Nothing here writes anything.
+
+A URL (s3://, http(s)://) is a docfeed dataset read where it is, through docfeed's own remote
+reads (the manifest by `docfeed.dataset_info`, a dataset dict's dataset_dict.json by
+`read_file`); the other layouts are local only."""
 from __future__ import annotations
 
 import json
@@ -13,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from docfeed.doctor.common import (DOCUMENT_SUFFIXES, HUGE_ROW_BYTES, IMAGE_SUFFIXES, PDF_DPI,
-                                   Budget, DoctorError, dir_bytes, human_bytes, load_json)
+                                   Budget, DoctorError, dir_bytes, human_bytes, is_url,
+                                   load_json)
 
 # Normalizations Donut datasets are made with: (mean, std) per channel.
 NORMALIZATIONS = {"donut (0.5/0.5)": ((0.5,) * 3, (0.5,) * 3),
@@ -71,8 +76,8 @@ class StoredSource:
     kind the pixel tensor column (save_to_disk) or the images with their metadata rows
     (imagefolder, in sample order)."""
 
-    split_dir: pathlib.Path
-    data_files: Tuple[pathlib.Path, ...] = ()
+    split_dir: "pathlib.Path | str"  # a str for a URL (a docfeed dataset read remotely)
+    data_files: Tuple[pathlib.Path, ...] = ()  # local files only
     tensor_column: Optional[str] = None
     # save_to_disk without a tensor column: its datasets Image column (encoded image files),
     # which `docfeed pack` packs as it is.
@@ -89,10 +94,10 @@ class StoredSource:
 class Stored:
     """Part 1's findings on PATH (the examined split of a dataset dict)."""
 
-    path: pathlib.Path
+    path: "pathlib.Path | str"  # a str for a URL
     kind: str
     samples: int
-    bytes_on_disk: int
+    bytes_on_disk: int  # at a URL: the bytes of every file the manifest lists
     source: StoredSource
     split: Optional[str] = None
     splits: Tuple[str, ...] = ()
@@ -141,9 +146,13 @@ def _files(root: pathlib.Path, depth: int = 4) -> List[pathlib.Path]:
     return out
 
 
-def detect_kind(path: pathlib.Path) -> str:
+def detect_kind(path: "pathlib.Path | str") -> str:
     """save_to_disk, docfeed, imagefolder, parquet or webdataset (as `docfeed pack` detects
-    them, from the files' bytes); DoctorError naming `path` otherwise."""
+    them, from the files' bytes); DoctorError naming `path` otherwise. A URL must be a docfeed
+    dataset (or a dict of them): "docfeed" at once, and `inspect` reads it (DoctorError when it
+    is none)."""
+    if is_url(path):
+        return "docfeed"
     if not path.exists():
         raise DoctorError(f"{path}: no such file or directory")
     if not path.is_dir():
@@ -532,7 +541,53 @@ def inspect_imagefolder(path: pathlib.Path, size: Tuple[int, int]) -> Stored:
                   pathologies=tuple(pathologies), notes=tuple(notes))
 
 
-def inspect_docfeed(path: pathlib.Path) -> Stored:
+def _remote_error(url: str, e: Exception) -> DoctorError:
+    return DoctorError(f"{url}: doctor reads a docfeed dataset (or a dict of them) at a URL, and "
+                       f"this is none: {e}. For another layout there, run doctor on a local copy")
+
+
+def remote_split(url: str) -> Tuple[str, List[str], Optional[str], Dict[str, Any]]:
+    """(URL of the examined split, all split names, its name, docfeed.dataset_info of it) of a
+    docfeed dataset or dataset dict at `url`; DoctorError naming the URL when it is neither."""
+    from docfeed import Error, NotFoundError, _docfeed
+
+    base = url.rstrip("/")
+    try:
+        return base, [], None, _docfeed.dataset_info(base)
+    except Error as first:
+        if not isinstance(first, NotFoundError):  # access denied, unreachable, damaged, ...
+            raise DoctorError(f"{url}: {first}") from None
+        try:
+            splits = list(json.loads(_docfeed.read_file(base + "/dataset_dict.json"))
+                          .get("splits") or [])
+        except (Error, ValueError, AttributeError):
+            raise _remote_error(url, first) from None
+    if not splits:
+        raise DoctorError(f"{base}/dataset_dict.json: no splits listed")
+    name = "train" if "train" in splits else str(splits[0])
+    try:
+        return f"{base}/{name}", splits, name, _docfeed.dataset_info(f"{base}/{name}")
+    except Error as e:
+        raise _remote_error(f"{base}/{name}", e) from None
+
+
+def inspect_remote_docfeed(url: str) -> Stored:
+    split_url, splits, split, info = remote_split(url)
+    pre = info.get("preprocess") or {}
+    columns = [Column("image", f"image ({info.get('codec')})")]
+    columns += [Column(name, type_) for name, type_ in info.get("columns", [])]
+    image_size = (int(pre["height"]), int(pre["width"])) if pre.get("height") else None
+    return Stored(path=url, kind="docfeed", samples=int(info.get("num_samples", 0)),
+                  bytes_on_disk=int(info.get("total_bytes", 0)),
+                  source=StoredSource(split_dir=split_url), split=split, splits=tuple(splits),
+                  columns=tuple(columns), image_size=image_size,
+                  notes=("read over the network where it is: the loader's time includes "
+                         "fetching the samples' byte ranges",))
+
+
+def inspect_docfeed(path: "pathlib.Path | str") -> Stored:
+    if is_url(path):
+        return inspect_remote_docfeed(str(path))
     split_dir, splits, split = choose_split(path)
     manifest = load_json(split_dir / "docfeed.json")
     columns = [Column(manifest.get("image_column", "image"), f"image ({manifest.get('codec')})")]
@@ -660,7 +715,8 @@ def inspect_webdataset(path: pathlib.Path) -> Stored:
                          "image member is the sample's image",))
 
 
-def inspect(path: pathlib.Path, kind: str, size: Tuple[int, int], budget: Budget) -> Stored:
+def inspect(path: "pathlib.Path | str", kind: str, size: Tuple[int, int],
+            budget: Budget) -> Stored:
     """Part 1 for a dataset of `kind` (detect_kind); DoctorError when it holds no samples."""
     if kind == "save_to_disk":
         stored = inspect_save_to_disk(path, budget)
