@@ -84,6 +84,7 @@ inline constexpr char kPackPresetQwen2VL[] = "qwen2-vl";
 inline constexpr char kPackPresetQwen25VL[] = "qwen2.5-vl";
 inline constexpr char kPackPresetNougat[] = "nougat";
 inline constexpr char kPackPresetIdefics3[] = "idefics3";
+inline constexpr char kPackPresetPix2Struct[] = "pix2struct";
 
 // The Arrow body compression a preprocessed pack uses unless told otherwise: LZ4_FRAME
 // decompresses a 1553x1200 page ~2.4x faster than zstd for ~27% more bytes (docs/benchmarks.md,
@@ -94,8 +95,10 @@ inline constexpr char kPreprocessedDefaultCompression[] = "lz4_frame";
 // deterministic stages (EXIF orientation, align, resize, thumbnail) as PGM/PPM, so that loading
 // only pads. PackOptions::codec must then stay kKeep (it does not apply).
 struct PackPreprocess {
-  // "" (original images), kPackPresetDonut, kPackPresetNougat, a Qwen2-VL name or
-  // kPackPresetIdefics3
+  // "" (original images), kPackPresetDonut, kPackPresetNougat, a Qwen2-VL name,
+  // kPackPresetIdefics3 or kPackPresetPix2Struct (the decoded RGB page at its own size: every
+  // later Pix2Struct step depends on the whole page's float statistics; hf_version as below,
+  // backend "pil" only)
   std::string preset;
   // Donut and Nougat: the processor's size, in pixels (1..65535 each); Nougat's steps are the
   // processor's defaults (crop_margin, resize, thumbnail), its backend "pil" only.

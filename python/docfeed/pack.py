@@ -354,6 +354,10 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       resized pages, the tile grid with the global image below it (`docfeed pack --preprocess
       idefics3`); docfeed.Loader(preset="idefics3") with the same settings and hf_version gives
       the processor's pixel_values for the original pages, and refuses other settings.
+      preprocess="pix2struct" (hf_version 4 or 5, backend "pil" only) stores the pages
+      Pix2StructImageProcessor starts from: decoded, EXIF-oriented and converted to RGB as that
+      generation does, at their own size (`docfeed pack --preprocess pix2struct`), so the loader
+      skips the decode; docfeed.Loader(preset="pix2struct") loads them at any max_patches.
       hf_version (4 or 5, default 4;
       with processor=, its image processor's generation and backend) and backend ("pil", default, or
       "torchvision" with 5): the DonutImageProcessor generation to reproduce (`--hf-version`,

@@ -805,15 +805,17 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
       RaiseInvalid(
           "size, align_long_axis, hf_version, backend, keep_original, min_pixels, max_pixels, "
           "patch_size, merge_size, longest_edge, max_image_size and do_image_splitting need "
-          "preprocess= (\"donut\", \"nougat\", \"qwen2-vl\", \"qwen2.5-vl\" or \"idefics3\")");
+          "preprocess= (\"donut\", \"nougat\", \"qwen2-vl\", \"qwen2.5-vl\", \"idefics3\" or "
+          "\"pix2struct\")");
     }
   } else {
     const bool nougat = preprocess == kPackPresetNougat;
     const bool tiled = preprocess == kPackPresetIdefics3;
-    if (preprocess != kPackPresetDonut && !qwen && !nougat && !tiled) {
+    const bool pix2struct = preprocess == kPackPresetPix2Struct;
+    if (preprocess != kPackPresetDonut && !qwen && !nougat && !tiled && !pix2struct) {
       RaiseInvalid(
-          "preprocess must be \"donut\", \"nougat\", \"qwen2-vl\", \"qwen2.5-vl\" or "
-          "\"idefics3\", not \"" +
+          "preprocess must be \"donut\", \"nougat\", \"qwen2-vl\", \"qwen2.5-vl\", "
+          "\"idefics3\" or \"pix2struct\", not \"" +
           preprocess + "\"");
     }
     if (o.codec != PackCodec::kKeep) {
@@ -828,6 +830,12 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
     o.preprocess.preset = preprocess;
     if (tiled) {
       SetIdefics3Sizes(idefics3, size || align_long_axis || has_qwen_sizes, &o.preprocess);
+    } else if (pix2struct) {
+      if (size || align_long_axis || has_qwen_sizes) {
+        RaiseInvalid(
+            "size, align_long_axis and the Qwen2-VL sizes are other presets', not pix2struct's "
+            "(it stores the decoded page at its own size; max_patches is the loader's)");
+      }
     } else if (qwen) {
       if (size || align_long_axis) {
         RaiseInvalid("size and align_long_axis are Donut's, not " + preprocess +
@@ -872,7 +880,7 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
     if (backend == "torchvision" && o.preprocess.hf_version != 5) {
       RaiseInvalid("backend=\"torchvision\" needs hf_version=5");
     }
-    if (backend != "pil" && (nougat || tiled)) {
+    if (backend != "pil" && (nougat || tiled || pix2struct)) {
       RaiseInvalid("backend=\"torchvision\" is not offered for " + preprocess +
                    " (the preset reproduces the PIL processors)");
     }

@@ -117,7 +117,9 @@ std::string StatsToJson(const DatasetStats& s) {
   j["channels"] = s.channels;
   j["compression"] = s.manifest.compression;
   const PreprocessInfo& p = s.manifest.preprocess;
-  if (p.preprocessed()) {
+  if (p.preset == kPreprocessPix2Struct) {  // stored at the source's size: no size to show
+    j["preprocess"] = {{"preset", p.preset}, {"hf_version", p.hf_version}, {"backend", p.backend}};
+  } else if (p.preprocessed()) {
     j["preprocess"] = {{"preset", p.preset},         {"height", p.height},
                        {"width", p.width},           {"align_long_axis", p.align_long_axis},
                        {"hf_version", p.hf_version}, {"backend", p.backend}};

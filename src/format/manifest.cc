@@ -117,6 +117,8 @@ Json PreprocessToJson(const PreprocessInfo& p) {
     j["max_pixels"] = p.max_pixels;
     j["patch_size"] = p.patch_size;
     j["merge_size"] = p.merge_size;
+  } else if (p.preset == kPreprocessPix2Struct) {
+    // The decoded page at its own size: no size to record.
   } else if (p.preset == kPreprocessIdefics3) {
     j["longest_edge"] = p.longest_edge;
     j["max_image_size"] = p.max_image_size;
@@ -244,6 +246,16 @@ Result<PreprocessInfo> PreprocessFromJson(const Json& j) {
     DOCFEED_RETURN_IF_ERROR(Idefics3PreprocessFromJson(j, &p));
     return p;
   }
+  if (p.preset == kPreprocessPix2Struct) {
+    if (j.contains("hf_version")) p.hf_version = j.at("hf_version").get<int32_t>();
+    if (j.contains("backend")) p.backend = j.at("backend").get<std::string>();
+    if ((p.hf_version != 4 && p.hf_version != 5) || p.backend != "pil") {
+      return UnsupportedError("field preprocess: hf_version " + std::to_string(p.hf_version) +
+                              " with backend \"" + p.backend +
+                              "\" for preset pix2struct (known: 4 or 5 with \"pil\")");
+    }
+    return p;
+  }
   p.height = j.at("height").get<int32_t>();
   p.width = j.at("width").get<int32_t>();
   p.align_long_axis = j.at("align_long_axis").get<bool>();
@@ -262,8 +274,8 @@ Result<PreprocessInfo> PreprocessFromJson(const Json& j) {
   if (p.preset != kPreprocessDonut && p.preset != kPreprocessNougat) {
     return UnsupportedError(
         "field preprocess.preset: unknown preprocessing \"" + p.preset +
-        "\" (this docfeed knows \"donut\", \"nougat\", \"qwen2-vl\", \"qwen2.5-vl\" and "
-        "\"idefics3\")");
+        "\" (this docfeed knows \"donut\", \"nougat\", \"qwen2-vl\", \"qwen2.5-vl\", "
+        "\"idefics3\" and \"pix2struct\")");
   }
   if (p.preset == kPreprocessNougat && p.backend != "pil") {
     return UnsupportedError("field preprocess.backend: \"" + p.backend +

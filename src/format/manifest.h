@@ -34,6 +34,11 @@ inline constexpr char kPreprocessQwen25VL[] = "qwen2.5-vl";
 // image in a band below it): recorded by longest_edge, max_image_size and do_image_splitting
 // instead of height / width / align_long_axis; backend "pil" only.
 inline constexpr char kPreprocessIdefics3[] = "idefics3";
+// Pix2StructImageProcessor's prepared pages: decoded, EXIF-oriented and converted to RGB as the
+// generation does, at the source's size (every later step depends on the whole page's float
+// statistics, so it runs at load time). Recorded by hf_version only (backend "pil"): the pages
+// serve any max_patches and patch size.
+inline constexpr char kPreprocessPix2Struct[] = "pix2struct";
 
 // A byte range of an Arrow file with its XXH3-64.
 struct Region {
@@ -62,7 +67,8 @@ struct FileEntry {
 // decodes and pads. A manifest without hf_version / backend was written before they existed: its
 // pages are transformers 4.x's ("pil").
 struct PreprocessInfo {
-  // "" = original images, "donut" = DonutResize output, "nougat", "qwen2-vl", "idefics3"
+  // "" = original images, "donut" = DonutResize output, "nougat", "qwen2-vl", "idefics3",
+  // "pix2struct"
   std::string preset;
   int32_t height = 0;
   int32_t width = 0;

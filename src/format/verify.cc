@@ -263,6 +263,17 @@ class Verifier {
       return Status::Ok();
     }
     if (p.preset == kPreprocessIdefics3) return CheckIdefics3Page(r, p);
+    if (p.preset == kPreprocessPix2Struct) {
+      // The decoded page at the source's size: any size, no pending orientation.
+      if ((r.flags & 0xF) != 1 || (r.channels != 1 && r.channels != 3)) {
+        return CorruptionError("stored page " + std::to_string(r.width) + "x" +
+                               std::to_string(r.height) + ", " + std::to_string(r.channels) +
+                               " channels, orientation " + std::to_string(r.flags & 0xF) +
+                               " is not a Pix2Struct prepared page (1 or 3 channels, "
+                               "orientation 1)");
+      }
+      return Status::Ok();
+    }
     if (r.width > static_cast<uint32_t>(p.width) || r.height > static_cast<uint32_t>(p.height) ||
         (r.flags & 0xF) != 1 || (r.channels != 1 && r.channels != 3)) {
       return CorruptionError("stored page " + std::to_string(r.width) + "x" +

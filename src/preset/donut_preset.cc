@@ -147,9 +147,11 @@ Result<std::unique_ptr<const Preset>> PresetForStored(const PreprocessInfo& stor
   if (IsQwenVLPreset(stored.preset)) return QwenVLPresetForStored(stored);
   if (stored.preset == kPresetNougat) return NougatPresetForStored(stored);
   if (stored.preset == kPresetIdefics3) return Idefics3PresetForStored(stored);
+  if (stored.preset == kPresetPix2Struct) return Pix2StructPresetForStored(stored);
   if (stored.preset != kPreprocessDonut) {
-    return InvalidArgumentError("unknown preprocessing \"" + stored.preset +
-                                "\" (expected donut, nougat, qwen2-vl, qwen2.5-vl or idefics3)");
+    return InvalidArgumentError(
+        "unknown preprocessing \"" + stored.preset +
+        "\" (expected donut, nougat, qwen2-vl, qwen2.5-vl, idefics3 or pix2struct)");
   }
   PresetParams params;
   params.name = stored.preset;

@@ -3,6 +3,7 @@
 // steps; imaging/pix2struct.h implements them. Prepare is the decode and the RGB conversion:
 // every later step is float arithmetic on the whole page (its own mean and std), so Finish does
 // it, and its output has a fixed shape (max_patches rows, zero rows after the page's patches).
+// `pack --preprocess pix2struct` stores Prepare's output, the page at its own size.
 #include <string>
 
 #include "imaging/pix2struct.h"
@@ -44,9 +45,21 @@ class Pix2StructPreset final : public Preset {
     return info;
   }
 
-  // Prepared pages are not stored (pack --preprocess does not offer this preset).
+  // `pack --preprocess pix2struct` stores Prepare's output, which depends on the generation only
+  // (its RGB conversion of transparent pages); max_patches and the patch size are Finish's.
   Status CheckStored(const PreprocessInfo& p, const std::string& dir) const override {
-    return RefuseStoredPages(p, dir, kPresetPix2Struct);
+    if (p.preset != kPresetPix2Struct) {
+      return RefuseStoredPages(p, dir, kPresetPix2Struct, /*packable=*/true);
+    }
+    if (p.hf_version == config_.hf_version && p.backend == "pil") return Status::Ok();
+    return FailedPreconditionError(
+        dir + " holds pages that the pix2struct preset prepared at pack time for transformers " +
+        std::to_string(p.hf_version) + ".x, but the loader was asked for " +
+        std::to_string(config_.hf_version) +
+        ".x (the generations convert transparent pages to RGB differently); load with "
+        "hf_version=" +
+        std::to_string(p.hf_version) + ", or re-pack with --preprocess pix2struct --hf-version " +
+        std::to_string(config_.hf_version));
   }
 
   // Standardize, resize, patch: float32 only (the processor's output type); the layout does not
@@ -73,6 +86,17 @@ class Pix2StructPreset final : public Preset {
 };
 
 }  // namespace
+
+Result<std::unique_ptr<const Preset>> Pix2StructPresetForStored(const PreprocessInfo& stored) {
+  if (stored.backend != "pil") {
+    return InvalidArgumentError("pix2struct: backend \"" + stored.backend +
+                                "\" (the preset reproduces the PIL processors only)");
+  }
+  PresetParams params;
+  params.name = kPresetPix2Struct;
+  params.pix2struct.hf_version = stored.hf_version;
+  return MakePix2StructPreset(params);
+}
 
 Result<std::unique_ptr<const Preset>> MakePix2StructPreset(const PresetParams& params) {
   DOCFEED_RETURN_IF_ERROR(ValidatePix2StructConfig(params.pix2struct));

@@ -148,8 +148,11 @@ Result<std::unique_ptr<const Preset>> MakeIdefics3Preset(const PresetParams& par
 Result<std::unique_ptr<const Preset>> Idefics3PresetForStored(const PreprocessInfo& stored);
 
 // The Pix2Struct preset (pix2struct_preset.cc).
-inline constexpr char kPresetPix2Struct[] = "pix2struct";
+inline constexpr char kPresetPix2Struct[] = "pix2struct";  // = kPreprocessPix2Struct
 Result<std::unique_ptr<const Preset>> MakePix2StructPreset(const PresetParams& params);
+// The Pix2Struct preset whose Prepare made pages recorded as `stored` (its generation; max_patches
+// and the patch size, which only Finish uses, are the defaults).
+Result<std::unique_ptr<const Preset>> Pix2StructPresetForStored(const PreprocessInfo& stored);
 
 // What every preset's Prepare starts with: decode `bytes`, apply request.orientation, then the
 // RGB conversion of `conversion`'s processor generation (donut.h ToDonutInput: 4.x drops alpha,

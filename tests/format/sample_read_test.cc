@@ -179,12 +179,12 @@ TEST(ManifestChatLabelsTest, RoundTripsAndANonObjectIsRefused) {
 
 TEST(ManifestPreprocessTest, UnknownPresetAndBadSizeAreRefused) {
   Manifest m;
-  m.preprocess = {"pix2struct", 10, 10, false};
+  m.preprocess = {"layoutlmv3", 10, 10, false};
   Result<Manifest> back = DecodeManifest(EncodeManifest(m), "x/docfeed.json");
   ASSERT_FALSE(back.ok());
   EXPECT_EQ(back.status().code(), StatusCode::kUnsupported);
   EXPECT_NE(back.status().message().find("x/docfeed.json"), std::string::npos);
-  EXPECT_NE(back.status().message().find("pix2struct"), std::string::npos);
+  EXPECT_NE(back.status().message().find("layoutlmv3"), std::string::npos);
   m.preprocess = {kPreprocessDonut, 0, 10, false};
   back = DecodeManifest(EncodeManifest(m), "x/docfeed.json");
   ASSERT_FALSE(back.ok());
@@ -279,6 +279,32 @@ TEST(ManifestPreprocessTest, Idefics3SettingsRoundTripAndBadOnesAreRefused) {
   back = DecodeManifest(text, "docfeed.json");
   ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << text;
   EXPECT_EQ(back->preprocess, donut.preprocess);
+}
+
+// `pack --preprocess pix2struct` records the generation only: the page is stored at its own size.
+TEST(ManifestPreprocessTest, Pix2StructRecordHasNoSizes) {
+  Manifest m;
+  m.preprocess.preset = kPreprocessPix2Struct;
+  m.preprocess.hf_version = 5;
+  std::string text = EncodeManifest(m);
+  for (const char* absent : {"\"height\"", "\"width\"", "\"min_pixels\"", "\"longest_edge\""}) {
+    EXPECT_EQ(text.find(absent), std::string::npos) << absent << "\n" << text;
+  }
+  EXPECT_NE(text.find("\"preset\": \"pix2struct\""), std::string::npos) << text;
+  Result<Manifest> back = DecodeManifest(text, "docfeed.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->preprocess, m.preprocess);
+
+  for (const auto& [version, backend] :
+       {std::pair{5, std::string("torchvision")}, std::pair{6, std::string("pil")}}) {
+    m.preprocess.hf_version = version;
+    m.preprocess.backend = backend;
+    back = DecodeManifest(EncodeManifest(m), "x/docfeed.json");
+    ASSERT_FALSE(back.ok()) << version << " " << backend;
+    EXPECT_EQ(back.status().code(), StatusCode::kUnsupported);
+    EXPECT_NE(back.status().message().find("pix2struct"), std::string::npos)
+        << back.status().ToString();
+  }
 }
 
 TEST(ManifestNormalizationTest, RoundTripsAndIsAbsentByDefault) {

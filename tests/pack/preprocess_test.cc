@@ -171,7 +171,7 @@ TEST(PreprocessPackTest, UnknownPresetIsRefusedBeforeWriting) {
   TempDir dir;
   testing::MakeSmallFolder(dir.Join("src"));
   PackOptions o = PreprocessOptions(dir.Join("src"), dir.Join("out"), 8, 8, false);
-  o.encode.preprocess.preset = "pix2struct";
+  o.encode.preprocess.preset = "layoutlmv3";
   Result<PackSummary> summary = Pack(o);
   ASSERT_FALSE(summary.ok());
   EXPECT_NE(summary.status().message().find("unknown preprocessing"), std::string::npos)

@@ -110,7 +110,10 @@ def test_inspect_and_verify_show_the_preprocessing(packed):
     (["--preprocess", "donut"], "needs --size HxW"),
     (["--preprocess", "donut", "--size", "10"], "--size must be HxW"),
     (["--preprocess", "donut", "--size", "0x10"], "--size height"),
-    (["--preprocess", "pix2struct", "--size", "10x10"], "--preprocess must be donut"),
+    (["--preprocess", "layoutlmv3", "--size", "10x10"], "--preprocess must be donut"),
+    (["--preprocess", "pix2struct", "--size", "10x10"], "not pix2struct's"),
+    (["--preprocess", "pix2struct", "--backend", "torchvision", "--hf-version", "5"],
+     "not offered for pix2struct"),
     (["--preprocess", "donut", "--size", "10x10", "--codec", "png"], "--codec does not apply"),
 ])
 def test_pack_refuses_bad_preprocess_arguments(tmp_path, args, message):

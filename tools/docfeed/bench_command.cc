@@ -170,6 +170,11 @@ Status SizeFromDataset(BenchConfig* c) {
     o.preset.idefics3.hf_version = info.hf_version;
     return Status::Ok();
   }
+  if (info.preset == "pix2struct") {  // pages at their own size: max_patches is the default
+    o.preset.name = info.preset;
+    o.preset.pix2struct.hf_version = info.hf_version;
+    return Status::Ok();
+  }
   if (!info.preset.empty()) {
     o.preset.donut.height = info.height;
     o.preset.donut.width = info.width;
@@ -322,6 +327,11 @@ void PrintTable(const BenchConfig& c, const RunResult& r, double baseline_s) {
         c.loader.path.c_str(), r.preprocessed ? "preprocessed" : "original images", r.threads,
         c.loader.batch_size, i.longest_edge, i.max_image_size,
         i.do_image_splitting ? "" : " no splitting", i.hf_version);
+  } else if (c.loader.preset.name == "pix2struct") {
+    const Pix2StructConfig& x = c.loader.preset.pix2struct;
+    std::printf("%s: %s, %d threads, batch %u, pix2struct max_patches %d, transformers %d.x pil\n",
+                c.loader.path.c_str(), r.preprocessed ? "preprocessed" : "original images",
+                r.threads, c.loader.batch_size, x.max_patches, x.hf_version);
   } else if (c.loader.preset.name != "donut") {
     const QwenVLConfig& q = c.loader.preset.qwen_vl;
     std::printf("%s: %s, %d threads, batch %u, %s max_pixels %lld, transformers %d.x %s\n",

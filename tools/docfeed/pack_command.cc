@@ -100,6 +100,10 @@ constexpr char kPackHelp[] =
     "                         pages (docs/qwen-vl-preprocessing.md), with --min-pixels N\n"
     "                         --max-pixels N --patch-size N --merge-size N (defaults: the\n"
     "                         checkpoints' 3136, 12845056, 14, 2) and --hf-version/--backend\n"
+    "  --preprocess pix2struct store the pages Pix2StructImageProcessor starts from (decoded,\n"
+    "                         EXIF-oriented, RGB as --hf-version converts them) at their own\n"
+    "                         size, so loading skips the decode; any max_patches loads them\n"
+    "                         (docs/pix2struct-preprocessing.md)\n"
     "\n"
     "Donut labels (the columns labels and target_sequence, and OUT/tokenizer/):\n"
     "  --tokenizer DIR        XLM-RoBERTa tokenizer folder: tokenizer.json (wins) or\n"
@@ -165,9 +169,11 @@ Status ParsePreprocess(const ParsedArgs& parsed, PackPreprocess* p) {
   const bool qwen = preset == kPackPresetQwen2VL || preset == kPackPresetQwen25VL;
   const bool nougat = preset == kPackPresetNougat;
   const bool idefics3 = preset == kPackPresetIdefics3;
-  if (preset != kPackPresetDonut && !qwen && !nougat && !idefics3) {
+  const bool pix2struct = preset == kPackPresetPix2Struct;
+  if (preset != kPackPresetDonut && !qwen && !nougat && !idefics3 && !pix2struct) {
     return InvalidArgumentError(
-        "--preprocess must be donut, nougat, qwen2-vl, qwen2.5-vl or idefics3, not " + preset);
+        "--preprocess must be donut, nougat, qwen2-vl, qwen2.5-vl, idefics3 or pix2struct, not " +
+        preset);
   }
   if (parsed.options.count("--codec") > 0) {
     return InvalidArgumentError(
@@ -183,6 +189,13 @@ Status ParsePreprocess(const ParsedArgs& parsed, PackPreprocess* p) {
   p->preset = preset;
   if (idefics3) {
     DOCFEED_RETURN_IF_ERROR(ParseIdefics3Sizes(parsed, has_qwen_flags, p));
+  } else if (pix2struct) {
+    // The page is stored at its own size; max_patches is the loader's.
+    if (has_size || parsed.Has("--align-long-axis") || has_qwen_flags) {
+      return InvalidArgumentError(
+          "--size, --align-long-axis and the Qwen2-VL sizes are other presets', not pix2struct's "
+          "(it stores the decoded page at its own size; max_patches is the loader's)");
+    }
   } else if (qwen) {
     if (has_size || parsed.Has("--align-long-axis")) {
       return InvalidArgumentError("--size and --align-long-axis are Donut's, not " + preset +
@@ -213,7 +226,7 @@ Status ParsePreprocess(const ParsedArgs& parsed, PackPreprocess* p) {
   DOCFEED_ASSIGN_OR_RETURN(const Generation generation, ParseGeneration(parsed));
   p->hf_version = generation.hf_version;
   p->backend = generation.backend;
-  if ((nougat || idefics3) && p->backend != "pil") {
+  if ((nougat || idefics3 || pix2struct) && p->backend != "pil") {
     return InvalidArgumentError("--backend torchvision is not offered for " + preset +
                                 " (the preset reproduces the PIL processors)");
   }
