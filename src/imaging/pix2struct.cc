@@ -98,9 +98,10 @@ const uint8_t* ContiguousRgb(const ImageView& page, std::vector<uint8_t>& storag
 //   var  = float32(float64(pairwise sum of float32((x - mean)^2)) / n)   (np.var, ddof 0)
 //   std  = sqrt(var) in float32; adjusted = max(std, 1.0 / math.sqrt(n)), Python's max, so a
 //   float64 floor wins only when strictly larger, and is then cast to float32 by the division.
-// numpy's float32 leaf (LeafSum) of the squared deviations square[p[i]], i < count.
+// numpy's float32 leaf (LeafSum) of the squared deviations square[p[i]], i < count, where
+// square[v] = d * d with d = float32(v) - mean, each rounded to float32.
 struct SquareLeafScalar {
-  float operator()(const uint8_t* p, int64_t count, const float* square) const {
+  float operator()(const uint8_t* p, int64_t count, const float* square, float /*mean*/) const {
     float values[128];
     for (int64_t i = 0; i < count; ++i) values[i] = square[p[i]];
     return LeafSum(values, count);
@@ -130,7 +131,7 @@ template <typename SquareLeaf>
     square[static_cast<size_t>(v)] = d * d;
   }
   for (size_t l = 0; l < leaves.size(); ++l) {
-    sums[l] = SquareLeaf()(rgb + leaves[l].begin, leaves[l].count, square.data());
+    sums[l] = SquareLeaf()(rgb + leaves[l].begin, leaves[l].count, square.data(), mean);
   }
   next = sums.data();
   const float squares = PairwiseCombine(n, next);
@@ -310,22 +311,27 @@ constexpr int64_t kLanes = 8;
   return ResizeBody(rgb, in_h, in_w, table, out_h, out_w, wide, resized);
 }
 
-// SquareLeafScalar with AVX2: the eight running sums are the eight lanes of one vector, each
-// chunk of eight values gathered from the table; the same additions in the same order.
+// SquareLeafScalar with AVX2: the eight running sums are the eight lanes of one vector; each
+// chunk's squares are computed as the table's are (a float subtraction, then a float product:
+// the same two roundings, and no fused multiply-add in this file), which costs less than
+// gathering them from the table; the same additions in the same order.
 struct SquareLeafAvx2 {
-  [[gnu::target("avx2,fma")]] float operator()(const uint8_t* p, int64_t count,
-                                               const float* square) const {
-    if (count < 16) return SquareLeafScalar()(p, count, square);
-    // Lane k of chunk i: square[p[i + k]].
+  [[gnu::target("avx2,fma")]] static __m256 Squares(const uint8_t* p, __m256 mean) {
     int64_t bytes = 0;
     std::memcpy(&bytes, p, 8);
-    __m256 r = _mm256_i32gather_ps(square, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bytes)), 4);
+    const __m256 d =
+        _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bytes))), mean);
+    return _mm256_mul_ps(d, d);
+  }
+
+  [[gnu::target("avx2,fma")]] float operator()(const uint8_t* p, int64_t count, const float* square,
+                                               float mean) const {
+    if (count < 16) return SquareLeafScalar()(p, count, square, mean);
+    // Lane k of chunk i: square[p[i + k]].
+    const __m256 m = _mm256_set1_ps(mean);
+    __m256 r = Squares(p, m);
     int64_t i = 8;
-    for (; i < count - (count % 8); i += 8) {
-      std::memcpy(&bytes, p + i, 8);
-      r = _mm256_add_ps(
-          r, _mm256_i32gather_ps(square, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bytes)), 4));
-    }
+    for (; i < count - (count % 8); i += 8) r = _mm256_add_ps(r, Squares(p + i, m));
     alignas(32) float lanes[8];
     _mm256_store_ps(lanes, r);
     float sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
