@@ -101,6 +101,13 @@ const uint8_t* ContiguousRgb(const ImageView& page, std::vector<uint8_t>& storag
 // numpy's float32 leaf (LeafSum) of the squared deviations square[p[i]], i < count, where
 // square[v] = d * d with d = float32(v) - mean, each rounded to float32.
 struct SquareLeafScalar {
+  // The leaf's values summed (an exact integer: at most 128 values).
+  static int32_t ByteSum(const uint8_t* p, int64_t count) {
+    int32_t sum = 0;
+    for (int64_t i = 0; i < count; ++i) sum += p[i];
+    return sum;
+  }
+
   float operator()(const uint8_t* p, int64_t count, const float* square, float /*mean*/) const {
     float values[128];
     for (int64_t i = 0; i < count; ++i) values[i] = square[p[i]];
@@ -108,16 +115,25 @@ struct SquareLeafScalar {
   }
 };
 
+// The standardization of one page: its mean and std as numpy computes them, and the standardized
+// value of each uint8 value, table[v] = (float32(v) - mean) / std (two float roundings).
+struct Standardization {
+  std::array<float, 256> table;
+  float mean = 0.0f;
+  float std = 1.0f;
+};
+
 template <typename SquareLeaf>
-[[gnu::always_inline]] inline std::array<float, 256> StandardizeTable(const uint8_t* rgb,
-                                                                      int64_t n) {
-  std::vector<Leaf> leaves;
+[[gnu::always_inline]] inline Standardization StandardizeTable(const uint8_t* rgb, int64_t n) {
+  // Per thread and kept, as the resize's scratch (Pix2StructPatches): a leaf per 128 values is
+  // 3 MB of Leaf for an A4 scan at 300 dpi, which a fresh vector would page-fault in every time.
+  thread_local std::vector<Leaf> leaves;
+  thread_local std::vector<float> sums;
+  leaves.clear();
   PairwiseLeaves(0, n, leaves);
-  std::vector<float> sums(leaves.size());
+  sums.resize(leaves.size());
   for (size_t l = 0; l < leaves.size(); ++l) {
-    int32_t sum = 0;
-    for (int64_t i = 0; i < leaves[l].count; ++i) sum += rgb[leaves[l].begin + i];
-    sums[l] = static_cast<float>(sum);
+    sums[l] = static_cast<float>(SquareLeaf::ByteSum(rgb + leaves[l].begin, leaves[l].count));
   }
   const float* next = sums.data();
   const float sum = PairwiseCombine(n, next);
@@ -140,11 +156,13 @@ template <typename SquareLeaf>
   const double floor = 1.0 / std::sqrt(static_cast<double>(n));
   if (floor > static_cast<double>(std_dev)) std_dev = static_cast<float>(floor);
 
-  std::array<float, 256> table;
+  Standardization s;
+  s.mean = mean;
+  s.std = std_dev;
   for (int v = 0; v < 256; ++v) {
-    table[static_cast<size_t>(v)] = (static_cast<float>(v) - mean) / std_dev;
+    s.table[static_cast<size_t>(v)] = (static_cast<float>(v) - mean) / std_dev;
   }
-  return table;
+  return s;
 }
 
 // ATen's antialiased linear weights along one axis for float32 tensors (UpSampleKernel.cpp,
@@ -217,23 +235,45 @@ AaAxis AntialiasWeights(int64_t in, int64_t out) {
 // vector width. Compiled twice (below): for AVX2 + FMA, and for the baseline.
 constexpr int64_t kLanes = 8;
 
-[[gnu::always_inline]] inline void HorizontalPass(const uint8_t* rgb, int64_t in_h, int64_t in_w,
-                                                  const std::array<float, 256>& table,
-                                                  const AaAxis& ax, int64_t out_w, float* wide) {
-  // Eight rows of one channel, standardized and transposed: column x of row y0 + r at x * 8 + r.
-  std::vector<float> block(static_cast<size_t>(in_w * kLanes));
-  float* t = block.data();
-  for (int64_t c = 0; c < 3; ++c) {
-    for (int64_t y0 = 0; y0 < in_h; y0 += kLanes) {
-      const int64_t lanes = std::min(kLanes, in_h - y0);
-      for (int64_t r = 0; r < kLanes; ++r) {
-        if (r < lanes) {
-          const uint8_t* row = rgb + 3 * (y0 + r) * in_w + c;
-          for (int64_t x = 0; x < in_w; ++x) t[x * kLanes + r] = table[row[3 * x]];
-        } else {
-          for (int64_t x = 0; x < in_w; ++x) t[x * kLanes + r] = 0.0f;
+// Fills the three channels' blocks of the rows y0 .. y0 + lanes - 1 (columns x0 and on; the
+// rows past `lanes` are zero) as HorizontalPass lays them out, through the table.
+struct FillRowsScalar {
+  [[gnu::always_inline]] void operator()(const uint8_t* rgb, int64_t in_w, int64_t y0,
+                                         int64_t lanes, const Standardization& st, int64_t x0,
+                                         float* const blocks[3]) const {
+    for (int64_t r = 0; r < kLanes; ++r) {
+      float* t0 = blocks[0] + r;
+      float* t1 = blocks[1] + r;
+      float* t2 = blocks[2] + r;
+      if (r < lanes) {
+        const uint8_t* row = rgb + 3 * (y0 + r) * in_w;
+        for (int64_t x = x0; x < in_w; ++x) {
+          t0[x * kLanes] = st.table[row[3 * x]];
+          t1[x * kLanes] = st.table[row[3 * x + 1]];
+          t2[x * kLanes] = st.table[row[3 * x + 2]];
         }
+      } else {
+        for (int64_t x = x0; x < in_w; ++x) t0[x * kLanes] = t1[x * kLanes] = t2[x * kLanes] = 0;
       }
+    }
+  }
+};
+
+template <typename FillRows>
+[[gnu::always_inline]] inline void HorizontalPass(const uint8_t* rgb, int64_t in_h, int64_t in_w,
+                                                  const Standardization& st, const AaAxis& ax,
+                                                  int64_t out_w, float* wide) {
+  // Eight rows of each channel, standardized and transposed: column x of row y0 + r of channel c
+  // at blocks[c][x * 8 + r]. One sweep over the eight rows fills the three channels' blocks.
+  thread_local std::vector<float> storage;  // kept, as the other scratch
+  storage.resize(static_cast<size_t>(3 * in_w * kLanes));
+  float* const blocks[3] = {storage.data(), storage.data() + in_w * kLanes,
+                            storage.data() + 2 * in_w * kLanes};
+  for (int64_t y0 = 0; y0 < in_h; y0 += kLanes) {
+    const int64_t lanes = std::min(kLanes, in_h - y0);
+    FillRows()(rgb, in_w, y0, lanes, st, 0, blocks);
+    for (int64_t c = 0; c < 3; ++c) {
+      const float* t = blocks[c];
       for (int64_t x = 0; x < out_w; ++x) {
         const float* w = ax.weights.data() + x * ax.taps;
         const float* src = t + ax.first[static_cast<size_t>(x)] * kLanes;
@@ -256,26 +296,44 @@ constexpr int64_t kLanes = 8;
   }
 }
 
+// One output row of the vertical pass: dst = sum of the `count` source rows at `src` (`stride`
+// apart) times their weights, in order, the first Unfused(count) terms after the first rounded
+// twice and the rest fused. Columns go kLanes at a time through loops of a constant count (which
+// GCC vectorizes at -O2; it leaves loops of a variable count scalar there), then one by one.
+[[gnu::always_inline]] inline void VerticalRow(float* dst, const float* src, int64_t stride,
+                                               const float* w, int64_t count, int64_t width) {
+  const int64_t unfused = Unfused(count);
+  int64_t x = 0;
+  for (; x + kLanes <= width; x += kLanes) {
+    float acc[kLanes];
+    for (int64_t k = 0; k < kLanes; ++k) acc[k] = src[x + k] * w[0];
+    for (int64_t j = 1; j < count; ++j) {
+      const float* v = src + j * stride + x;
+      const float wj = w[j];
+      if (j > unfused) {
+        for (int64_t k = 0; k < kLanes; ++k) acc[k] = std::fma(v[k], wj, acc[k]);
+      } else {
+        for (int64_t k = 0; k < kLanes; ++k) acc[k] += v[k] * wj;
+      }
+    }
+    for (int64_t k = 0; k < kLanes; ++k) dst[x + k] = acc[k];
+  }
+  for (; x < width; ++x) {
+    float acc = src[x] * w[0];
+    for (int64_t j = 1; j < count; ++j) {
+      acc = Accumulate(j > unfused, acc, src[j * stride + x], w[j]);
+    }
+    dst[x] = acc;
+  }
+}
+
 [[gnu::always_inline]] inline void VerticalPass(const float* wide, int64_t in_h, const AaAxis& ax,
                                                 int64_t out_h, int64_t out_w, float* out) {
   for (int64_t c = 0; c < 3; ++c) {
     const float* plane = wide + c * in_h * out_w;
     for (int64_t y = 0; y < out_h; ++y) {
-      const float* w = ax.weights.data() + y * ax.taps;
-      const int64_t count = ax.count[static_cast<size_t>(y)];
-      const int64_t unfused = Unfused(count);
-      float* __restrict dst = out + (c * out_h + y) * out_w;
-      const float* __restrict src = plane + ax.first[static_cast<size_t>(y)] * out_w;
-      for (int64_t x = 0; x < out_w; ++x) dst[x] = src[x] * w[0];
-      for (int64_t j = 1; j < count; ++j) {
-        const float* __restrict v = src + j * out_w;
-        const float wj = w[j];
-        if (j > unfused) {
-          for (int64_t x = 0; x < out_w; ++x) dst[x] = std::fma(v[x], wj, dst[x]);
-        } else {
-          for (int64_t x = 0; x < out_w; ++x) dst[x] += v[x] * wj;
-        }
-      }
+      VerticalRow(out + (c * out_h + y) * out_w, plane + ax.first[static_cast<size_t>(y)] * out_w,
+                  out_w, ax.weights.data() + y * ax.taps, ax.count[static_cast<size_t>(y)], out_w);
     }
   }
 }
@@ -283,17 +341,21 @@ constexpr int64_t kLanes = 8;
 // ATen resizes the width first (the contiguous dimension), then the height, skipping a
 // dimension whose size does not change. Planes are channel-major, as the CHW tensor. Returns
 // the resized planes (in `wide` or `resized`).
-[[gnu::always_inline]] inline const float* ResizeBody(
-    const uint8_t* rgb, int64_t in_h, int64_t in_w, const std::array<float, 256>& table,
-    int64_t out_h, int64_t out_w, std::vector<float>& wide, std::vector<float>& resized) {
+template <typename FillRows>
+[[gnu::always_inline]] inline const float* ResizeBody(const uint8_t* rgb, int64_t in_h,
+                                                      int64_t in_w, const Standardization& st,
+                                                      int64_t out_h, int64_t out_w,
+                                                      std::vector<float>& wide,
+                                                      std::vector<float>& resized) {
   wide.resize(static_cast<size_t>(3 * in_h * out_w));
   if (out_w == in_w) {
     for (int64_t c = 0; c < 3; ++c) {
       float* plane = wide.data() + c * in_h * out_w;
-      for (int64_t i = 0; i < in_h * in_w; ++i) plane[i] = table[rgb[3 * i + c]];
+      for (int64_t i = 0; i < in_h * in_w; ++i) plane[i] = st.table[rgb[3 * i + c]];
     }
   } else {
-    HorizontalPass(rgb, in_h, in_w, table, AntialiasWeights(in_w, out_w), out_w, wide.data());
+    HorizontalPass<FillRows>(rgb, in_h, in_w, st, AntialiasWeights(in_w, out_w), out_w,
+                             wide.data());
   }
   if (out_h == in_h) return wide.data();
   resized.resize(static_cast<size_t>(3 * out_h * out_w));
@@ -303,12 +365,75 @@ constexpr int64_t kLanes = 8;
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define DOCFEED_PIX2STRUCT_AVX2 1
+// FillRowsScalar with AVX2, for eight rows at a time: each row's channel c of eight pixels
+// (24 bytes) picked out with two byte shuffles, standardized as the table's entries are
+// ((float32(v) - mean) / std: the same subtraction and division, rounded the same), the 8 x 8
+// block of rows by columns transposed in registers, and stored as eight columns. The pixels of a
+// row past the last whole eight, and blocks of fewer than eight rows, go through the table.
+struct FillRowsAvx2 {
+  // The 8 x 8 transpose: row i of `m` (columns 0..7) becomes column i.
+  [[gnu::target("avx2,fma")]] static void Transpose8(__m256 m[8]) {
+    const __m256 t0 = _mm256_unpacklo_ps(m[0], m[1]), t1 = _mm256_unpackhi_ps(m[0], m[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(m[2], m[3]), t3 = _mm256_unpackhi_ps(m[2], m[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(m[4], m[5]), t5 = _mm256_unpackhi_ps(m[4], m[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(m[6], m[7]), t7 = _mm256_unpackhi_ps(m[6], m[7]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    m[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+    m[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    m[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+    m[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    m[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+    m[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    m[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+    m[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+  }
+
+  [[gnu::target("avx2,fma")]] void operator()(const uint8_t* rgb, int64_t in_w, int64_t y0,
+                                              int64_t lanes, const Standardization& st,
+                                              int64_t /*x0*/, float* const blocks[3]) const {
+    if (lanes < kLanes) return FillRowsScalar()(rgb, in_w, y0, lanes, st, 0, blocks);
+    // Byte k of the shuffles' result is channel c of pixel k: byte 3k + c of the 24, from the
+    // first 16 (lo) or the last 8 (hi); 0x80 gives zero.
+    alignas(16) int8_t lo_index[3][16], hi_index[3][16];
+    for (int c = 0; c < 3; ++c) {
+      for (int k = 0; k < 16; ++k) {
+        const int at = 3 * k + c;
+        lo_index[c][k] = static_cast<int8_t>(k < 8 && at < 16 ? at : 0x80);
+        hi_index[c][k] = static_cast<int8_t>(k < 8 && at >= 16 ? at - 16 : 0x80);
+      }
+    }
+    const __m256 mean = _mm256_set1_ps(st.mean), std_dev = _mm256_set1_ps(st.std);
+    const int64_t whole = in_w - in_w % kLanes;
+    for (int c = 0; c < 3; ++c) {
+      const __m128i lo_shuffle = _mm_load_si128(reinterpret_cast<const __m128i*>(lo_index[c]));
+      const __m128i hi_shuffle = _mm_load_si128(reinterpret_cast<const __m128i*>(hi_index[c]));
+      for (int64_t x = 0; x < whole; x += kLanes) {
+        __m256 m[kLanes];
+        for (int64_t r = 0; r < kLanes; ++r) {
+          const uint8_t* p = rgb + 3 * ((y0 + r) * in_w + x);
+          const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+          const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 16));
+          const __m128i v =
+              _mm_or_si128(_mm_shuffle_epi8(lo, lo_shuffle), _mm_shuffle_epi8(hi, hi_shuffle));
+          m[r] = _mm256_div_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)), mean),
+                               std_dev);
+        }
+        Transpose8(m);
+        for (int64_t k = 0; k < kLanes; ++k) _mm256_storeu_ps(blocks[c] + (x + k) * kLanes, m[k]);
+      }
+    }
+    if (whole < in_w) FillRowsScalar()(rgb, in_w, y0, lanes, st, whole, blocks);
+  }
+};
+
 [[gnu::target("avx2,fma")]] const float* ResizeAvx2(const uint8_t* rgb, int64_t in_h, int64_t in_w,
-                                                    const std::array<float, 256>& table,
-                                                    int64_t out_h, int64_t out_w,
-                                                    std::vector<float>& wide,
+                                                    const Standardization& st, int64_t out_h,
+                                                    int64_t out_w, std::vector<float>& wide,
                                                     std::vector<float>& resized) {
-  return ResizeBody(rgb, in_h, in_w, table, out_h, out_w, wide, resized);
+  return ResizeBody<FillRowsAvx2>(rgb, in_h, in_w, st, out_h, out_w, wide, resized);
 }
 
 // SquareLeafScalar with AVX2: the eight running sums are the eight lanes of one vector; each
@@ -316,6 +441,22 @@ constexpr int64_t kLanes = 8;
 // the same two roundings, and no fused multiply-add in this file), which costs less than
 // gathering them from the table; the same additions in the same order.
 struct SquareLeafAvx2 {
+  // ByteSum 32 values at a time: _mm256_sad_epu8 against zero sums each 8 bytes into a 64-bit
+  // lane (integers: any order gives the same sum).
+  [[gnu::target("avx2,fma")]] static int32_t ByteSum(const uint8_t* p, int64_t count) {
+    __m256i acc = _mm256_setzero_si256();
+    int64_t i = 0;
+    for (; i + 32 <= count; i += 32) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i));
+      acc = _mm256_add_epi64(acc, _mm256_sad_epu8(v, _mm256_setzero_si256()));
+    }
+    alignas(32) int64_t lanes[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc);
+    int64_t sum = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+    for (; i < count; ++i) sum += p[i];
+    return static_cast<int32_t>(sum);
+  }
+
   [[gnu::target("avx2,fma")]] static __m256 Squares(const uint8_t* p, __m256 mean) {
     int64_t bytes = 0;
     std::memcpy(&bytes, p, 8);
@@ -341,7 +482,7 @@ struct SquareLeafAvx2 {
   }
 };
 
-[[gnu::target("avx2,fma")]] std::array<float, 256> StandardizeAvx2(const uint8_t* rgb, int64_t n) {
+[[gnu::target("avx2,fma")]] Standardization StandardizeAvx2(const uint8_t* rgb, int64_t n) {
   return StandardizeTable<SquareLeafAvx2>(rgb, n);
 }
 
@@ -351,16 +492,16 @@ bool UseAvx2() {
 }
 #endif
 
-const float* Resize(const uint8_t* rgb, int64_t in_h, int64_t in_w,
-                    const std::array<float, 256>& table, int64_t out_h, int64_t out_w,
-                    std::vector<float>& wide, std::vector<float>& resized) {
+const float* Resize(const uint8_t* rgb, int64_t in_h, int64_t in_w, const Standardization& st,
+                    int64_t out_h, int64_t out_w, std::vector<float>& wide,
+                    std::vector<float>& resized) {
 #ifdef DOCFEED_PIX2STRUCT_AVX2
-  if (UseAvx2()) return ResizeAvx2(rgb, in_h, in_w, table, out_h, out_w, wide, resized);
+  if (UseAvx2()) return ResizeAvx2(rgb, in_h, in_w, st, out_h, out_w, wide, resized);
 #endif
-  return ResizeBody(rgb, in_h, in_w, table, out_h, out_w, wide, resized);
+  return ResizeBody<FillRowsScalar>(rgb, in_h, in_w, st, out_h, out_w, wide, resized);
 }
 
-std::array<float, 256> Standardize(const uint8_t* rgb, int64_t n) {
+Standardization Standardize(const uint8_t* rgb, int64_t n) {
 #ifdef DOCFEED_PIX2STRUCT_AVX2
   if (UseAvx2()) return StandardizeAvx2(rgb, n);
 #endif
@@ -433,13 +574,13 @@ Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, 
 
   std::vector<uint8_t> storage;  // a gray page as RGB: not kept (3 x H x W bytes)
   const uint8_t* rgb = ContiguousRgb(page, storage);
-  const std::array<float, 256> table = Standardize(rgb, 3 * in_h * in_w);
+  const Standardization standardized = Standardize(rgb, 3 * in_h * in_w);
 
   // Per-thread scratch, kept between pages: a loader worker then allocates (and page-faults)
   // only when a page needs more than any before it on that thread. It holds 3 x H x out_w and
   // 3 x out_h x out_w floats of the largest page (about 50 MB for a 4961 x 7016 scan).
   thread_local std::vector<float> wide, resized_storage;
-  const float* resized = Resize(rgb, in_h, in_w, table, out_h, out_w, wide, resized_storage);
+  const float* resized = Resize(rgb, in_h, in_w, standardized, out_h, out_w, wide, resized_storage);
 
   // Row r * cols + c: [r + 1, c + 1, then (y, x, channel) of the patch], then zero rows.
   const int64_t row_values = Pix2StructRowValues(config);
