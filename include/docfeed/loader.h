@@ -291,8 +291,9 @@ class Batch {
   uint64_t epoch() const { return epoch_; }
   uint64_t index() const { return index_; }  // this rank's batch number in the epoch
   // size x 3 x height x width (kChw) or size x height x width x 3 (kHwc) elements of dtype;
-  // for a variable-size preset (Qwen2-VL) the pages' outputs one after the other (sum of their
-  // patches x patch values), each page's size given by content_sizes().
+  // for Qwen2-VL the pages' outputs one after the other (sum of their patches x patch values),
+  // for Idefics3 each page's tiles then zero tiles up to the batch's most (size x most tiles x
+  // 3 x S x S, as the processor's pixel_values); each page's size given by content_sizes().
   void* pixels() const { return pixels_; }
   size_t pixel_bytes() const { return pixel_bytes_; }
   // size x label_length() int64, -100 padded; label_length() is 0 without a label column.

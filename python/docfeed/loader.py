@@ -226,8 +226,8 @@ class Loader:
         page. hf_version 4 (Idefics3ImageProcessor of 4.x; a mode it raises on, such as gray or
         palette, is taken as image.convert("RGB"), CMYK is refused) or 5
         (Idefics3ImageProcessorPil). image_size, pad, align_long_axis and layout do not apply.
-        pixel_values is a view of the loader's buffer when every page has the same tile count,
-        else a padded copy. Original images, or a dataset packed with --preprocess idefics3 at
+        pixel_values is a view of the loader's buffer (the C++ workers pad each page's tiles to
+        the batch's most), never a copy. Original images, or a dataset packed with --preprocess idefics3 at
         the same longest_edge, max_image_size, do_image_splitting and hf_version (others are
         refused).
         "pix2struct" (Pix2StructImageProcessor): a batch holds flattened_patches (B,
@@ -663,7 +663,7 @@ class Loader:
             (patches.numpy().sum(axis=-1) != 0).astype(np.float32))
 
     def _tile(self, out: Batch) -> None:
-        """pixel_values (sum of tiles, 3 * S * S) -> the processor's (B, max_tiles, 3, S, S), plus
+        """pixel_values (B * max_tiles, 3 * S * S) -> the processor's (B, max_tiles, 3, S, S), plus
         pixel_attention_mask, rows and cols. A page's prepared size gives its grid: S x S is one
         tile (rows = cols = 0), else (rows + 1) * S x cols * S (the global image's band below)."""
         import torch
@@ -676,15 +676,12 @@ class Loader:
         tiles = torch.where(one, 1, rows * cols + 1)
         flat = out["pixel_values"].view(-1, 3, s, s)
         batch, most = tiles.shape[0], int(tiles.max())
-        if bool((tiles == most).all()):
-            pixel_values = flat.view(batch, most, 3, s, s)  # no padding: a view of the buffer
-        else:
-            pixel_values = flat.new_zeros((batch, most, 3, s, s))
-            start = 0
-            for i, n in enumerate(tiles.tolist()):
-                pixel_values[i, :n] = flat[start:start + n]
-                start += n
-        out["pixel_values"] = pixel_values
+        # The C++ batch pads each page's tiles with zero tiles to the batch's most
+        # (Preset::pads_batch), as the processor does: a view of the buffer, no copy.
+        if flat.shape[0] != batch * most:
+            raise RuntimeError(f"docfeed: an idefics3 batch holds {flat.shape[0]} tiles, not "
+                               f"{batch} pages x {most} (a docfeed bug; please report it)")
+        out["pixel_values"] = flat.view(batch, most, 3, s, s)
         real = torch.arange(most).unsqueeze(0) < tiles.unsqueeze(1)
         out["pixel_attention_mask"] = real.to(torch.int64)[:, :, None, None].expand(
             batch, most, s, s)

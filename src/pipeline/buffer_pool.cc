@@ -124,21 +124,38 @@ void BufferPool::CompactTokens(int index, uint32_t size, const std::vector<int64
   }
 }
 
-size_t BufferPool::PackPixels(int index, uint32_t size) {
+size_t BufferPool::PackPixels(int index, uint32_t size, bool pad) {
   Buffer& m = buffer(index);
   auto* base = static_cast<uint8_t*>(m.pixels);
-  // Where each output goes: right after the previous one.
+  // Where each output goes: right after the previous one, or with `pad` at j * the largest.
+  size_t largest = 0;
+  for (uint32_t j = 0; j < size; ++j) {
+    const SlotPixels& s = m.placements[j];
+    DOCFEED_CHECK(s.bytes <= sample_pixel_bytes_ && (s.spilled || s.bytes <= s.capacity));
+    largest = std::max(largest, s.bytes);
+  }
   std::vector<size_t>& to = m.packed_offsets;
   to[0] = 0;
   bool in_place = true;
   for (uint32_t j = 0; j < size; ++j) {
     const SlotPixels& s = m.placements[j];
-    DOCFEED_CHECK(s.bytes <= sample_pixel_bytes_ && (s.spilled || s.bytes <= s.capacity));
-    to[j + 1] = to[j] + s.bytes;
+    to[j + 1] = to[j] + (pad ? largest : s.bytes);
     in_place = in_place && !s.spilled && s.offset == to[j];
   }
   m.pixel_bytes = to[size];
-  if (in_place) return 0;
+  // The padding after each output (what earlier batches left there), zeroed once every output
+  // is at its destination.
+  auto zero_padding = [&] {
+    if (!pad) return;
+    for (uint32_t j = 0; j < size; ++j) {
+      std::memset(base + to[j] + m.placements[j].bytes, 0,
+                  to[j + 1] - to[j] - m.placements[j].bytes);
+    }
+  };
+  if (in_place) {
+    zero_padding();
+    return 0;
+  }
   // Regions are in slot order and each in-place output lies within its own, so an output moving
   // up (to > offset) lands below the next slot's destination and an output moving down lands
   // above the previous slot's region: moving the upward ones last slot first, then the downward
@@ -162,6 +179,7 @@ size_t BufferPool::PackPixels(int index, uint32_t size) {
     std::memcpy(base + to[j], m.spills[j].data(), s.bytes);
     moved += s.bytes;
   }
+  zero_padding();
   return moved;
 }
 

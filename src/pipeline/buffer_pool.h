@@ -116,12 +116,14 @@ class BufferPool {
   uint32_t token_capacity() const { return token_capacity_; }
   // Packs the outputs of the first `size` slots (written through SlotAt) so that they follow
   // each other from the buffer's start in slot order, and records the total as the buffer's
-  // pixel_bytes. Moves nothing when every slot wrote exactly its region (the common case); else
-  // moves the displaced outputs (in an order that never overwrites one not yet moved) and copies
-  // the spilled ones in. Returns the bytes moved or copied.
+  // pixel_bytes. With `pad`, each output instead starts at j times the largest output and the
+  // rest of its region is zeroed (pixel_bytes = size x the largest). Moves nothing when every
+  // slot wrote exactly at its destination (the common case); else moves the displaced outputs
+  // (in an order that never overwrites one not yet moved) and copies the spilled ones in.
+  // Returns the bytes moved or copied.
   // REQUIRES: every slot's placement is set; regions in slot order, each output within its
   // region unless spilled, and at most sample_pixel_bytes().
-  size_t PackPixels(int index, uint32_t size);
+  size_t PackPixels(int index, uint32_t size, bool pad = false);
 
  private:
   BufferPool() = default;

@@ -104,6 +104,14 @@ void LoaderCore::WorkerLoop() {
 SlotView LoaderCore::SlotFor(const Claim& c) const {
   if (!reader->preset().variable_size()) return pool->Slot(c.buffer, c.j);
   const EpochOrder& o = *c.order;
+  if (reader->preset().pads_batch()) {
+    // At j times the batch's largest predicted output: where PackPixels(pad) puts it.
+    size_t largest = 0;
+    for (uint32_t i = 0; i < o.BatchSize(c.k); ++i) {
+      largest = std::max(largest, reader->PredictedBytes(o.SampleAt(o.Position(c.k, i))));
+    }
+    return pool->SlotAt(c.buffer, c.j, c.j * largest, largest);
+  }
   size_t offset = 0;
   for (uint32_t i = 0; i < c.j; ++i)
     offset += reader->PredictedBytes(o.SampleAt(o.Position(c.k, i)));
@@ -342,19 +350,22 @@ Result<std::unique_ptr<Loader>> Loader::Create(const LoaderOptions& options) {
   std::vector<int64_t> token_pads;
   for (const TokenColumn& t : options.token_columns) token_pads.push_back(t.pad);
   const bool variable_size = core->reader->preset().variable_size();
+  const bool pads_batch = core->reader->preset().pads_batch();
   LoaderState shape;
   shape.seed = options.seed;
   shape.world_size = options.world_size;
   shape.batch_size = options.batch_size;
   core->scheduler = std::make_unique<Scheduler>(
       shape, static_cast<int>(buffers), options.prefetch, make_order,
-      [pool, labels, label_length, token_pads, variable_size](int buffer, uint32_t size) {
+      [pool, labels, label_length, token_pads, variable_size, pads_batch](int buffer,
+                                                                          uint32_t size) {
         if (labels) pool->CompactLabels(buffer, size, label_length);
         if (!token_pads.empty()) pool->CompactTokens(buffer, size, token_pads);
         if (variable_size) {
-          // Each page's output follows the previous one's; written so already unless a
-          // replacement or a missed prediction displaced some.
-          pool->PackPixels(buffer, size);
+          // Each page's output follows the previous one's (or, padded, starts at j times the
+          // largest); written so already unless a replacement or a missed prediction displaced
+          // some.
+          pool->PackPixels(buffer, size, pads_batch);
         } else {
           pool->buffer(buffer).pixel_bytes = pool->sample_pixel_bytes() * size;
         }

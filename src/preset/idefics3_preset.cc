@@ -30,6 +30,7 @@ class Idefics3Preset final : public Preset {
     return {1, static_cast<int32_t>(max_tiles_), static_cast<int32_t>(Idefics3TileValues(config_))};
   }
   bool variable_size() const override { return true; }
+  bool pads_batch() const override { return true; }
   size_t OutputBytesFor(int32_t height, int32_t width, DType dtype) const override {
     const Result<Idefics3Grid> grid = Idefics3GridOf(height, width, config_);
     if (!grid.ok()) return SampleBytes(dtype);

@@ -96,6 +96,10 @@ class Preset {
   // Whether the output's size follows the page (Qwen2-VL: one row per patch). Finish then
   // writes OutputBytesFor(prepared height, width) bytes, at most SampleBytes.
   virtual bool variable_size() const { return false; }
+  // For a variable-size preset: whether a batch pads each page's output with zeros to the
+  // batch's largest, as the processor does (Idefics3's pixel_values (B, most tiles, 3, S, S));
+  // otherwise the outputs follow one another (Qwen2-VL's sum of patches).
+  virtual bool pads_batch() const { return false; }
   virtual size_t OutputBytesFor(int32_t /*height*/, int32_t /*width*/, DType dtype) const {
     return SampleBytes(dtype);
   }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -94,6 +95,48 @@ TEST(BufferPoolPack, AnyMixPacksInSlotOrder) {
     const std::vector<uint8_t> want = Fill(*pool, predicted, actual);
     pool->PackPixels(0, size);
     ASSERT_EQ(Packed(*pool), want) << "iteration " << iter;
+  }
+}
+
+// A batch that pads (Preset::pads_batch, Idefics3): slot j's region at j times the largest
+// predicted output, as LoaderCore::SlotFor gives it; after PackPixels(pad) output j starts at j
+// times the largest actual output and the rest of its region is zero, whatever the buffer held
+// before (stale bytes of earlier batches), with any mix of exact, smaller and spilled outputs.
+TEST(BufferPoolPack, PaddedBatchesPutEachOutputAtItsStrideAndZeroTheRest) {
+  std::unique_ptr<BufferPool> pool = MakePool();
+  ASSERT_NE(pool, nullptr);
+  std::mt19937 rng(23);
+  for (int iter = 0; iter < 500; ++iter) {
+    const auto size = static_cast<uint32_t>(1 + rng() % kBatch);
+    std::vector<size_t> predicted(size), actual(size);
+    for (uint32_t j = 0; j < size; ++j) {
+      predicted[j] = 1 + rng() % kSlotBytes;
+      actual[j] = rng() % 3 == 1 ? 1 + rng() % kSlotBytes : predicted[j];
+    }
+    std::memset(pool->buffer(0).pixels, 0xEE, kBatch * kSlotBytes);  // an earlier batch's bytes
+    size_t region = 0;
+    for (size_t p : predicted) region = std::max(region, p);
+    size_t largest = 0;
+    for (size_t a : actual) largest = std::max(largest, a);
+    std::vector<uint8_t> want;
+    for (uint32_t j = 0; j < size; ++j) {
+      const SlotView slot = pool->SlotAt(0, j, j * region, region);
+      void* out = slot.pixels;
+      if (actual[j] > slot.pixel_capacity) {
+        slot.spill->resize(actual[j]);
+        out = slot.spill->data();
+      }
+      std::memset(out, static_cast<int>(j + 1), actual[j]);
+      slot.placement->bytes = actual[j];
+      slot.placement->spilled = out != slot.pixels;
+      want.insert(want.end(), actual[j], static_cast<uint8_t>(j + 1));
+      want.insert(want.end(), largest - actual[j], 0);
+    }
+    const size_t moved = pool->PackPixels(0, size, /*pad=*/true);
+    ASSERT_EQ(Packed(*pool), want) << "iteration " << iter;
+    if (largest == region && predicted == actual) {
+      EXPECT_EQ(moved, 0u);
+    }
   }
 }
 

@@ -1,9 +1,11 @@
 // The loader with a variable-size preset (Qwen2-VL, Idefics3): each batch's pages' outputs follow
-// one another from the buffer's start (the worker that finishes a batch packs them), whatever the
-// number of threads, and equal what the public Preset gives for each page on its own. Pages of
-// different sizes make the outputs differ in length. Runs under TSan and ASan with the others.
+// one another from the buffer's start (Idefics3: each padded to the batch's largest; the worker
+// that finishes a batch packs them), whatever the number of threads, and equal what the public
+// Preset gives for each page on its own. Pages of different sizes make the outputs differ in
+// length. Runs under TSan and ASan with the others.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <string>
@@ -49,8 +51,9 @@ LoaderOptions QwenOptions(const std::string& path, int threads) {
   return o;
 }
 
-// Each batch's pixels are its pages' outputs (the public Preset's, page by page) end to end.
-void ExpectPagesInOrder(const LoaderOptions& o, const Outputs& got) {
+// Each batch's pixels are its pages' outputs (the public Preset's, page by page) end to end;
+// with `padded` (Idefics3) each followed by zeros up to the batch's largest output.
+void ExpectPagesInOrder(const LoaderOptions& o, const Outputs& got, bool padded = false) {
   Result<docfeed::Preset> preset = docfeed::Preset::Create(o.preset);
   ASSERT_TRUE(preset.ok()) << preset.status().ToString();
   ASSERT_TRUE(preset->variable_size());
@@ -58,7 +61,7 @@ void ExpectPagesInOrder(const LoaderOptions& o, const Outputs& got) {
   ASSERT_TRUE(ds.ok());
   ReadScratch scratch;
   for (size_t k = 0; k < got.ids.size(); ++k) {
-    std::vector<uint8_t> want;
+    std::vector<std::vector<uint8_t>> pages;
     for (int64_t id : got.ids[k]) {
       Result<SampleBytes> sample = (*ds)->ReadSample(static_cast<uint64_t>(id), false, &scratch);
       ASSERT_TRUE(sample.ok()) << sample.status().ToString();
@@ -68,7 +71,14 @@ void ExpectPagesInOrder(const LoaderOptions& o, const Outputs& got) {
       Result<Placement> placed = preset->Finish(page, {}, o.dtype, o.layout, one.data());
       ASSERT_TRUE(placed.ok());
       one.resize(preset->OutputBytes(*placed, o.dtype));
-      want.insert(want.end(), one.begin(), one.end());
+      pages.push_back(std::move(one));
+    }
+    size_t largest = 0;
+    for (const auto& page : pages) largest = std::max(largest, page.size());
+    std::vector<uint8_t> want;
+    for (const auto& page : pages) {
+      want.insert(want.end(), page.begin(), page.end());
+      if (padded) want.insert(want.end(), largest - page.size(), 0);
     }
     EXPECT_EQ(got.pixels[k], want) << "batch " << k;
   }
@@ -140,16 +150,17 @@ LoaderOptions Idefics3Options(const std::string& path, int threads) {
   return o;
 }
 
-// Idefics3's tile counts follow the pages' aspect ratios: batches pack each page's tiles in order,
-// the same with any thread count, and a slot holds the dataset's largest page's tiles.
-TEST(LoaderVariableSize, Idefics3TilesPackInOrder) {
+// Idefics3's tile counts follow the pages' aspect ratios: batches hold each page's tiles in
+// order, padded with zero tiles to the batch's most (the processor's layout), the same with any
+// thread count, and a slot holds the dataset's largest page's tiles.
+TEST(LoaderVariableSize, Idefics3TilesPadToTheBatchsMost) {
   TempDir tmp;
   const std::string path = tmp.Join("pages.docfeed");
   PackPages(tmp.path(), path, 11, 30, false, false, 17);
   const LoaderOptions o = Idefics3Options(path, 3);
   const Outputs got = Drain(o);
   ASSERT_EQ(got.ids.size(), 4u);
-  ExpectPagesInOrder(o, got);
+  ExpectPagesInOrder(o, got, /*padded=*/true);
   std::set<size_t> sizes;
   for (const auto& p : got.pixels) sizes.insert(p.size());
   EXPECT_GE(sizes.size(), 2u);
