@@ -235,12 +235,25 @@ AaAxis AntialiasWeights(int64_t in, int64_t out) {
 // vector width. Compiled twice (below): for AVX2 + FMA, and for the baseline.
 constexpr int64_t kLanes = 8;
 
-// Fills the three channels' blocks of the rows y0 .. y0 + lanes - 1 (columns x0 and on; the
-// rows past `lanes` are zero) as HorizontalPass lays them out, through the table.
+// Fills the first `channels` (3, or 1 for a gray page) channels' blocks of the rows y0 .. y0 +
+// lanes - 1 (columns x0 and on; the rows past `lanes` are zero) as HorizontalPass lays them out,
+// through the table.
 struct FillRowsScalar {
   [[gnu::always_inline]] void operator()(const uint8_t* rgb, int64_t in_w, int64_t y0,
                                          int64_t lanes, const Standardization& st, int64_t x0,
-                                         float* const blocks[3]) const {
+                                         int channels, float* const blocks[3]) const {
+    if (channels == 1) {
+      for (int64_t r = 0; r < kLanes; ++r) {
+        float* t0 = blocks[0] + r;
+        if (r < lanes) {
+          const uint8_t* row = rgb + 3 * (y0 + r) * in_w;
+          for (int64_t x = x0; x < in_w; ++x) t0[x * kLanes] = st.table[row[3 * x]];
+        } else {
+          for (int64_t x = x0; x < in_w; ++x) t0[x * kLanes] = 0;
+        }
+      }
+      return;
+    }
     for (int64_t r = 0; r < kLanes; ++r) {
       float* t0 = blocks[0] + r;
       float* t1 = blocks[1] + r;
@@ -261,8 +274,8 @@ struct FillRowsScalar {
 
 template <typename FillRows>
 [[gnu::always_inline]] inline void HorizontalPass(const uint8_t* rgb, int64_t in_h, int64_t in_w,
-                                                  const Standardization& st, const AaAxis& ax,
-                                                  int64_t out_w, float* wide) {
+                                                  const Standardization& st, int channels,
+                                                  const AaAxis& ax, int64_t out_w, float* wide) {
   // Eight rows of each channel, standardized and transposed: column x of row y0 + r of channel c
   // at blocks[c][x * 8 + r]. One sweep over the eight rows fills the three channels' blocks.
   thread_local std::vector<float> storage;  // kept, as the other scratch
@@ -271,8 +284,8 @@ template <typename FillRows>
                             storage.data() + 2 * in_w * kLanes};
   for (int64_t y0 = 0; y0 < in_h; y0 += kLanes) {
     const int64_t lanes = std::min(kLanes, in_h - y0);
-    FillRows()(rgb, in_w, y0, lanes, st, 0, blocks);
-    for (int64_t c = 0; c < 3; ++c) {
+    FillRows()(rgb, in_w, y0, lanes, st, 0, channels, blocks);
+    for (int64_t c = 0; c < channels; ++c) {
       const float* t = blocks[c];
       for (int64_t x = 0; x < out_w; ++x) {
         const float* w = ax.weights.data() + x * ax.taps;
@@ -327,9 +340,10 @@ template <typename FillRows>
   }
 }
 
-[[gnu::always_inline]] inline void VerticalPass(const float* wide, int64_t in_h, const AaAxis& ax,
-                                                int64_t out_h, int64_t out_w, float* out) {
-  for (int64_t c = 0; c < 3; ++c) {
+[[gnu::always_inline]] inline void VerticalPass(const float* wide, int64_t in_h, int channels,
+                                                const AaAxis& ax, int64_t out_h, int64_t out_w,
+                                                float* out) {
+  for (int64_t c = 0; c < channels; ++c) {
     const float* plane = wide + c * in_h * out_w;
     for (int64_t y = 0; y < out_h; ++y) {
       VerticalRow(out + (c * out_h + y) * out_w, plane + ax.first[static_cast<size_t>(y)] * out_w,
@@ -340,27 +354,39 @@ template <typename FillRows>
 
 // ATen resizes the width first (the contiguous dimension), then the height, skipping a
 // dimension whose size does not change. Planes are channel-major, as the CHW tensor. Returns
-// the resized planes (in `wide` or `resized`).
+// the resized planes (in `wide` or `resized`). A gray page's three channels are equal, so are
+// their resized planes: with `gray`, the first is computed and copied twice.
 template <typename FillRows>
 [[gnu::always_inline]] inline const float* ResizeBody(const uint8_t* rgb, int64_t in_h,
                                                       int64_t in_w, const Standardization& st,
-                                                      int64_t out_h, int64_t out_w,
+                                                      bool gray, int64_t out_h, int64_t out_w,
                                                       std::vector<float>& wide,
                                                       std::vector<float>& resized) {
+  const int channels = gray ? 1 : 3;
   wide.resize(static_cast<size_t>(3 * in_h * out_w));
   if (out_w == in_w) {
-    for (int64_t c = 0; c < 3; ++c) {
+    for (int64_t c = 0; c < channels; ++c) {
       float* plane = wide.data() + c * in_h * out_w;
       for (int64_t i = 0; i < in_h * in_w; ++i) plane[i] = st.table[rgb[3 * i + c]];
     }
   } else {
-    HorizontalPass<FillRows>(rgb, in_h, in_w, st, AntialiasWeights(in_w, out_w), out_w,
+    HorizontalPass<FillRows>(rgb, in_h, in_w, st, channels, AntialiasWeights(in_w, out_w), out_w,
                              wide.data());
   }
-  if (out_h == in_h) return wide.data();
-  resized.resize(static_cast<size_t>(3 * out_h * out_w));
-  VerticalPass(wide.data(), in_h, AntialiasWeights(in_h, out_h), out_h, out_w, resized.data());
-  return resized.data();
+  float* out = wide.data();
+  int64_t plane = in_h * out_w;
+  if (out_h != in_h) {
+    resized.resize(static_cast<size_t>(3 * out_h * out_w));
+    VerticalPass(wide.data(), in_h, channels, AntialiasWeights(in_h, out_h), out_h, out_w,
+                 resized.data());
+    out = resized.data();
+    plane = out_h * out_w;
+  }
+  if (gray) {
+    std::copy_n(out, plane, out + plane);
+    std::copy_n(out, plane, out + 2 * plane);
+  }
+  return out;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -393,8 +419,9 @@ struct FillRowsAvx2 {
 
   [[gnu::target("avx2,fma")]] void operator()(const uint8_t* rgb, int64_t in_w, int64_t y0,
                                               int64_t lanes, const Standardization& st,
-                                              int64_t /*x0*/, float* const blocks[3]) const {
-    if (lanes < kLanes) return FillRowsScalar()(rgb, in_w, y0, lanes, st, 0, blocks);
+                                              int64_t /*x0*/, int channels,
+                                              float* const blocks[3]) const {
+    if (lanes < kLanes) return FillRowsScalar()(rgb, in_w, y0, lanes, st, 0, channels, blocks);
     // Byte k of the shuffles' result is channel c of pixel k: byte 3k + c of the 24, from the
     // first 16 (lo) or the last 8 (hi); 0x80 gives zero.
     alignas(16) int8_t lo_index[3][16], hi_index[3][16];
@@ -407,7 +434,7 @@ struct FillRowsAvx2 {
     }
     const __m256 mean = _mm256_set1_ps(st.mean), std_dev = _mm256_set1_ps(st.std);
     const int64_t whole = in_w - in_w % kLanes;
-    for (int c = 0; c < 3; ++c) {
+    for (int c = 0; c < channels; ++c) {
       const __m128i lo_shuffle = _mm_load_si128(reinterpret_cast<const __m128i*>(lo_index[c]));
       const __m128i hi_shuffle = _mm_load_si128(reinterpret_cast<const __m128i*>(hi_index[c]));
       for (int64_t x = 0; x < whole; x += kLanes) {
@@ -425,15 +452,16 @@ struct FillRowsAvx2 {
         for (int64_t k = 0; k < kLanes; ++k) _mm256_storeu_ps(blocks[c] + (x + k) * kLanes, m[k]);
       }
     }
-    if (whole < in_w) FillRowsScalar()(rgb, in_w, y0, lanes, st, whole, blocks);
+    if (whole < in_w) FillRowsScalar()(rgb, in_w, y0, lanes, st, whole, channels, blocks);
   }
 };
 
 [[gnu::target("avx2,fma")]] const float* ResizeAvx2(const uint8_t* rgb, int64_t in_h, int64_t in_w,
-                                                    const Standardization& st, int64_t out_h,
-                                                    int64_t out_w, std::vector<float>& wide,
+                                                    const Standardization& st, bool gray,
+                                                    int64_t out_h, int64_t out_w,
+                                                    std::vector<float>& wide,
                                                     std::vector<float>& resized) {
-  return ResizeBody<FillRowsAvx2>(rgb, in_h, in_w, st, out_h, out_w, wide, resized);
+  return ResizeBody<FillRowsAvx2>(rgb, in_h, in_w, st, gray, out_h, out_w, wide, resized);
 }
 
 // SquareLeafScalar with AVX2: the eight running sums are the eight lanes of one vector; each
@@ -493,12 +521,12 @@ bool UseAvx2() {
 #endif
 
 const float* Resize(const uint8_t* rgb, int64_t in_h, int64_t in_w, const Standardization& st,
-                    int64_t out_h, int64_t out_w, std::vector<float>& wide,
+                    bool gray, int64_t out_h, int64_t out_w, std::vector<float>& wide,
                     std::vector<float>& resized) {
 #ifdef DOCFEED_PIX2STRUCT_AVX2
-  if (UseAvx2()) return ResizeAvx2(rgb, in_h, in_w, st, out_h, out_w, wide, resized);
+  if (UseAvx2()) return ResizeAvx2(rgb, in_h, in_w, st, gray, out_h, out_w, wide, resized);
 #endif
-  return ResizeBody<FillRowsScalar>(rgb, in_h, in_w, st, out_h, out_w, wide, resized);
+  return ResizeBody<FillRowsScalar>(rgb, in_h, in_w, st, gray, out_h, out_w, wide, resized);
 }
 
 Standardization Standardize(const uint8_t* rgb, int64_t n) {
@@ -580,7 +608,8 @@ Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, 
   // only when a page needs more than any before it on that thread. It holds 3 x H x out_w and
   // 3 x out_h x out_w floats of the largest page (about 50 MB for a 4961 x 7016 scan).
   thread_local std::vector<float> wide, resized_storage;
-  const float* resized = Resize(rgb, in_h, in_w, standardized, out_h, out_w, wide, resized_storage);
+  const float* resized = Resize(rgb, in_h, in_w, standardized, page.channels == 1, out_h, out_w,
+                                wide, resized_storage);
 
   // Row r * cols + c: [r + 1, c + 1, then (y, x, channel) of the patch], then zero rows.
   const int64_t row_values = Pix2StructRowValues(config);

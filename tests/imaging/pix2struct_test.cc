@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/simd_mode.h"
@@ -100,6 +101,29 @@ TEST(Pix2StructPatches, SimdAndScalarPathsAreBitIdentical) {
     ASSERT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ(std::memcmp(simd.data(), scalar.data(), values * sizeof(float)), 0)
         << k.width << "x" << k.height << "x" << k.channels;
+  }
+}
+
+// A gray page is its value thrice (the processor's RGB array): computing one channel and copying
+// it must give the bits the three-channel path gives for the same page expanded to RGB.
+TEST(Pix2StructPatches, AGrayPageEqualsItsRgbExpansion) {
+  std::mt19937 rng(7);
+  for (const auto& [width, height] : {std::pair{640, 480}, std::pair{97, 1301}, std::pair{33, 9}}) {
+    std::vector<uint8_t> gray(static_cast<size_t>(width * height)), rgb(gray.size() * 3);
+    for (size_t i = 0; i < gray.size(); ++i) {
+      gray[i] = static_cast<uint8_t>(rng() % 256);
+      rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = gray[i];
+    }
+    Pix2StructConfig config;
+    config.max_patches = 512;
+    const size_t values = static_cast<size_t>(config.max_patches * Pix2StructRowValues(config));
+    std::vector<float> from_gray(values), from_rgb(values);
+    ASSERT_TRUE(
+        Pix2StructPatches({gray.data(), width, height, 1, width}, config, from_gray.data()).ok());
+    ASSERT_TRUE(
+        Pix2StructPatches({rgb.data(), width, height, 3, width * 3}, config, from_rgb.data()).ok());
+    EXPECT_EQ(std::memcmp(from_gray.data(), from_rgb.data(), values * sizeof(float)), 0)
+        << width << "x" << height;
   }
 }
 
