@@ -168,3 +168,19 @@ def test_bench_takes_the_processor_generation(tmp_path):
         proc = run_docfeed("bench", tmp_path / "ds", *extra, check=False)
         assert proc.returncode == 2 and ("--backend" in proc.stderr or "--hf-version" in
                                          proc.stderr), (extra, proc.stderr)
+
+
+def test_bench_peak_rss_is_its_own_not_its_launchers(tmp_path):
+    """`docfeed bench --json`'s peak_rss_bytes is the bench process's own high-water mark: Linux
+    carries getrusage's ru_maxrss over execve from the forking process, so a bench started from
+    a harness that had touched 1 GiB reported about 1 GiB."""
+    src = copy_samples(tmp_path, ["sroie/000.jpg", "invoices/simple-invoice.png"])
+    run_docfeed("pack", src, "-o", tmp_path / "ds")
+    touched = bytearray(1 << 30)
+    for i in range(0, len(touched), 4096):
+        touched[i] = 1
+    proc = run_docfeed("bench", tmp_path / "ds", "--size", "64x48", "--json", "--threads", "1",
+                       "--batch-size", "1")
+    del touched
+    peak = json.loads(proc.stdout)["peak_rss_bytes"]
+    assert 0 < peak < 512 << 20, peak

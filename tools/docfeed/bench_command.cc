@@ -189,7 +189,21 @@ double Seconds(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// This process's peak RSS: /proc/self/status's VmHWM, the high-water mark of its own address
+// space. Not getrusage's ru_maxrss: Linux carries that over execve from the process that forked
+// this one, so `bench` started from a large process (a Python harness holding 1.5 GB) reported
+// the harness's peak instead of its own. ru_maxrss only where /proc cannot be read.
 uint64_t PeakRssBytes() {
+  if (FILE* f = std::fopen("/proc/self/status", "r"); f != nullptr) {
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof(line), f) != nullptr) {
+      found = std::sscanf(line, "VmHWM: %llu kB", &kib) == 1;
+    }
+    std::fclose(f);
+    if (found) return static_cast<uint64_t>(kib) * 1024;
+  }
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return static_cast<uint64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
