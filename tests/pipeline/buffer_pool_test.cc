@@ -78,20 +78,27 @@ TEST(BufferPoolPack, ALargerReplacementIsSpilledAndCopiedIn) {
   EXPECT_EQ(Packed(*pool), want);
 }
 
+// A partial or full batch's predicted and actual output sizes: a third of the outputs come out at
+// another size than predicted (smaller, or larger: spilled), the rest as predicted.
+void RandomSizes(std::mt19937& rng, std::vector<size_t>* predicted, std::vector<size_t>* actual) {
+  const auto size = static_cast<uint32_t>(1 + rng() % kBatch);
+  predicted->resize(size);
+  actual->resize(size);
+  for (uint32_t j = 0; j < size; ++j) {
+    (*predicted)[j] = 1 + rng() % kSlotBytes;
+    (*actual)[j] = rng() % 3 == 1 ? 1 + rng() % kSlotBytes : (*predicted)[j];
+  }
+}
+
 // Any mix of exact, smaller and spilled outputs, and a partial batch.
 TEST(BufferPoolPack, AnyMixPacksInSlotOrder) {
   std::unique_ptr<BufferPool> pool = MakePool();
   ASSERT_NE(pool, nullptr);
   std::mt19937 rng(19);
+  std::vector<size_t> predicted, actual;
   for (int iter = 0; iter < 500; ++iter) {
-    const auto size = static_cast<uint32_t>(1 + rng() % kBatch);
-    std::vector<size_t> predicted(size), actual(size);
-    for (uint32_t j = 0; j < size; ++j) {
-      predicted[j] = 1 + rng() % kSlotBytes;
-      const auto kind =
-          static_cast<uint32_t>(rng() % 3);  // as predicted, another size, as predicted
-      actual[j] = kind == 1 ? 1 + rng() % kSlotBytes : predicted[j];
-    }
+    RandomSizes(rng, &predicted, &actual);
+    const auto size = static_cast<uint32_t>(predicted.size());
     const std::vector<uint8_t> want = Fill(*pool, predicted, actual);
     pool->PackPixels(0, size);
     ASSERT_EQ(Packed(*pool), want) << "iteration " << iter;
@@ -106,13 +113,10 @@ TEST(BufferPoolPack, PaddedBatchesPutEachOutputAtItsStrideAndZeroTheRest) {
   std::unique_ptr<BufferPool> pool = MakePool();
   ASSERT_NE(pool, nullptr);
   std::mt19937 rng(23);
+  std::vector<size_t> predicted, actual;
   for (int iter = 0; iter < 500; ++iter) {
-    const auto size = static_cast<uint32_t>(1 + rng() % kBatch);
-    std::vector<size_t> predicted(size), actual(size);
-    for (uint32_t j = 0; j < size; ++j) {
-      predicted[j] = 1 + rng() % kSlotBytes;
-      actual[j] = rng() % 3 == 1 ? 1 + rng() % kSlotBytes : predicted[j];
-    }
+    RandomSizes(rng, &predicted, &actual);
+    const auto size = static_cast<uint32_t>(predicted.size());
     std::memset(pool->buffer(0).pixels, 0xEE, kBatch * kSlotBytes);  // an earlier batch's bytes
     size_t region = 0;
     for (size_t p : predicted) region = std::max(region, p);
