@@ -23,14 +23,20 @@ std::unique_ptr<BufferPool> MakePool() {
 }
 
 // Writes slot j's output (`bytes` bytes of value j + 1) as SampleReader::Load does: into its
-// region when it fits, else into its spill buffer. Returns the bytes expected in the packed batch.
+// region when it fits, else into its spill buffer. The regions are those LoaderCore::SlotFor
+// gives: the predicted sizes one after the other, or with `padded` each the largest predicted
+// size. Returns the bytes expected in the packed batch (padded: each output followed by zeros up
+// to the largest actual size).
 std::vector<uint8_t> Fill(BufferPool& pool, const std::vector<size_t>& predicted,
-                          const std::vector<size_t>& actual) {
+                          const std::vector<size_t>& actual, bool padded = false) {
+  const size_t region = *std::max_element(predicted.begin(), predicted.end());
+  const size_t largest = *std::max_element(actual.begin(), actual.end());
   std::vector<uint8_t> want;
   size_t offset = 0;
   for (uint32_t j = 0; j < predicted.size(); ++j) {
-    const SlotView slot = pool.SlotAt(0, j, offset, predicted[j]);
-    offset += predicted[j];
+    const size_t capacity = padded ? region : predicted[j];
+    const SlotView slot = pool.SlotAt(0, j, offset, capacity);
+    offset += capacity;
     void* out = slot.pixels;
     if (actual[j] > slot.pixel_capacity) {
       slot.spill->resize(actual[j]);
@@ -40,6 +46,7 @@ std::vector<uint8_t> Fill(BufferPool& pool, const std::vector<size_t>& predicted
     slot.placement->bytes = actual[j];
     slot.placement->spilled = out != slot.pixels;
     want.insert(want.end(), actual[j], static_cast<uint8_t>(j + 1));
+    if (padded) want.insert(want.end(), largest - actual[j], 0);
   }
   return want;
 }
@@ -118,27 +125,10 @@ TEST(BufferPoolPack, PaddedBatchesPutEachOutputAtItsStrideAndZeroTheRest) {
     RandomSizes(rng, &predicted, &actual);
     const auto size = static_cast<uint32_t>(predicted.size());
     std::memset(pool->buffer(0).pixels, 0xEE, kBatch * kSlotBytes);  // an earlier batch's bytes
-    size_t region = 0;
-    for (size_t p : predicted) region = std::max(region, p);
-    size_t largest = 0;
-    for (size_t a : actual) largest = std::max(largest, a);
-    std::vector<uint8_t> want;
-    for (uint32_t j = 0; j < size; ++j) {
-      const SlotView slot = pool->SlotAt(0, j, j * region, region);
-      void* out = slot.pixels;
-      if (actual[j] > slot.pixel_capacity) {
-        slot.spill->resize(actual[j]);
-        out = slot.spill->data();
-      }
-      std::memset(out, static_cast<int>(j + 1), actual[j]);
-      slot.placement->bytes = actual[j];
-      slot.placement->spilled = out != slot.pixels;
-      want.insert(want.end(), actual[j], static_cast<uint8_t>(j + 1));
-      want.insert(want.end(), largest - actual[j], 0);
-    }
+    const std::vector<uint8_t> want = Fill(*pool, predicted, actual, /*padded=*/true);
     const size_t moved = pool->PackPixels(0, size, /*pad=*/true);
     ASSERT_EQ(Packed(*pool), want) << "iteration " << iter;
-    if (largest == region && predicted == actual) {
+    if (predicted == actual) {
       EXPECT_EQ(moved, 0u);
     }
   }
