@@ -72,21 +72,15 @@ float PairwiseCombine(int64_t n, const float*& leaf_sums) {
   return sum;
 }
 
-// The page as the processor's HWC uint8 array of 3 channels (a gray page's value thrice),
-// contiguous: `page`'s own bytes when they already are, else `storage`.
-const uint8_t* ContiguousRgb(const ImageView& page, std::vector<uint8_t>& storage) {
-  const size_t row = static_cast<size_t>(page.width) * 3;
-  if (page.channels == 3 && page.stride_bytes == static_cast<ptrdiff_t>(row)) return page.data;
+// The page's rows without padding between them: `page`'s own bytes when they already are,
+// else a copy in `storage`.
+const uint8_t* Contiguous(const ImageView& page, std::vector<uint8_t>& storage) {
+  const size_t row = static_cast<size_t>(page.width) * static_cast<size_t>(page.channels);
+  if (page.stride_bytes == static_cast<ptrdiff_t>(row)) return page.data;
   storage.resize(row * static_cast<size_t>(page.height));
   for (int32_t y = 0; y < page.height; ++y) {
-    const uint8_t* src = page.data + y * page.stride_bytes;
-    uint8_t* dst = storage.data() + static_cast<size_t>(y) * row;
-    if (page.channels == 3) {
-      std::memcpy(dst, src, row);
-    } else {
-      for (int32_t x = 0; x < page.width; ++x)
-        dst[3 * x] = dst[3 * x + 1] = dst[3 * x + 2] = src[x];
-    }
+    std::memcpy(storage.data() + static_cast<size_t>(y) * row, page.data + y * page.stride_bytes,
+                row);
   }
   return storage.data();
 }
@@ -113,6 +107,35 @@ struct SquareLeafScalar {
     for (int64_t i = 0; i < count; ++i) values[i] = square[p[i]];
     return LeafSum(values, count);
   }
+
+  // The same over values begin .. begin + count - 1 of a gray page's HWC array (GrayLeaves).
+  static float GraySquares(const uint8_t* g, int64_t /*pixels*/, int64_t begin, int64_t count,
+                           const float* square, float /*mean*/) {
+    float values[128];
+    for (int64_t i = 0; i < count; ++i) values[i] = square[g[(begin + i) / 3]];
+    return LeafSum(values, count);
+  }
+};
+
+// The leaf sums of a gray page's HWC array without making it: value e of the array is g[e / 3]
+// (each gray value thrice). Byte sums from the gray run under the leaf (its end pixels counted
+// as often as they appear); squared deviations in the array's order, through the same leaf
+// arithmetic (SquareLeaf::Expanded gives eight values of the array at once).
+template <typename SquareLeaf>
+struct GrayLeaves {
+  const uint8_t* g;
+  int64_t pixels;
+  [[gnu::always_inline]] int32_t Bytes(int64_t begin, int64_t count) const {
+    const int64_t first = begin / 3, last = (begin + count - 1) / 3;
+    if (first == last) return static_cast<int32_t>(count) * g[first];
+    const int32_t head = static_cast<int32_t>(3 - begin % 3) * g[first];
+    const int32_t tail = static_cast<int32_t>((begin + count - 1) % 3 + 1) * g[last];
+    return head + tail + 3 * SquareLeaf::ByteSum(g + first + 1, last - first - 1);
+  }
+  [[gnu::always_inline]] float Squares(int64_t begin, int64_t count, const float* square,
+                                       float mean) const {
+    return SquareLeaf::GraySquares(g, pixels, begin, count, square, mean);
+  }
 };
 
 // The standardization of one page: its mean and std as numpy computes them, and the standardized
@@ -123,8 +146,23 @@ struct Standardization {
   float std = 1.0f;
 };
 
+// The leaf sums of the HWC array itself (`p`, n values), for StandardizeTable.
 template <typename SquareLeaf>
-[[gnu::always_inline]] inline Standardization StandardizeTable(const uint8_t* rgb, int64_t n) {
+struct RgbLeaves {
+  const uint8_t* p;
+  [[gnu::always_inline]] int32_t Bytes(int64_t begin, int64_t count) const {
+    return SquareLeaf::ByteSum(p + begin, count);
+  }
+  [[gnu::always_inline]] float Squares(int64_t begin, int64_t count, const float* square,
+                                       float mean) const {
+    return SquareLeaf()(p + begin, count, square, mean);
+  }
+};
+
+// Over the n values of the HWC array (`source`: its leaves' byte sums and squared-deviation
+// sums, RgbLeaves or GrayLeaves).
+template <typename Leaves>
+[[gnu::always_inline]] inline Standardization StandardizeTable(const Leaves& source, int64_t n) {
   // Per thread and kept, as the resize's scratch (Pix2StructPatches): a leaf per 128 values is
   // 3 MB of Leaf for an A4 scan at 300 dpi, which a fresh vector would page-fault in every time.
   thread_local std::vector<Leaf> leaves;
@@ -133,7 +171,7 @@ template <typename SquareLeaf>
   PairwiseLeaves(0, n, leaves);
   sums.resize(leaves.size());
   for (size_t l = 0; l < leaves.size(); ++l) {
-    sums[l] = static_cast<float>(SquareLeaf::ByteSum(rgb + leaves[l].begin, leaves[l].count));
+    sums[l] = static_cast<float>(source.Bytes(leaves[l].begin, leaves[l].count));
   }
   const float* next = sums.data();
   const float sum = PairwiseCombine(n, next);
@@ -147,7 +185,7 @@ template <typename SquareLeaf>
     square[static_cast<size_t>(v)] = d * d;
   }
   for (size_t l = 0; l < leaves.size(); ++l) {
-    sums[l] = SquareLeaf()(rgb + leaves[l].begin, leaves[l].count, square.data(), mean);
+    sums[l] = source.Squares(leaves[l].begin, leaves[l].count, square.data(), mean);
   }
   next = sums.data();
   const float squares = PairwiseCombine(n, next);
@@ -235,9 +273,9 @@ AaAxis AntialiasWeights(int64_t in, int64_t out) {
 // vector width. Compiled twice (below): for AVX2 + FMA, and for the baseline.
 constexpr int64_t kLanes = 8;
 
-// Fills the first `channels` (3, or 1 for a gray page) channels' blocks of the rows y0 .. y0 +
-// lanes - 1 (columns x0 and on; the rows past `lanes` are zero) as HorizontalPass lays them out,
-// through the table.
+// Fills the channels' blocks of the rows y0 .. y0 + lanes - 1 (columns x0 and on; the rows past
+// `lanes` are zero) as HorizontalPass lays them out, through the table: three from an HWC RGB
+// page, or (`channels` 1) the first from a contiguous gray page, one byte a pixel.
 struct FillRowsScalar {
   [[gnu::always_inline]] void operator()(const uint8_t* rgb, int64_t in_w, int64_t y0,
                                          int64_t lanes, const Standardization& st, int64_t x0,
@@ -246,8 +284,8 @@ struct FillRowsScalar {
       for (int64_t r = 0; r < kLanes; ++r) {
         float* t0 = blocks[0] + r;
         if (r < lanes) {
-          const uint8_t* row = rgb + 3 * (y0 + r) * in_w;
-          for (int64_t x = x0; x < in_w; ++x) t0[x * kLanes] = st.table[row[3 * x]];
+          const uint8_t* row = rgb + (y0 + r) * in_w;
+          for (int64_t x = x0; x < in_w; ++x) t0[x * kLanes] = st.table[row[x]];
         } else {
           for (int64_t x = x0; x < in_w; ++x) t0[x * kLanes] = 0;
         }
@@ -354,8 +392,9 @@ template <typename FillRows>
 
 // ATen resizes the width first (the contiguous dimension), then the height, skipping a
 // dimension whose size does not change. Planes are channel-major, as the CHW tensor. Returns
-// the resized planes (in `wide` or `resized`). A gray page's three channels are equal, so are
-// their resized planes: with `gray`, the first is computed and copied twice.
+// the resized planes (in `wide` or `resized`). With `gray`, `rgb` is a contiguous gray page (one
+// byte a pixel): its three channels are equal, so are their resized planes, and the first is
+// computed and copied twice.
 template <typename FillRows>
 [[gnu::always_inline]] inline const float* ResizeBody(const uint8_t* rgb, int64_t in_h,
                                                       int64_t in_w, const Standardization& st,
@@ -367,7 +406,8 @@ template <typename FillRows>
   if (out_w == in_w) {
     for (int64_t c = 0; c < channels; ++c) {
       float* plane = wide.data() + c * in_h * out_w;
-      for (int64_t i = 0; i < in_h * in_w; ++i) plane[i] = st.table[rgb[3 * i + c]];
+      const int64_t step = gray ? 1 : 3;
+      for (int64_t i = 0; i < in_h * in_w; ++i) plane[i] = st.table[rgb[step * i + c]];
     }
   } else {
     HorizontalPass<FillRows>(rgb, in_h, in_w, st, channels, AntialiasWeights(in_w, out_w), out_w,
@@ -440,11 +480,15 @@ struct FillRowsAvx2 {
       for (int64_t x = 0; x < whole; x += kLanes) {
         __m256 m[kLanes];
         for (int64_t r = 0; r < kLanes; ++r) {
-          const uint8_t* p = rgb + 3 * ((y0 + r) * in_w + x);
-          const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-          const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 16));
-          const __m128i v =
-              _mm_or_si128(_mm_shuffle_epi8(lo, lo_shuffle), _mm_shuffle_epi8(hi, hi_shuffle));
+          __m128i v;
+          if (channels == 1) {  // a gray page: eight bytes of the row
+            v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(rgb + (y0 + r) * in_w + x));
+          } else {
+            const uint8_t* p = rgb + 3 * ((y0 + r) * in_w + x);
+            const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+            const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 16));
+            v = _mm_or_si128(_mm_shuffle_epi8(lo, lo_shuffle), _mm_shuffle_epi8(hi, hi_shuffle));
+          }
           m[r] = _mm256_div_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)), mean),
                                std_dev);
         }
@@ -508,10 +552,54 @@ struct SquareLeafAvx2 {
     for (; i < count; ++i) sum += square[p[i]];
     return sum;
   }
+
+  // Values e .. e + 7 of a gray page's HWC array, g[(e + k) / 3]: the gray bytes from g[e / 3]
+  // on, spread by a shuffle that depends on e % 3. Reads no gray byte past the last one used.
+  [[gnu::target("avx2,fma")]] static __m256 GraySquares8(const uint8_t* g, int64_t pixels,
+                                                         int64_t e, __m256 mean) {
+    alignas(16) static constexpr int8_t kSpread[3][16] = {
+        {0, 0, 0, 1, 1, 1, 2, 2, -1, -1, -1, -1, -1, -1, -1, -1},
+        {0, 0, 1, 1, 1, 2, 2, 2, -1, -1, -1, -1, -1, -1, -1, -1},
+        {0, 1, 1, 1, 2, 2, 2, 3, -1, -1, -1, -1, -1, -1, -1, -1}};
+    const int64_t q = e / 3;
+    int32_t bytes = 0;
+    if (q + 4 <= pixels) {
+      std::memcpy(&bytes, g + q, 4);
+    } else {
+      std::memcpy(&bytes, g + q, static_cast<size_t>(pixels - q));  // the page's last bytes
+    }
+    const __m128i spread = _mm_shuffle_epi8(
+        _mm_cvtsi32_si128(bytes), _mm_load_si128(reinterpret_cast<const __m128i*>(kSpread[e % 3])));
+    const __m256 d = _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(spread)), mean);
+    return _mm256_mul_ps(d, d);
+  }
+
+  // operator() over values begin .. begin + count - 1 of a gray page's HWC array (GrayLeaves).
+  [[gnu::target("avx2,fma")]] static float GraySquares(const uint8_t* g, int64_t pixels,
+                                                       int64_t begin, int64_t count,
+                                                       const float* square, float mean) {
+    if (count < 16) return SquareLeafScalar::GraySquares(g, pixels, begin, count, square, mean);
+    const __m256 m = _mm256_set1_ps(mean);
+    __m256 r = GraySquares8(g, pixels, begin, m);
+    int64_t i = 8;
+    for (; i < count - (count % 8); i += 8)
+      r = _mm256_add_ps(r, GraySquares8(g, pixels, begin + i, m));
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, r);
+    float sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+                ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    for (; i < count; ++i) sum += square[g[(begin + i) / 3]];
+    return sum;
+  }
 };
 
 [[gnu::target("avx2,fma")]] Standardization StandardizeAvx2(const uint8_t* rgb, int64_t n) {
-  return StandardizeTable<SquareLeafAvx2>(rgb, n);
+  return StandardizeTable(RgbLeaves<SquareLeafAvx2>{rgb}, n);
+}
+
+[[gnu::target("avx2,fma")]] Standardization StandardizeGrayAvx2(const uint8_t* gray,
+                                                                int64_t pixels) {
+  return StandardizeTable(GrayLeaves<SquareLeafAvx2>{gray, pixels}, 3 * pixels);
 }
 
 bool UseAvx2() {
@@ -529,11 +617,14 @@ const float* Resize(const uint8_t* rgb, int64_t in_h, int64_t in_w, const Standa
   return ResizeBody<FillRowsScalar>(rgb, in_h, in_w, st, gray, out_h, out_w, wide, resized);
 }
 
-Standardization Standardize(const uint8_t* rgb, int64_t n) {
+// With `gray`, `pixels` is a contiguous gray page of n / 3 values, standardized as the HWC array
+// of its values thrice.
+Standardization Standardize(const uint8_t* pixels, int64_t n, bool gray) {
 #ifdef DOCFEED_PIX2STRUCT_AVX2
-  if (UseAvx2()) return StandardizeAvx2(rgb, n);
+  if (UseAvx2()) return gray ? StandardizeGrayAvx2(pixels, n / 3) : StandardizeAvx2(pixels, n);
 #endif
-  return StandardizeTable<SquareLeafScalar>(rgb, n);
+  if (gray) return StandardizeTable(GrayLeaves<SquareLeafScalar>{pixels, n / 3}, n);
+  return StandardizeTable(RgbLeaves<SquareLeafScalar>{pixels}, n);
 }
 
 }  // namespace
@@ -600,16 +691,19 @@ Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, 
   const int64_t ph = config.patch_height, pw = config.patch_width;
   const int64_t out_h = grid.rows * ph, out_w = grid.cols * pw;
 
-  std::vector<uint8_t> storage;  // a gray page as RGB: not kept (3 x H x W bytes)
-  const uint8_t* rgb = ContiguousRgb(page, storage);
-  const Standardization standardized = Standardize(rgb, 3 * in_h * in_w);
+  // An RGB page as the processor's contiguous HWC array; a gray page as contiguous gray bytes,
+  // which stand for that array (each value thrice) without being expanded into it.
+  const bool gray = page.channels == 1;
+  std::vector<uint8_t> storage;  // only for a page with padded rows: not kept
+  const uint8_t* pixels = Contiguous(page, storage);
+  const Standardization standardized = Standardize(pixels, 3 * in_h * in_w, gray);
 
   // Per-thread scratch, kept between pages: a loader worker then allocates (and page-faults)
   // only when a page needs more than any before it on that thread. It holds 3 x H x out_w and
   // 3 x out_h x out_w floats of the largest page (about 50 MB for a 4961 x 7016 scan).
   thread_local std::vector<float> wide, resized_storage;
-  const float* resized = Resize(rgb, in_h, in_w, standardized, page.channels == 1, out_h, out_w,
-                                wide, resized_storage);
+  const float* resized =
+      Resize(pixels, in_h, in_w, standardized, gray, out_h, out_w, wide, resized_storage);
 
   // Row r * cols + c: [r + 1, c + 1, then (y, x, channel) of the patch], then zero rows.
   const int64_t row_values = Pix2StructRowValues(config);

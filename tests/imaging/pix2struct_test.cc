@@ -124,6 +124,18 @@ TEST(Pix2StructPatches, AGrayPageEqualsItsRgbExpansion) {
         Pix2StructPatches({rgb.data(), width, height, 3, width * 3}, config, from_rgb.data()).ok());
     EXPECT_EQ(std::memcmp(from_gray.data(), from_rgb.data(), values * sizeof(float)), 0)
         << width << "x" << height;
+    // The same gray page with padding after each row (a view into a wider buffer).
+    const int32_t stride = width + 5;
+    std::vector<uint8_t> padded(static_cast<size_t>(stride * height), 0xAB);
+    for (int32_t y = 0; y < height; ++y) {
+      std::memcpy(padded.data() + y * stride, gray.data() + y * width, static_cast<size_t>(width));
+    }
+    std::vector<float> from_padded(values);
+    ASSERT_TRUE(
+        Pix2StructPatches({padded.data(), width, height, 1, stride}, config, from_padded.data())
+            .ok());
+    EXPECT_EQ(std::memcmp(from_padded.data(), from_rgb.data(), values * sizeof(float)), 0)
+        << width << "x" << height << " with padded rows";
   }
 }
 
