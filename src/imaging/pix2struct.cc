@@ -120,7 +120,7 @@ struct SquareLeafScalar {
 // The leaf sums of a gray page's HWC array without making it: value e of the array is g[e / 3]
 // (each gray value thrice). Byte sums from the gray run under the leaf (its end pixels counted
 // as often as they appear); squared deviations in the array's order, through the same leaf
-// arithmetic (SquareLeaf::Expanded gives eight values of the array at once).
+// arithmetic (SquareLeaf::GraySquares).
 template <typename SquareLeaf>
 struct GrayLeaves {
   const uint8_t* g;
@@ -275,12 +275,12 @@ constexpr int64_t kLanes = 8;
 
 // Fills the channels' blocks of the rows y0 .. y0 + lanes - 1 (columns x0 and on; the rows past
 // `lanes` are zero) as HorizontalPass lays them out, through the table: three from an HWC RGB
-// page, or (`channels` 1) the first from a contiguous gray page, one byte a pixel.
+// page, or with `gray` the first from a contiguous gray page, one byte a pixel.
 struct FillRowsScalar {
   [[gnu::always_inline]] void operator()(const uint8_t* rgb, int64_t in_w, int64_t y0,
                                          int64_t lanes, const Standardization& st, int64_t x0,
-                                         int channels, float* const blocks[3]) const {
-    if (channels == 1) {
+                                         bool gray, float* const blocks[3]) const {
+    if (gray) {
       for (int64_t r = 0; r < kLanes; ++r) {
         float* t0 = blocks[0] + r;
         if (r < lanes) {
@@ -312,8 +312,9 @@ struct FillRowsScalar {
 
 template <typename FillRows>
 [[gnu::always_inline]] inline void HorizontalPass(const uint8_t* rgb, int64_t in_h, int64_t in_w,
-                                                  const Standardization& st, int channels,
+                                                  const Standardization& st, bool gray,
                                                   const AaAxis& ax, int64_t out_w, float* wide) {
+  const int channels = gray ? 1 : 3;
   // Eight rows of each channel, standardized and transposed: column x of row y0 + r of channel c
   // at blocks[c][x * 8 + r]. One sweep over the eight rows fills the three channels' blocks.
   thread_local std::vector<float> storage;  // kept, as the other scratch
@@ -322,7 +323,7 @@ template <typename FillRows>
                             storage.data() + 2 * in_w * kLanes};
   for (int64_t y0 = 0; y0 < in_h; y0 += kLanes) {
     const int64_t lanes = std::min(kLanes, in_h - y0);
-    FillRows()(rgb, in_w, y0, lanes, st, 0, channels, blocks);
+    FillRows()(rgb, in_w, y0, lanes, st, 0, gray, blocks);
     for (int64_t c = 0; c < channels; ++c) {
       const float* t = blocks[c];
       for (int64_t x = 0; x < out_w; ++x) {
@@ -410,7 +411,7 @@ template <typename FillRows>
       for (int64_t i = 0; i < in_h * in_w; ++i) plane[i] = st.table[rgb[step * i + c]];
     }
   } else {
-    HorizontalPass<FillRows>(rgb, in_h, in_w, st, channels, AntialiasWeights(in_w, out_w), out_w,
+    HorizontalPass<FillRows>(rgb, in_h, in_w, st, gray, AntialiasWeights(in_w, out_w), out_w,
                              wide.data());
   }
   float* out = wide.data();
@@ -457,31 +458,32 @@ struct FillRowsAvx2 {
     m[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
   }
 
+  // Byte k of the shuffles' result is channel c of pixel k: byte 3k + c of the 24, from the
+  // first 16 (kLo) or the last 8 (kHi); -1 (0x80) gives zero.
+  alignas(16) static constexpr int8_t kLo[3][16] = {
+      {0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+      {1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+      {2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1}};
+  alignas(16) static constexpr int8_t kHi[3][16] = {
+      {-1, -1, -1, -1, -1, -1, 2, 5, -1, -1, -1, -1, -1, -1, -1, -1},
+      {-1, -1, -1, -1, -1, 0, 3, 6, -1, -1, -1, -1, -1, -1, -1, -1},
+      {-1, -1, -1, -1, -1, 1, 4, 7, -1, -1, -1, -1, -1, -1, -1, -1}};
+
   [[gnu::target("avx2,fma")]] void operator()(const uint8_t* rgb, int64_t in_w, int64_t y0,
                                               int64_t lanes, const Standardization& st,
-                                              int64_t /*x0*/, int channels,
+                                              int64_t /*x0*/, bool gray,
                                               float* const blocks[3]) const {
-    if (lanes < kLanes) return FillRowsScalar()(rgb, in_w, y0, lanes, st, 0, channels, blocks);
-    // Byte k of the shuffles' result is channel c of pixel k: byte 3k + c of the 24, from the
-    // first 16 (lo) or the last 8 (hi); 0x80 gives zero.
-    alignas(16) int8_t lo_index[3][16], hi_index[3][16];
-    for (int c = 0; c < 3; ++c) {
-      for (int k = 0; k < 16; ++k) {
-        const int at = 3 * k + c;
-        lo_index[c][k] = static_cast<int8_t>(k < 8 && at < 16 ? at : 0x80);
-        hi_index[c][k] = static_cast<int8_t>(k < 8 && at >= 16 ? at - 16 : 0x80);
-      }
-    }
+    if (lanes < kLanes) return FillRowsScalar()(rgb, in_w, y0, lanes, st, 0, gray, blocks);
     const __m256 mean = _mm256_set1_ps(st.mean), std_dev = _mm256_set1_ps(st.std);
     const int64_t whole = in_w - in_w % kLanes;
-    for (int c = 0; c < channels; ++c) {
-      const __m128i lo_shuffle = _mm_load_si128(reinterpret_cast<const __m128i*>(lo_index[c]));
-      const __m128i hi_shuffle = _mm_load_si128(reinterpret_cast<const __m128i*>(hi_index[c]));
+    for (int c = 0; c < (gray ? 1 : 3); ++c) {
+      const __m128i lo_shuffle = _mm_load_si128(reinterpret_cast<const __m128i*>(kLo[c]));
+      const __m128i hi_shuffle = _mm_load_si128(reinterpret_cast<const __m128i*>(kHi[c]));
       for (int64_t x = 0; x < whole; x += kLanes) {
         __m256 m[kLanes];
         for (int64_t r = 0; r < kLanes; ++r) {
           __m128i v;
-          if (channels == 1) {  // a gray page: eight bytes of the row
+          if (gray) {  // eight bytes of the row
             v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(rgb + (y0 + r) * in_w + x));
           } else {
             const uint8_t* p = rgb + 3 * ((y0 + r) * in_w + x);
@@ -496,7 +498,7 @@ struct FillRowsAvx2 {
         for (int64_t k = 0; k < kLanes; ++k) _mm256_storeu_ps(blocks[c] + (x + k) * kLanes, m[k]);
       }
     }
-    if (whole < in_w) FillRowsScalar()(rgb, in_w, y0, lanes, st, whole, channels, blocks);
+    if (whole < in_w) FillRowsScalar()(rgb, in_w, y0, lanes, st, whole, gray, blocks);
   }
 };
 
@@ -529,6 +531,15 @@ struct SquareLeafAvx2 {
     return static_cast<int32_t>(sum);
   }
 
+  // The leaf's eight running sums (the lanes of `r`) added as numpy does:
+  // ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)).
+  [[gnu::target("avx2,fma")]] static float Combine(__m256 r) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, r);
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  }
+
   [[gnu::target("avx2,fma")]] static __m256 Squares(const uint8_t* p, __m256 mean) {
     int64_t bytes = 0;
     std::memcpy(&bytes, p, 8);
@@ -545,10 +556,7 @@ struct SquareLeafAvx2 {
     __m256 r = Squares(p, m);
     int64_t i = 8;
     for (; i < count - (count % 8); i += 8) r = _mm256_add_ps(r, Squares(p + i, m));
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, r);
-    float sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-                ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    float sum = Combine(r);
     for (; i < count; ++i) sum += square[p[i]];
     return sum;
   }
@@ -584,10 +592,7 @@ struct SquareLeafAvx2 {
     int64_t i = 8;
     for (; i < count - (count % 8); i += 8)
       r = _mm256_add_ps(r, GraySquares8(g, pixels, begin + i, m));
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, r);
-    float sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-                ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    float sum = Combine(r);
     for (; i < count; ++i) sum += square[g[(begin + i) / 3]];
     return sum;
   }
