@@ -108,6 +108,28 @@ def summary(j):
     }
 
 
+def make_dataset(docfeed, work: pathlib.Path, pages: int):
+    """The benchmark's dataset: `pages` synthetic pages (work/pages) packed preprocessed for
+    Donut at 1553x1200 (work/ds), both kept and reused when there. Returns (ds, manifest)."""
+    src, ds = work / "pages", work / "ds"
+    if not (src / "metadata.jsonl").exists():
+        run([docfeed, "synth", "-o", src, "--n", pages, "--seed", "1", "--threads", "2"])
+    if not (ds / "docfeed.json").exists():
+        run([docfeed, "pack", src, "-o", ds, "--preprocess", "donut", "--size", "1553x1200",
+             "--threads", "2"])
+    return ds, json.loads((ds / "docfeed.json").read_text())
+
+
+def seaweedfs_env():
+    """This process's environment without its AWS settings (nor Streaming's S3_ENDPOINT_URL),
+    with SeaweedFS's keys (tests/remote/servers.py) and no AWS files."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("AWS_") and k != "S3_ENDPOINT_URL"}
+    env.update(AWS_ACCESS_KEY_ID=servers.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=servers.SECRET_KEY,
+               AWS_SHARED_CREDENTIALS_FILE="/nonexistent", AWS_CONFIG_FILE="/nonexistent")
+    return env
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docfeed", default=str(REPO / "build" / "bin" / "docfeed"))
@@ -133,13 +155,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="docfeed_remote_bench_") as tmp:
         work = pathlib.Path(args.work) if args.work else pathlib.Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        src, ds = work / "pages", work / "ds"
-        if not (src / "metadata.jsonl").exists():
-            run([docfeed, "synth", "-o", src, "--n", args.pages, "--seed", "1", "--threads", "2"])
-        if not (ds / "docfeed.json").exists():
-            run([docfeed, "pack", src, "-o", ds, "--preprocess", "donut", "--size", "1553x1200",
-                 "--threads", "2"])
-        manifest = json.loads((ds / "docfeed.json").read_text())
+        ds, manifest = make_dataset(docfeed, work, args.pages)
         stored = sum(f["size_bytes"] for f in manifest["data_files"])
         print(f"dataset: {manifest['num_samples']} pages preprocessed for Donut at 1553x1200, "
               f"{manifest.get('compression')}, {stored / 2**20:.1f} MiB in "
@@ -153,11 +169,7 @@ def main() -> int:
         with servers.seaweedfs(work / "weed") as s3:
             servers.upload_dir(s3, ds, "bench")
             url = f"s3://{servers.BUCKET}/bench"
-            base_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-            base_env.update(AWS_ACCESS_KEY_ID=servers.ACCESS_KEY,
-                            AWS_SECRET_ACCESS_KEY=servers.SECRET_KEY,
-                            AWS_SHARED_CREDENTIALS_FILE="/nonexistent",
-                            AWS_CONFIG_FILE="/nonexistent")
+            base_env = seaweedfs_env()
             with fault_proxy.ProxyProcess(s3, latency_ms=args.latency_ms) as proxy, \
                     fault_proxy.ProxyProcess(s3, latency_ms=args.latency_ms,
                                              max_concurrent=args.throttle_at) as throttling:

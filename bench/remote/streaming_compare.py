@@ -474,14 +474,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="docfeed_streaming_compare_") as tmp:
         work = pathlib.Path(args.work) if args.work else pathlib.Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        src, ds = work / "pages", work / "ds"
-        if not (src / "metadata.jsonl").exists():
-            remote_bench.run([docfeed, "synth", "-o", src, "--n", args.pages, "--seed", "1",
-                              "--threads", "2"])
-        if not (ds / "docfeed.json").exists():
-            remote_bench.run([docfeed, "pack", src, "-o", ds, "--preprocess", "donut", "--size",
-                              f"{H}x{W}", "--threads", "2"])
-        manifest = json.loads((ds / "docfeed.json").read_text())
+        ds, manifest = remote_bench.make_dataset(docfeed, work, args.pages)
         n = manifest["num_samples"]
         stored = {"docfeed": dir_bytes(ds)}
         data_bytes = sum(f["size_bytes"] for f in manifest["data_files"])
@@ -493,12 +486,7 @@ def main() -> int:
         with servers.seaweedfs(work / "weed") as s3:
             servers.upload_dir(s3, ds, "ds")
             url = f"s3://{servers.BUCKET}/ds"
-            base_env = {k: v for k, v in os.environ.items()
-                        if not k.startswith("AWS_") and k != "S3_ENDPOINT_URL"}
-            base_env.update(AWS_ACCESS_KEY_ID=servers.ACCESS_KEY,
-                            AWS_SECRET_ACCESS_KEY=servers.SECRET_KEY,
-                            AWS_SHARED_CREDENTIALS_FILE="/nonexistent",
-                            AWS_CONFIG_FILE="/nonexistent")
+            base_env = remote_bench.seaweedfs_env()
             # Streaming's uploader and downloader (boto3) take the endpoint from S3_ENDPOINT_URL
             # (streaming/base/storage/{upload,download}.py); docfeed from AWS_ENDPOINT_URL.
             streaming_env = dict(base_env, AWS_DEFAULT_REGION="us-east-1")
