@@ -130,12 +130,30 @@ def seaweedfs_env():
     return env
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_common_arguments(parser):
+    """The options of the remote benchmarks (this one and streaming_compare.py): the CLI, the
+    dataset's size, the repetitions and the proxy's added latency."""
     parser.add_argument("--docfeed", default=str(REPO / "build" / "bin" / "docfeed"))
     parser.add_argument("--pages", type=int, default=300)
     parser.add_argument("--runs", type=int, default=3, help="repetitions of every mode")
     parser.add_argument("--latency-ms", type=float, default=10, help="added each way by the proxy")
+
+
+def choose_modes(parser, modes: dict, spec, baseline: str) -> dict:
+    """The modes `spec` (--modes: comma-separated names, None for all) names, and the baseline
+    always; an unknown name is a usage error listing the known ones."""
+    if not spec:
+        return modes
+    chosen = {m.strip() for m in spec.split(",")}
+    unknown = chosen - set(modes)
+    if unknown:
+        parser.error(f"unknown modes {sorted(unknown)}; known: {list(modes)}")
+    return {m: v for m, v in modes.items() if m == baseline or m in chosen}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_common_arguments(parser)
     parser.add_argument("--throttle-at", type=int, default=2,
                         help="requests the throttling proxy serves at once (default 2)")
     parser.add_argument("--work", help="keep the pages and dataset here (default: a temp dir)")
@@ -189,12 +207,7 @@ def main() -> int:
                     f"{delayed} throttled no-adapt": (
                         url, dict(throttled, DOCFEED_REMOTE_ADAPTIVE_CONCURRENCY="0"), ()),
                 }
-                if args.modes:
-                    chosen = {m.strip() for m in args.modes.split(",")}
-                    unknown = chosen - set(modes)
-                    if unknown:
-                        parser.error(f"unknown modes {sorted(unknown)}; known: {list(modes)}")
-                    modes = {m: v for m, v in modes.items() if m == "local" or m in chosen}
+                modes = choose_modes(parser, modes, args.modes, "local")
                 shutil.rmtree(warm, ignore_errors=True)
                 if f"{delayed} warm cache" in modes:
                     bench(docfeed, url, proxied, ("--cache-dir", warm))  # fills it, untimed

@@ -455,10 +455,7 @@ def check_first_batch(ds: pathlib.Path, ids, streamed):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--docfeed", default=str(REPO / "build" / "bin" / "docfeed"))
-    parser.add_argument("--pages", type=int, default=300)
-    parser.add_argument("--runs", type=int, default=3, help="repetitions of every mode")
-    parser.add_argument("--latency-ms", type=float, default=10, help="added each way by the proxy")
+    remote_bench.add_common_arguments(parser)
     parser.add_argument("--work", help="keep the pages, datasets and shards here (default: a "
                         "temp dir)")
     parser.add_argument("--json", help="write every run here")
@@ -534,12 +531,7 @@ def main() -> int:
                     "streaming raw s3": streaming("raw", streaming_direct),
                     f"streaming raw {delayed}": streaming("raw", streaming_proxied),
                 }
-                if args.modes:
-                    chosen = {m.strip() for m in args.modes.split(",")}
-                    unknown = chosen - set(modes)
-                    if unknown:
-                        parser.error(f"unknown modes {sorted(unknown)}; known: {list(modes)}")
-                    modes = {m: v for m, v in modes.items() if m == "docfeed local" or m in chosen}
+                modes = remote_bench.choose_modes(parser, modes, args.modes, "docfeed local")
                 results = {m: [] for m in modes}
                 for r in range(args.runs):
                     for mode, go in modes.items():
