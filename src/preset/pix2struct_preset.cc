@@ -51,7 +51,8 @@ class Pix2StructPreset final : public Preset {
     if (p.preset != kPresetPix2Struct) {
       return RefuseStoredPages(p, dir, kPresetPix2Struct, /*packable=*/true);
     }
-    if (p.hf_version == config_.hf_version && p.backend == "pil") return Status::Ok();
+    // (The manifest reader admits backend "pil" only for this preset.)
+    if (p.hf_version == config_.hf_version) return Status::Ok();
     return FailedPreconditionError(
         dir + " holds pages that the pix2struct preset prepared at pack time for transformers " +
         std::to_string(p.hf_version) + ".x, but the loader was asked for " +
