@@ -134,10 +134,7 @@ class Idefics3Preset final : public Preset {
 }  // namespace
 
 Result<std::unique_ptr<const Preset>> Idefics3PresetForStored(const PreprocessInfo& stored) {
-  if (stored.backend != "pil") {
-    return InvalidArgumentError("idefics3: backend \"" + stored.backend +
-                                "\" (the preset reproduces the PIL processors only)");
-  }
+  DOCFEED_RETURN_IF_ERROR(RequirePilBackend(stored, "idefics3"));
   PresetParams params;
   params.name = kPresetIdefics3;
   params.idefics3.longest_edge = stored.longest_edge;

@@ -124,10 +124,7 @@ class NougatPreset final : public Preset {
 }  // namespace
 
 Result<std::unique_ptr<const Preset>> NougatPresetForStored(const PreprocessInfo& stored) {
-  if (stored.backend != "pil") {
-    return InvalidArgumentError("nougat: backend \"" + stored.backend +
-                                "\" (the preset reproduces the PIL processors only)");
-  }
+  DOCFEED_RETURN_IF_ERROR(RequirePilBackend(stored, "nougat"));
   PresetParams params;
   params.name = kPresetNougat;
   params.nougat.height = stored.height;

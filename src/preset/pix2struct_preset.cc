@@ -89,10 +89,7 @@ class Pix2StructPreset final : public Preset {
 }  // namespace
 
 Result<std::unique_ptr<const Preset>> Pix2StructPresetForStored(const PreprocessInfo& stored) {
-  if (stored.backend != "pil") {
-    return InvalidArgumentError("pix2struct: backend \"" + stored.backend +
-                                "\" (the preset reproduces the PIL processors only)");
-  }
+  DOCFEED_RETURN_IF_ERROR(RequirePilBackend(stored, "pix2struct"));
   PresetParams params;
   params.name = kPresetPix2Struct;
   params.pix2struct.hf_version = stored.hf_version;

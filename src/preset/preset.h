@@ -171,6 +171,11 @@ Result<Image> DecodeToRgb(std::span<const uint8_t> bytes, const PrepareRequest& 
 Status RefuseStoredPages(const PreprocessInfo& stored, const std::string& dir,
                          std::string_view preset, bool packable = false);
 
+// For the presets that reproduce the PIL processors only (Nougat, Idefics3, Pix2Struct): OK when
+// pages recorded as `stored` were prepared with backend "pil", else InvalidArgument naming
+// `preset` and the backend.
+Status RequirePilBackend(const PreprocessInfo& stored, std::string_view preset);
+
 // The f32 part of `table` as Preset::Float32Table returns it: channel after channel.
 std::vector<float> FlatFloat32Table(const NormalizeTable& table);
 

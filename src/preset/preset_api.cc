@@ -22,6 +22,12 @@ Result<Image> DecodeToRgb(std::span<const uint8_t> bytes, const PrepareRequest& 
   return rgb;
 }
 
+Status RequirePilBackend(const PreprocessInfo& stored, std::string_view preset) {
+  if (stored.backend == "pil") return Status::Ok();
+  return InvalidArgumentError(std::string(preset) + ": backend \"" + stored.backend +
+                              "\" (the preset reproduces the PIL processors only)");
+}
+
 std::vector<float> FlatFloat32Table(const NormalizeTable& table) {
   std::vector<float> flat;
   flat.reserve(3 * 256);
