@@ -231,14 +231,18 @@ struct PackSummary {
   uint64_t tiff_documents = 0;          // TIFF files split into pages (PackPages kAll, kFirst)
   uint64_t tiff_pages = 0;              // page samples listed from them (packed or rejected)
   double seconds = 0;                   // the whole run, the upload included
-  // With an s3:// output (written, verified and placed in a local staging directory, then
-  // uploaded): the objects written, the request bodies sent (retries included), the HTTP
-  // requests of the upload and their retries, and its seconds.
+  // With an s3:// output (each data file sent up as soon as it is written, the rest staged
+  // locally and sent last): the objects written, the request bodies sent (retries included),
+  // the HTTP requests of the upload and their retries, the seconds after the pack (the copies
+  // into place, the verify in the store, the index and manifests), the data files sent while
+  // packing, and the most of their bytes held in the staging directory at once.
   uint64_t uploaded_objects = 0;
   uint64_t uploaded_bytes = 0;
   uint64_t upload_requests = 0;
   uint64_t upload_retries = 0;
   double upload_seconds = 0;
+  uint64_t streamed_files = 0;
+  uint64_t staged_peak_bytes = 0;
   // With PackOptions::part_count: the output already held this part, verified; it was kept and
   // the counts above are its manifest's (the listing fields and warnings are not filled).
   bool already_complete = false;

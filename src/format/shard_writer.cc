@@ -139,9 +139,12 @@ class ArrowShardWriter final : public ShardWriter {
   Result<Manifest> Finish(Manifest manifest) override {
     if (!pending_.empty()) DOCFEED_RETURN_IF_ERROR(FlushBatch());
     if (writer_) DOCFEED_RETURN_IF_ERROR(CloseFile());
+    if (options_.sink != nullptr) DOCFEED_RETURN_IF_ERROR(options_.sink->Flush());
     for (size_t i = 0; i < files_.size(); ++i) {
       std::string name = DataFileName(i, files_.size());
-      DOCFEED_RETURN_IF_ERROR(env_->Rename(Path(files_[i].name), Path(name)));
+      if (options_.sink == nullptr) {
+        DOCFEED_RETURN_IF_ERROR(env_->Rename(Path(files_[i].name), Path(name)));
+      }
       files_[i].name = name;
     }
     manifest.created_by = "docfeed 0.1.0";
@@ -248,7 +251,9 @@ class ArrowShardWriter final : public ShardWriter {
     DOCFEED_RETURN_IF_ERROR(writer_->Close());
     const uint64_t written = writer_->size_bytes();
     writer_.reset();
-    return HashRegions(env_, Path(files_.back().name), written, &files_.back());
+    const std::string path = Path(files_.back().name);
+    DOCFEED_RETURN_IF_ERROR(HashRegions(env_, path, written, &files_.back()));
+    return options_.sink != nullptr ? options_.sink->Take(files_.back(), path) : Status::Ok();
   }
 
   ShardWriterOptions options_;

@@ -22,6 +22,20 @@
 
 namespace docfeed::internal {
 
+// Where a closed data file goes when it does not stay in the directory (`pack -o s3://` sends
+// each one up while the next is written: pack/remote_output.h). The writer calls Take once per
+// data file, in order, after closing and hashing it; from then on the file belongs to the sink,
+// which may remove it. Finish then only names the files (`entry.name` is the writer's temporary
+// name; the final one is in the manifest) and writes the rest of the dataset as usual.
+class DataFileSink {
+ public:
+  virtual ~DataFileSink() = default;
+  virtual Status Take(const FileEntry& entry, const std::string& path) = 0;
+  // Called by Finish after the last Take: returns once the sink is done with every file taken
+  // (the directory may then move), with the first failure.
+  virtual Status Flush() = 0;
+};
+
 struct ShardWriterOptions {
   std::string directory;            // must exist and be empty
   std::vector<ColumnSpec> columns;  // non-image columns
@@ -44,6 +58,8 @@ struct ShardWriterOptions {
   std::string chat_labels;
   // Every file is written and read back through this Env (Env::Default() when null).
   Env* env = nullptr;
+  // When set, each data file is handed to it once closed (DataFileSink above); not owned.
+  DataFileSink* sink = nullptr;
 };
 
 struct SampleToWrite {
@@ -66,7 +82,8 @@ class ShardWriter {
   // Appends the next sample (its id is the number of samples added before it).
   virtual Status Add(const SampleToWrite& sample) = 0;
 
-  // Flushes the last batch, names the data files -of-N, writes the index, the Hugging Face
+  // Flushes the last batch, names the data files -of-N (renamed in the directory unless a sink
+  // took them), writes the index, the Hugging Face
   // metadata files and the manifest (filled from `manifest` plus what was written).
   virtual Result<Manifest> Finish(Manifest manifest) = 0;
 };

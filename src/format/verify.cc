@@ -34,7 +34,17 @@ std::string RegionName(const Region& r, size_t batch) {
 class Verifier {
  public:
   Verifier(std::string dir, size_t max_problems, Env* env)
-      : dir_(std::move(dir)), max_(max_problems), env_(env != nullptr ? env : EnvForPath(dir_)) {}
+      : dir_(std::move(dir)),
+        max_(max_problems),
+        env_(env != nullptr ? env : EnvForPath(dir_)),
+        data_dir_(dir_),
+        data_env_(env_) {}
+
+  // The data files are read from `dir` through `env` (EnvForPath(dir) when null).
+  void ReadDataFrom(std::string dir, Env* env) {
+    data_env_ = env != nullptr ? env : EnvForPath(dir);
+    data_dir_ = std::move(dir);
+  }
 
   Result<VerifyReport> Run() {
     std::string manifest_path = JoinPath(dir_, kManifestFileName);
@@ -46,7 +56,7 @@ class Verifier {
       return report_;
     }
     manifest_ = std::move(manifest).value();
-    for (const FileEntry& f : manifest_.other_files) CheckWholeFile(f, nullptr);
+    for (const FileEntry& f : manifest_.other_files) CheckWholeFile(dir_, env_, f, nullptr);
     // Every file is read into memory, one at a time, not mapped: a file truncated while verify
     // runs is then a short read, not SIGBUS.
     std::string index_path = JoinPath(dir_, kIndexFileName);
@@ -60,9 +70,9 @@ class Verifier {
     if (index.ok()) seen_.assign(index->size(), 0);
     for (size_t i = 0; i < manifest_.data_files.size(); ++i) {
       std::vector<uint8_t> bytes;
-      const bool whole = CheckWholeFile(manifest_.data_files[i], &bytes);
+      const bool whole = CheckWholeFile(data_dir_, data_env_, manifest_.data_files[i], &bytes);
       if (whole && index.ok() && !bytes.empty() && !Full()) {
-        CheckDataFile(i, bytes, JoinPath(dir_, manifest_.data_files[i].name), *index);
+        CheckDataFile(i, bytes, JoinPath(data_dir_, manifest_.data_files[i].name), *index);
       }
     }
     if (!index.ok()) {
@@ -91,9 +101,10 @@ class Verifier {
 
   // Size and whole-file checksum; for an Arrow file that fails, names the damaged regions.
   // Returns whether the file could be read at its full size; then *kept (if given) holds it.
-  bool CheckWholeFile(const FileEntry& f, std::vector<uint8_t>* kept) {
-    std::string path = JoinPath(dir_, f.name);
-    Result<std::vector<uint8_t>> file = env_->ReadFile(path);
+  bool CheckWholeFile(const std::string& dir, Env* env, const FileEntry& f,
+                      std::vector<uint8_t>* kept) {
+    std::string path = JoinPath(dir, f.name);
+    Result<std::vector<uint8_t>> file = env->ReadFile(path);
     if (!file.ok()) {
       Problem(file.status().ToString());
       return false;
@@ -155,7 +166,7 @@ class Verifier {
   void CheckBatch(const uint8_t* file_base, size_t file_index, uint32_t b, const Region* region,
                   const arrow::RecordBatch& batch, const IndexView& index) {
     const std::string& name = manifest_.data_files[file_index].name;
-    std::string where = JoinPath(dir_, name) + ": record batch " + std::to_string(b);
+    std::string where = JoinPath(data_dir_, name) + ": record batch " + std::to_string(b);
     if (region == nullptr || region->offset != batch.message_offset ||
         region->num_rows != static_cast<uint64_t>(batch.num_rows)) {
       Problem(where + ": does not match the manifest's batch list");
@@ -313,6 +324,8 @@ class Verifier {
   std::string dir_;
   size_t max_;
   Env* env_;
+  std::string data_dir_;  // where the data files are read: dir_ unless ReadDataFrom
+  Env* data_env_;
   VerifyReport report_;
   Manifest manifest_;
   std::vector<uint32_t> seen_;
@@ -326,12 +339,28 @@ Result<VerifyReport> VerifyDatasetReport(const std::string& dir, size_t max_prob
   return Verifier(dir, max_problems, env).Run();
 }
 
-Status VerifyDataset(const std::string& dir, Env* env) {
-  DOCFEED_ASSIGN_OR_RETURN(VerifyReport report, VerifyDatasetReport(dir, 5, env));
+namespace {
+
+Status Failed(const std::string& dir, const VerifyReport& report) {
   if (report.ok()) return Status::Ok();
   std::string message = dir + " failed verification:";
   for (const std::string& p : report.problems) message += "\n  " + p;
   return CorruptionError(message);
+}
+
+}  // namespace
+
+Status VerifyDataset(const std::string& dir, Env* env) {
+  DOCFEED_ASSIGN_OR_RETURN(VerifyReport report, VerifyDatasetReport(dir, 5, env));
+  return Failed(dir, report);
+}
+
+Status VerifyDatasetWithDataAt(const std::string& dir, Env* env, const std::string& data_dir,
+                               Env* data_env) {
+  Verifier verifier(dir, 5, env);
+  verifier.ReadDataFrom(data_dir, data_env);
+  DOCFEED_ASSIGN_OR_RETURN(VerifyReport report, verifier.Run());
+  return Failed(dir, report);
 }
 
 }  // namespace docfeed::internal

@@ -26,6 +26,13 @@ Result<VerifyReport> VerifyDatasetReport(const std::string& dir, size_t max_prob
 // OK if intact, else Corruption whose message lists the first problems.
 Status VerifyDataset(const std::string& dir, Env* env = nullptr);
 
+// VerifyDataset with the data files read from `data_dir` through `data_env` instead of from
+// `dir` (the manifest, index and other files still come from `dir` through `env`): `pack -o
+// s3://` checks the uploaded data objects against the staged manifest and index before the
+// manifest goes up.
+Status VerifyDatasetWithDataAt(const std::string& dir, Env* env, const std::string& data_dir,
+                               Env* data_env);
+
 }  // namespace docfeed::internal
 
 #endif  // DOCFEED_FORMAT_VERIFY_H_

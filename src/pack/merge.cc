@@ -457,51 +457,6 @@ Result<MergeSummary> MergeToRemote(const MergeOptions& options) {
   return summary;
 }
 
-// A data file of the merged output copied from a part's object inside the store.
-struct ServerCopy {
-  std::string from;
-  std::string name;
-  uint64_t size = 0;
-};
-
-// Copies `copies` to `output` server-side (CopyObject), `options.threads` at a time; the first
-// failure stops the rest.
-Status CopyDataObjects(RemoteEnv* remote, const std::vector<ServerCopy>& copies,
-                       const std::string& output, const S3UploadOptions& options,
-                       S3UploadSummary* summary) {
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  Mutex mu;
-  Status first_error;
-  auto work = [&] {
-    S3UploadSummary mine;
-    for (size_t i = next++; i < copies.size() && !failed.load(); i = next++) {
-      const ServerCopy& c = copies[i];
-      Status copied = CopyObject(remote, c.from, JoinPath(output, c.name), c.size, options, &mine);
-      if (!copied.ok()) {
-        failed = true;
-        MutexLock lock(&mu);
-        if (first_error.ok()) first_error = copied;
-        break;
-      }
-    }
-    MutexLock lock(&mu);
-    summary->objects += mine.objects;
-    summary->copied_objects += mine.copied_objects;
-    summary->streamed_objects += mine.streamed_objects;
-    summary->dataset_bytes += mine.dataset_bytes;
-    summary->multipart_uploads += mine.multipart_uploads;
-    summary->parts += mine.parts;
-  };
-  std::vector<std::thread> workers;
-  const size_t n =
-      std::min<size_t>(static_cast<size_t>(std::max(1, options.threads)), copies.size());
-  for (size_t w = 1; w < n; ++w) workers.emplace_back(work);
-  work();
-  for (std::thread& w : workers) w.join();
-  return first_error;
-}
-
 // Parts and output on s3://: the merge made inside the store. The parts' manifests, indexes and
 // small files are read through the RemoteEnv (no data object is read); the merged index,
 // dataset_info.json, tokenizer/, rejects and manifest are written to a local staging directory;
@@ -542,7 +497,7 @@ Result<MergeSummary> MergeRemoteParts(const MergeOptions& options) {
   }
   MergeSummary summary;
   summary.parts = static_cast<uint32_t>(parts.size());
-  std::vector<ServerCopy> copies;
+  std::vector<ObjectCopy> copies;
   auto written = start;
   DOCFEED_ASSIGN_OR_RETURN(
       S3UploadSummary uploaded,
@@ -560,7 +515,7 @@ Result<MergeSummary> MergeRemoteParts(const MergeOptions& options) {
             return Status::Ok();
           },
           [&](RemoteEnv* r, const S3UploadOptions& o, S3UploadSummary* s) {
-            return CopyDataObjects(r, copies, output, o, s);
+            return CopyObjects(r, copies, output, o, s);
           }));
   summary.server_copied_files = uploaded.copied_objects;
   summary.copied_files = uploaded.streamed_objects;

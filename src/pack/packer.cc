@@ -205,6 +205,7 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
   wopts.compression = options.compression;
   wopts.max_file_bytes = options.max_file_bytes;
   wopts.keep_original = options.encode.keep_original;
+  wopts.sink = options.data_sink;
   // Preprocessed pages are ~4 MB raw: one row per batch, so a random read decompresses one page.
   if (options.encode.preprocess.preprocessed() && options.compression != "none") {
     wopts.max_batch_rows = 1;
@@ -321,7 +322,9 @@ Status WriteAndPlace(SampleSource& source, const PackOptions& options, WriteStat
   DOCFEED_RETURN_IF_ERROR(env->RemoveAll(tmp));
   DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(tmp));
   Status status = WriteAll(source, options, tmp, state);
-  if (status.ok()) status = VerifyDataset(tmp, env).WithContext("verifying the packed output");
+  if (status.ok() && options.data_sink == nullptr) {  // else the objects are verified
+    status = VerifyDataset(tmp, env).WithContext("verifying the packed output");
+  }
   if (status.ok()) {
     status = PlaceOutput(env, tmp, output, options.overwrite, [env](const std::string& path) {
       return CheckReplaceableOutput(path, /*allow_dict=*/false, env);
@@ -561,19 +564,22 @@ Result<PackSummary> PackToRemote(
   PackSummary summary;
   DOCFEED_ASSIGN_OR_RETURN(
       S3UploadSummary uploaded,
-      WriteToRemote(EnvOrDefault(options.env), options.output, replace, DefaultStagingRoot(),
-                    [&](const std::string& local) -> Status {
-                      PackOptions staged = options;
-                      staged.output = local;
-                      staged.overwrite = false;
-                      DOCFEED_ASSIGN_OR_RETURN(summary, pack(staged));
-                      written = Clock::now();
-                      return Status::Ok();
-                    }));
+      StreamToRemote(EnvOrDefault(options.env), options.output, replace,
+                     [&](const std::string& local, DataFileSink* sink) -> Status {
+                       PackOptions staged = options;
+                       staged.output = local;
+                       staged.overwrite = false;
+                       staged.data_sink = sink;
+                       DOCFEED_ASSIGN_OR_RETURN(summary, pack(staged));
+                       written = Clock::now();
+                       return Status::Ok();
+                     }));
   summary.uploaded_objects = uploaded.objects;
   summary.uploaded_bytes = uploaded.sent_bytes;
   summary.upload_requests = uploaded.requests;
   summary.upload_retries = uploaded.retries;
+  summary.streamed_files = uploaded.streamed_files;
+  summary.staged_peak_bytes = uploaded.staged_peak_bytes;
   summary.upload_seconds = std::chrono::duration<double>(Clock::now() - written).count();
   summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return summary;

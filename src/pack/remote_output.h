@@ -21,6 +21,7 @@
 
 #include "base/env.h"
 #include "docfeed/status.h"
+#include "format/shard_writer.h"
 #include "remote/s3_upload.h"
 
 namespace docfeed::internal {
@@ -39,6 +40,29 @@ Result<S3UploadSummary> WriteToRemote(
     const std::function<Status(const std::string&)>& write,
     const std::function<Status(RemoteEnv*, const S3UploadOptions&, S3UploadSummary*)>&
         before_files = nullptr);
+
+// pack -o s3://: `write(local_output, sink)` packs into a fresh local path inside a staging
+// directory as WriteToRemote's `write` does, handing each data file to `sink` as soon as it is
+// closed (PackOptions::data_sink). The sink sends it up as URL/docfeed-upload-PID-N/data-K.arrow
+// on a thread of its own while the next one is written, and removes it locally: the staging
+// directory holds the data file being written and the one going up, never the dataset.
+//
+//   CheckS3Output(url)                    before any work
+//   write(STAGING/dataset, sink)          the pack; data files go up as they close
+//   PrepareS3Output(url)                  checked again; with overwrite the old dataset removed
+//                                         (it stays readable while the pack runs)
+//   CopyObjects(url/SPLIT/data-*-of-*)    the sent files copied to their names in the staged
+//                                         manifests, inside the store
+//   VerifyDatasetWithDataAt               the staged manifest and index against the objects
+//                                         (every data byte read back, as `verify` would)
+//   DeleteObject(docfeed-upload-...)      the sent files removed
+//   UploadFiles(STAGING/dataset)          index and small files, manifests last
+//
+// On failure the sent files are removed (best effort) and the error names the URL; a killed run
+// leaves its sent files and staging directory, which a later --overwrite (or aws s3 rm) removes.
+Result<S3UploadSummary> StreamToRemote(
+    Env* local, const std::string& url, bool overwrite,
+    const std::function<Status(const std::string&, DataFileSink*)>& write);
 
 }  // namespace docfeed::internal
 

@@ -239,9 +239,24 @@ bool IsDatasetObjectKey(const std::string& key) {
   return rest.starts_with("tokenizer/");
 }
 
-Status CheckS3Output(RemoteEnv* remote, const std::string& url, bool overwrite) {
+namespace {
+
+// What is below `url`, less the keys starting with `own_keys` (non-empty).
+Result<std::vector<TreeEntry>> ListOthers(RemoteEnv* remote, const std::string& url,
+                                          const std::string& own_keys) {
+  DOCFEED_ASSIGN_OR_RETURN(std::vector<TreeEntry> there, remote->ListTree(url));
+  if (!own_keys.empty()) {
+    std::erase_if(there, [&](const TreeEntry& e) { return e.path.starts_with(own_keys); });
+  }
+  return there;
+}
+
+}  // namespace
+
+Status CheckS3Output(RemoteEnv* remote, const std::string& url, bool overwrite,
+                     const std::string& own_keys) {
   DOCFEED_RETURN_IF_ERROR(ResolveS3(remote, url).status());
-  Result<std::vector<TreeEntry>> there = remote->ListTree(url);
+  Result<std::vector<TreeEntry>> there = ListOthers(remote, url, own_keys);
   if (!there.ok()) return there.status().WithContext("cannot write a dataset to " + url);
   if (there->empty()) return Status::Ok();
   if (!overwrite) {
@@ -343,9 +358,9 @@ Result<S3UploadSummary> UploadDataset(RemoteEnv* remote, Env* local, const std::
 
 Status PrepareS3Output(RemoteEnv* remote, const std::string& url, const S3UploadOptions& options,
                        S3UploadSummary* summary) {
-  DOCFEED_RETURN_IF_ERROR(CheckS3Output(remote, url, options.overwrite));
+  DOCFEED_RETURN_IF_ERROR(CheckS3Output(remote, url, options.overwrite, options.own_keys));
   if (!options.overwrite) return Status::Ok();
-  DOCFEED_ASSIGN_OR_RETURN(std::vector<TreeEntry> old, remote->ListTree(url));
+  DOCFEED_ASSIGN_OR_RETURN(std::vector<TreeEntry> old, ListOthers(remote, url, options.own_keys));
   std::stable_sort(old.begin(), old.end(), [](const TreeEntry& a, const TreeEntry& b) {
     return WriteRank(a.path) > WriteRank(b.path);  // manifests first: the old dataset closes
   });
@@ -376,6 +391,42 @@ Status UploadFiles(RemoteEnv* remote, Env* local, const std::string& dir, const 
         UploadFile(remote, local, JoinPath(dir, e.path), ObjectUrl(url, e.path), options, summary));
   }
   return Status::Ok();
+}
+
+Status CopyObjects(RemoteEnv* remote, const std::vector<ObjectCopy>& copies,
+                   const std::string& output, const S3UploadOptions& options,
+                   S3UploadSummary* summary) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  Mutex mu;
+  Status first_error;
+  auto work = [&] {
+    S3UploadSummary mine;
+    for (size_t i = next++; i < copies.size() && !failed.load(); i = next++) {
+      const ObjectCopy& c = copies[i];
+      Status copied = CopyObject(remote, c.from, JoinPath(output, c.name), c.size, options, &mine);
+      if (!copied.ok()) {
+        failed = true;
+        MutexLock lock(&mu);
+        if (first_error.ok()) first_error = copied;
+        break;
+      }
+    }
+    MutexLock lock(&mu);
+    summary->objects += mine.objects;
+    summary->copied_objects += mine.copied_objects;
+    summary->streamed_objects += mine.streamed_objects;
+    summary->dataset_bytes += mine.dataset_bytes;
+    summary->multipart_uploads += mine.multipart_uploads;
+    summary->parts += mine.parts;
+  };
+  std::vector<std::thread> workers;
+  const size_t n =
+      std::min<size_t>(static_cast<size_t>(std::max(1, options.threads)), copies.size());
+  for (size_t w = 1; w < n; ++w) workers.emplace_back(work);
+  work();
+  for (std::thread& w : workers) w.join();
+  return first_error;
 }
 
 Status CopyObject(RemoteEnv* remote, const std::string& from, const std::string& to, uint64_t size,

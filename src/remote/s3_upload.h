@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/env.h"
 #include "docfeed/status.h"
@@ -41,6 +42,10 @@ struct S3UploadOptions {
   // CopyObject: an object up to this size is one server-side copy (S3 copies at most 5 GiB in one
   // request); a larger one goes through this process (CopyObject below).
   uint64_t copy_part_bytes = uint64_t{5} << 30;
+  // Keys below the URL that start with this (non-empty) are this upload's own, written before
+  // the URL was made ready (pack's streamed data files): PrepareS3Output neither counts nor
+  // removes them.
+  std::string own_keys;
 };
 
 struct S3UploadSummary {
@@ -55,18 +60,25 @@ struct S3UploadSummary {
   uint64_t aborted_uploads = 0;   // multipart uploads in progress below the prefix (overwrite)
   uint64_t copied_objects = 0;    // of `objects`, copied inside the store (CopyObject)
   uint64_t streamed_objects = 0;  // of `objects`, copied through this process (over 5 GiB)
+  // pack's streamed data files (pack/remote_output.h StreamToRemote): how many went up while
+  // the pack ran, and the most of their bytes held in the staging directory at once.
+  uint64_t streamed_files = 0;
+  uint64_t staged_peak_bytes = 0;
 };
 
 // True for a key (relative to the dataset's prefix) that a docfeed dataset or DatasetDict holds:
 // data-*.arrow, dataset_info.json, state.json, docfeed.index, docfeed.json, rejects.jsonl,
-// dataset_dict.json, tokenizer/..., and those one split directory down.
+// dataset_dict.json, tokenizer/..., and those one split directory down (pack's sent data
+// files, docfeed-upload-PID-N/data-K.arrow, among them).
 bool IsDatasetObjectKey(const std::string& relative_key);
 
 // Checks, before anything is written, that `url` (s3://BUCKET/PREFIX) can receive a dataset:
 // errors name the URL. The bucket must exist (NotFound otherwise) and the credentials be
 // accepted; the prefix must hold nothing (AlreadyExists, saying what to do), or with overwrite
 // only dataset objects (IsDatasetObjectKey; FailedPrecondition naming the first other key).
-Status CheckS3Output(RemoteEnv* remote, const std::string& url, bool overwrite);
+// Keys starting with `own_keys` (non-empty) are left out (S3UploadOptions::own_keys).
+Status CheckS3Output(RemoteEnv* remote, const std::string& url, bool overwrite,
+                     const std::string& own_keys = "");
 
 // Uploads every file below the local directory `dir` (read through `local`) to `url`, manifests
 // last (above). With overwrite, the dataset objects already at `url` are removed first, its
@@ -91,6 +103,19 @@ Status UploadFiles(RemoteEnv* remote, Env* local, const std::string& dir, const 
 // copy's size is checked with a HEAD. Errors name both URLs. Adds to `summary`.
 Status CopyObject(RemoteEnv* remote, const std::string& from, const std::string& to, uint64_t size,
                   const S3UploadOptions& options, S3UploadSummary* summary);
+
+// An object copied inside the store to `name` below an output URL (CopyObjects).
+struct ObjectCopy {
+  std::string from;  // s3:// URL
+  std::string name;  // relative to the output URL
+  uint64_t size = 0;
+};
+
+// CopyObject of each of `copies` to `output`/name, options.threads at a time; the first failure
+// stops the rest and is returned. Adds to `summary`.
+Status CopyObjects(RemoteEnv* remote, const std::vector<ObjectCopy>& copies,
+                   const std::string& output, const S3UploadOptions& options,
+                   S3UploadSummary* summary);
 
 // One local file to one object: a PUT, or a multipart upload (aborted on failure) above
 // options.part_bytes. Adds to `summary`.

@@ -2,6 +2,7 @@
 
 #include "format/dataset.h"
 #include "format/inspect.h"
+#include "format/manifest.h"
 #include "format/verify.h"
 #include "pack/image_folder.h"
 #include "pack/packer.h"
@@ -284,6 +285,76 @@ TEST_F(PackTest, SplitsIntoSeveralFilesAndBatches) {
     EXPECT_EQ(*(*ds)->ReadImage(i), *ReadFile(JoinPath(src_, folder->samples[i].relative_path)));
   }
   EXPECT_GT((*ds)->record(43).file_index, 0u);
+}
+
+// A sink standing in for the s3:// upload: each data file moved to sent/K.arrow as it is
+// taken; the order, the entries and the Flush after the last one recorded.
+class MovingSink final : public DataFileSink {
+ public:
+  explicit MovingSink(std::string sent) : sent_(std::move(sent)) {}
+  Status Take(const FileEntry& entry, const std::string& path) override {
+    if (flushed_) return InternalError("Take after Flush");
+    const std::string to = JoinPath(sent_, std::to_string(taken.size()) + ".arrow");
+    taken.push_back(entry);
+    return Env::Default()->Rename(path, to);
+  }
+  Status Flush() override {
+    flushed_ = true;
+    return Status::Ok();
+  }
+  std::vector<FileEntry> taken;
+  bool flushed() const { return flushed_; }
+
+ private:
+  std::string sent_;
+  bool flushed_ = false;
+};
+
+TEST_F(PackTest, ADataSinkTakesEveryDataFileAndTheObjectsAreVerifiedWhereTheyWent) {
+  for (int i = 0; i < 20; ++i) {
+    testing::WriteBytes(JoinPath(src_, "many_" + std::to_string(100 + i) + ".png"),
+                        *EncodePng(testing::Gradient(64, 64, 3, i), 0));
+  }
+  ASSERT_TRUE(RemoveAll(JoinPath(src_, "metadata.jsonl")).ok());
+  const std::string sent = dir_.Join("sent");
+  ASSERT_TRUE(Env::Default()->CreateDirectory(sent).ok());
+  MovingSink sink(sent);
+  PackOptions o = Options(src_, out_);
+  o.max_file_bytes = 100'000;
+  o.data_sink = &sink;
+  Result<PackSummary> summary = Pack(o);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_TRUE(sink.flushed());
+  // Every data file went to the sink, in order, and none is left in (or renamed into) OUT.
+  Result<std::string> text = Env::Default()->ReadTextFile(JoinPath(out_, kManifestFileName));
+  ASSERT_TRUE(text.ok());
+  Result<Manifest> manifest = DecodeManifest(*text, out_);
+  ASSERT_TRUE(manifest.ok());
+  ASSERT_GT(manifest->data_files.size(), 1u);
+  ASSERT_EQ(sink.taken.size(), manifest->data_files.size());
+  for (size_t i = 0; i < sink.taken.size(); ++i) {
+    EXPECT_EQ(sink.taken[i].size_bytes, manifest->data_files[i].size_bytes) << i;
+    EXPECT_EQ(sink.taken[i].xxh3, manifest->data_files[i].xxh3) << i;
+    EXPECT_FALSE(PathExists(JoinPath(out_, manifest->data_files[i].name))) << i;
+  }
+  // The local verify needs the data files: it fails; read where they went, under their final
+  // names, the dataset verifies, and one flipped byte there is found and named.
+  EXPECT_FALSE(VerifyDataset(out_).ok());
+  for (size_t i = 0; i < sink.taken.size(); ++i) {
+    ASSERT_TRUE(Env::Default()
+                    ->Rename(JoinPath(sent, std::to_string(i) + ".arrow"),
+                             JoinPath(sent, manifest->data_files[i].name))
+                    .ok());
+  }
+  Status verified = VerifyDatasetWithDataAt(out_, nullptr, sent, nullptr);
+  EXPECT_TRUE(verified.ok()) << verified.ToString();
+  const std::string last = JoinPath(sent, manifest->data_files.back().name);
+  std::vector<uint8_t> bytes = *ReadFile(last);
+  bytes[bytes.size() / 2] ^= 1;
+  testing::WriteBytes(last, bytes);
+  verified = VerifyDatasetWithDataAt(out_, nullptr, sent, nullptr);
+  EXPECT_FALSE(verified.ok());
+  EXPECT_NE(verified.ToString().find(last), std::string::npos) << verified.ToString();
 }
 
 TEST_F(PackTest, InspectReportsGeometryAndLabels) {

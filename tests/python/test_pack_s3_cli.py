@@ -4,7 +4,10 @@ refused naming the URL before anything is written; transient faults (tests/remot
 fault_proxy.py: 503 SlowDown, resets, damaged upload bodies) are retried into the local pack's
 objects; a part or the manifest that keeps failing ends in an error naming the URL and leaves
 nothing that opens as a dataset and no multipart upload in progress."""
+import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -148,9 +151,76 @@ def test_a_killed_upload_leaves_nothing_that_opens(s3, local_pack):
         proc.kill()
         proc.wait()
     state = s3_state(s3, prefix)
-    assert state["uploads"] == [f"{prefix}/data-00000-of-00001.arrow"], state
+    # The data file goes up while the pack runs, under this run's own key (pack/remote_output.h).
+    assert len(state["uploads"]) == 1, state
+    assert re.fullmatch(rf"{prefix}/docfeed-upload-{proc.pid}-0/data-00000\.arrow",
+                        state["uploads"][0]), state
     assert "docfeed.json" not in state["objects"], state
     assert run("verify", url).returncode != 0
     replaced = run("pack", str(SRC), "-o", url, "--overwrite")
     assert replaced.returncode == 0, replaced.stderr
     assert s3_state(s3, prefix) == {"objects": local_state(local_pack), "uploads": []}
+
+
+def test_data_files_go_up_while_the_pack_runs(s3, tmp_path):
+    """With 1 MB data files (--max-file-mb 1: 5 of them, 8.4 MB in all) and 50 ms added each way by the proxy,
+    the staging directory, watched while the pack runs, never holds more than two data files
+    (the one going up and the one being written), and pack says how many it sent and the most it
+    held; the objects are the local pack's, with no upload key or multipart upload left."""
+    local = tmp_path / "local"
+    assert run("pack", str(SRC), "-o", str(local), "--max-file-mb", "1").returncode == 0
+    data_files = sorted(p.stat().st_size for p in local.glob("data-*.arrow"))
+    assert len(data_files) >= 5, data_files
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    prefix, url = fresh_url(s3, "streamed")
+    most = 0
+    with ProxyProcess(s3["DOCFEED_TEST_S3_ENDPOINT"], latency_ms=50) as proxy:
+        proc = subprocess.Popen(
+            [str(docfeed_bin()), "pack", str(SRC), "-o", url, "--max-file-mb", "1"],
+            env=dict(os.environ, AWS_ENDPOINT_URL=proxy.url, DOCFEED_STAGING_DIR=str(staging)),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 240
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, "pack did not finish"
+            held = 0
+            for p in staging.rglob("data-*"):
+                try:
+                    held += p.stat().st_size
+                except FileNotFoundError:  # removed once sent
+                    pass
+            most = max(most, held)
+            time.sleep(0.005)
+        out, err = proc.communicate()
+    assert proc.returncode == 0, err
+    assert 0 < most <= data_files[-1] + data_files[-2], (most, data_files)
+    m = re.search(r"streamed\s+(\d+) data file\(s\) sent while packing; staging held at most "
+                  r".* \((\d+) bytes\)", out)
+    assert m, out
+    assert int(m.group(1)) == len(data_files)
+    assert data_files[-1] <= int(m.group(2)) <= data_files[-1] + data_files[-2], (m.group(2),
+                                                                                   data_files)
+    assert s3_state(s3, prefix) == {"objects": local_state(local), "uploads": []}
+    assert list(staging.iterdir()) == []
+
+
+def test_a_failed_overwrite_keeps_the_old_dataset(s3, local_pack, tmp_path):
+    """`pack --overwrite` of a source whose last sample is not an image fails after its first
+    data files went up: the error names the file, the old dataset is still there whole (it is
+    replaced only once the new one is written) and verifies, and nothing of the failed run is
+    left (no upload key, no multipart upload)."""
+    prefix, url = fresh_url(s3, "keep-old")
+    assert run("pack", str(SRC), "-o", url).returncode == 0
+    source = tmp_path / "source"
+    shutil.copytree(SRC, source)
+    (source / "zz").mkdir()
+    (source / "zz" / "bad.jpg").write_bytes(b"not a jpeg at all" * 100)
+    with (source / "metadata.jsonl").open("a") as f:
+        f.write(json.dumps({"file_name": "zz/bad.jpg", "ground_truth": "{}", "source": "x"}) +
+                "\n")
+    proc = run("pack", str(source), "-o", url, "--overwrite", "--max-file-mb", "1")
+    assert proc.returncode != 0
+    assert "zz/bad.jpg" in proc.stderr, proc.stderr
+    assert s3_state(s3, prefix) == {"objects": local_state(local_pack), "uploads": []}
+    verified = run("verify", url)
+    assert verified.returncode == 0, verified.stdout + verified.stderr

@@ -323,6 +323,11 @@ void PrintSummary(const PackOptions& o, const PackSummary& s) {
   if (s.uploaded_objects > 0) {
     PrintUpload(s.uploaded_objects, s.uploaded_bytes, s.upload_requests, s.upload_retries,
                 s.upload_seconds);
+    std::printf(
+        "  streamed   %llu data file(s) sent while packing; staging held at most %s "
+        "(%llu bytes) of them\n",
+        static_cast<unsigned long long>(s.streamed_files), FormatBytes(s.staged_peak_bytes).c_str(),
+        static_cast<unsigned long long>(s.staged_peak_bytes));
   }
   if (!o.labels.tokenizer_dir.empty()) {
     std::printf("  labels     %llu new token(s), tokenizer size %llu (saved in %s/tokenizer)\n",
