@@ -116,18 +116,9 @@ std::string StatsToJson(const DatasetStats& s) {
   j["stored_codecs"] = s.manifest.stored_codecs;
   j["channels"] = s.channels;
   j["compression"] = s.manifest.compression;
-  const PreprocessInfo& p = s.manifest.preprocess;
-  if (p.preset == kPreprocessPix2Struct) {  // stored at the source's size: no size to show
-    j["preprocess"] = {{"preset", p.preset}, {"hf_version", p.hf_version}, {"backend", p.backend}};
-  } else if (p.preprocessed()) {
-    j["preprocess"] = {{"preset", p.preset},         {"height", p.height},
-                       {"width", p.width},           {"align_long_axis", p.align_long_axis},
-                       {"hf_version", p.hf_version}, {"backend", p.backend}};
-    if (p.preset == kPreprocessIdefics3) {
-      j["preprocess"]["longest_edge"] = p.longest_edge;
-      j["preprocess"]["max_image_size"] = p.max_image_size;
-      j["preprocess"]["do_image_splitting"] = p.do_image_splitting;
-    }
+  // As docfeed.json records it: each preset's own settings.
+  if (s.manifest.preprocess.preprocessed()) {
+    j["preprocess"] = nlohmann::ordered_json::parse(PreprocessJsonText(s.manifest.preprocess));
   } else {
     j["preprocess"] = nullptr;  // original images
   }

@@ -133,6 +133,12 @@ Json PreprocessToJson(const PreprocessInfo& p) {
   return j;
 }
 
+}  // namespace
+
+std::string PreprocessJsonText(const PreprocessInfo& p) { return PreprocessToJson(p).dump(); }
+
+namespace {
+
 // The smart_resize settings of a Qwen2-VL record (docs/format.md section 4).
 Status QwenPreprocessFromJson(const Json& j, PreprocessInfo* p) {
   p->min_pixels = j.at("min_pixels").get<int64_t>();

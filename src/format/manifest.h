@@ -180,6 +180,10 @@ std::string EncodeManifest(const Manifest& manifest);
 // Parses and checks the self-checksum; errors name `name` and the field.
 Result<Manifest> DecodeManifest(const std::string& text, const std::string& name);
 
+// The manifest's "preprocess" record (docs/format.md section 10) of a preprocessed dataset, as
+// JSON text: the preset and the settings its pages depend on, as docfeed.json stores them.
+std::string PreprocessJsonText(const PreprocessInfo& p);
+
 std::string Hex64(uint64_t v);
 
 // The column whose per-sample length the index records (Manifest::label_column): "labels" (token

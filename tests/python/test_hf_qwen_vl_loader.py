@@ -117,6 +117,12 @@ def test_pack_preprocess_stores_the_resized_pages_and_loads_the_same_batches(pac
                                       "max_pixels": MAX_PIXELS, "patch_size": 14,
                                       "merge_size": 2, "hf_version": HF_VERSION,
                                       "backend": "pil"}
+    # inspect says what the manifest records (no Donut height and width of 0).
+    info = json.loads(run_docfeed("inspect", packed_prepared, "--json").stdout)
+    assert info["preprocess"] == manifest["preprocess"], info["preprocess"]
+    text = run_docfeed("inspect", packed_prepared).stdout
+    assert (f"qwen2-vl smart_resize pages (min_pixels 3136, max_pixels {MAX_PIXELS}, "
+            "patch_size 14, merge_size 2)") in text, text
     # datasets still opens it, and its pages are the processor's resized stage.
     rows = datasets.load_from_disk(str(packed_prepared))
     originals = datasets.load_from_disk(str(packed))

@@ -31,6 +31,9 @@ void PrintText(const DatasetStats& s) {
   for (const auto& [codec, n] : m.stored_codecs) {
     std::printf(" %s=%llu", codec.c_str(), static_cast<unsigned long long>(n));
   }
+  const std::string originals = s.info.original_column.empty()
+                                    ? ""
+                                    : ", originals in column \"" + s.info.original_column + "\"";
   if (m.preset == "idefics3") {
     std::printf(
         "\npreprocessing   idefics3 prepared pages (tile grid + global image) for longest_edge "
@@ -40,6 +43,18 @@ void PrintText(const DatasetStats& s) {
         s.info.original_column.empty()
             ? ""
             : (", originals in column \"" + s.info.original_column + "\"").c_str());
+  } else if (m.min_pixels > 0) {  // Qwen2-VL, Qwen2.5-VL
+    std::printf(
+        "\npreprocessing   %s smart_resize pages (min_pixels %lld, max_pixels %lld, patch_size "
+        "%d, merge_size %d), transformers %d.x %s, stored as PGM/PPM%s",
+        m.preset.c_str(), static_cast<long long>(m.min_pixels),
+        static_cast<long long>(m.max_pixels), m.patch_size, m.merge_size, m.hf_version,
+        m.backend.c_str(), originals.c_str());
+  } else if (m.preset == "pix2struct") {
+    std::printf(
+        "\npreprocessing   pix2struct decoded pages at their own size (patches are cut at load "
+        "time for any max_patches), transformers %d.x %s, stored as PGM/PPM%s",
+        m.hf_version, m.backend.c_str(), originals.c_str());
   } else if (!m.preset.empty()) {
     std::printf(
         "\npreprocessing   %s resized stage for size %dx%d (HxW)%s, transformers %d.x %s, "
