@@ -6,13 +6,14 @@ SeaweedFS on 127.0.0.1 (tests/remote/servers.py) and packs it, each run a fresh 
 modes alternating within each repetition (the machine is shared and noisy):
 
   local   -o DIR on the local disk (the reference)
-  s3      -o s3://BUCKET/PREFIX: each data file sent up while the next is packed, then copied
-          to its name, read back and verified, then the index and manifests
+  s3      -o s3://BUCKET/PREFIX: each data file checked and sent up while the next is packed,
+          then the staged dataset verified without them, the objects copied to their names
+          inside the store, then the index and manifests
           (DOCFEED_UPLOAD_PART_MB parts, 16 by default)
 
 Both use --max-file-mb (32 by default: the 126 MB dataset in 4 data files, so that uploads
 overlap the packing). It prints the medians: pages/s of each, their ratio (s3 / local), the
-seconds after the pack (copies, verify, index and manifests), the bytes sent (request bodies,
+seconds after the pack (verify, copies, index and manifests), the bytes sent (request bodies,
 retries included, from pack's "uploaded" line) per byte of the dataset, and the most data-file
 bytes the staging directory held (pack's "streamed" line) against the dataset's size.
 

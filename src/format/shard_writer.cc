@@ -10,6 +10,7 @@
 #include "format/arrow/writer.h"
 #include "format/arrow_cell.h"
 #include "format/dataset.h"
+#include "format/verify.h"
 
 namespace docfeed::internal {
 namespace {
@@ -253,7 +254,17 @@ class ArrowShardWriter final : public ShardWriter {
     writer_.reset();
     const std::string path = Path(files_.back().name);
     DOCFEED_RETURN_IF_ERROR(HashRegions(env_, path, written, &files_.back()));
-    return options_.sink != nullptr ? options_.sink->Take(files_.back(), path) : Status::Ok();
+    if (options_.sink == nullptr) return Status::Ok();
+    // The file leaves the directory: checked now, as the dataset's verify would check it.
+    Manifest so_far;
+    so_far.columns = options_.columns;
+    so_far.label_column = options_.label_column;
+    if (options_.keep_original) so_far.original_column = kOriginalColumn;
+    so_far.preprocess = options_.preprocess;
+    so_far.data_files = files_;
+    DOCFEED_RETURN_IF_ERROR(VerifyDataFile(so_far, files_.size() - 1, path, records_, env_)
+                                .WithContext("checking a data file before it is sent"));
+    return options_.sink->Take(files_.back(), path);
   }
 
   ShardWriterOptions options_;

@@ -25,7 +25,9 @@ namespace docfeed::internal {
 // Where a closed data file goes when it does not stay in the directory (`pack -o s3://` sends
 // each one up while the next is written: pack/remote_output.h). The writer calls Take once per
 // data file, in order, after closing and hashing it; from then on the file belongs to the sink,
-// which may remove it. Finish then only names the files (`entry.name` is the writer's temporary
+// which may remove it (the writer checked it first, as VerifyDataset would: the dataset's own
+// verify then takes the entries the sink was given; verify.h VerifyDatasetWithDataSent).
+// Finish then only names the files (`entry.name` is the writer's temporary
 // name; the final one is in the manifest) and writes the rest of the dataset as usual.
 class DataFileSink {
  public:
@@ -58,8 +60,11 @@ struct ShardWriterOptions {
   std::string chat_labels;
   // Every file is written and read back through this Env (Env::Default() when null).
   Env* env = nullptr;
-  // When set, each data file is handed to it once closed (DataFileSink above); not owned.
+  // When set, each data file is handed to it once closed, hashed and checked as VerifyDataset
+  // would check it (verify.h VerifyDataFile; DataFileSink above); not owned.
   DataFileSink* sink = nullptr;
+  // With a sink: the preprocessing the stored pages are checked against (the manifest's).
+  PreprocessInfo preprocess;
 };
 
 struct SampleToWrite {

@@ -1,7 +1,10 @@
 #include "format/verify.h"
 
+#include <algorithm>
 #include <map>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "base/file.h"
 #include "base/hash.h"
@@ -34,16 +37,35 @@ std::string RegionName(const Region& r, size_t batch) {
 class Verifier {
  public:
   Verifier(std::string dir, size_t max_problems, Env* env)
-      : dir_(std::move(dir)),
-        max_(max_problems),
-        env_(env != nullptr ? env : EnvForPath(dir_)),
-        data_dir_(dir_),
-        data_env_(env_) {}
+      : dir_(std::move(dir)), max_(max_problems), env_(env != nullptr ? env : EnvForPath(dir_)) {}
 
-  // The data files are read from `dir` through `env` (EnvForPath(dir) when null).
-  void ReadDataFrom(std::string dir, Env* env) {
-    data_env_ = env != nullptr ? env : EnvForPath(dir);
-    data_dir_ = std::move(dir);
+  // Data files checked one by one as they were written and sent away (CheckOneFile): Run()
+  // does not read them; each one the manifest lists must be one of these, and its samples are
+  // counted from the index.
+  void DataFilesSent(const std::vector<FileEntry>* sent) { sent_ = sent; }
+
+  // The checks Run() makes of data file `file_index`, against `records` (every sample's index
+  // record so far); `manifest` holds the columns, the preprocessing and the file's entry.
+  VerifyReport CheckOneFile(Manifest manifest, size_t file_index, const std::string& path,
+                            std::span<const IndexRecord> records) {
+    manifest_ = std::move(manifest);
+    const RecordSpan index{records};
+    seen_.assign(records.size(), 0);
+    std::vector<uint8_t> bytes;
+    const FileEntry& entry = manifest_.data_files[file_index];
+    if (CheckWholeFile(ParentPath(path), env_, entry, &bytes) && !bytes.empty() && !Full()) {
+      CheckDataFile(file_index, bytes, path, index);
+    }
+    for (const Region& r : entry.regions) {
+      if (r.kind != Region::Kind::kBatch) continue;
+      for (uint64_t id = r.first_sample; id < r.first_sample + r.num_rows && !Full(); ++id) {
+        if (id < seen_.size() && seen_[id] != 1) {
+          Problem(path + ": sample " + std::to_string(id) + " appears " +
+                  std::to_string(seen_[id]) + " times (expected once)");
+        }
+      }
+    }
+    return report_;
   }
 
   Result<VerifyReport> Run() {
@@ -70,9 +92,13 @@ class Verifier {
     if (index.ok()) seen_.assign(index->size(), 0);
     for (size_t i = 0; i < manifest_.data_files.size(); ++i) {
       std::vector<uint8_t> bytes;
-      const bool whole = CheckWholeFile(data_dir_, data_env_, manifest_.data_files[i], &bytes);
+      if (sent_ != nullptr) {
+        if (index.ok()) CountSentFile(manifest_.data_files[i], *index);
+        continue;
+      }
+      const bool whole = CheckWholeFile(dir_, env_, manifest_.data_files[i], &bytes);
       if (whole && index.ok() && !bytes.empty() && !Full()) {
-        CheckDataFile(i, bytes, JoinPath(data_dir_, manifest_.data_files[i].name), *index);
+        CheckDataFile(i, bytes, JoinPath(dir_, manifest_.data_files[i].name), *index);
       }
     }
     if (!index.ok()) {
@@ -131,8 +157,52 @@ class Verifier {
     return true;
   }
 
+  // Index records held in memory, read as an IndexView is.
+  struct RecordSpan {
+    std::span<const IndexRecord> records;
+    uint64_t size() const { return records.size(); }
+    IndexRecord Get(uint64_t i) const { return records[i]; }
+  };
+
+  // A data file sent away after CheckOneFile: it must be one of sent_ (same size, checksum and
+  // regions); its samples are counted as CheckDataFile counts them, from their index records.
+  void CountSentFile(const FileEntry& f, const IndexView& index) {
+    const std::string path = JoinPath(dir_, f.name);
+    auto same = [&](const FileEntry& s) {
+      if (s.size_bytes != f.size_bytes || s.xxh3 != f.xxh3 || s.regions.size() != f.regions.size())
+        return false;
+      for (size_t i = 0; i < s.regions.size(); ++i) {
+        const Region &a = s.regions[i], &b = f.regions[i];
+        if (a.offset != b.offset || a.length != b.length || a.xxh3 != b.xxh3 ||
+            a.first_sample != b.first_sample || a.num_rows != b.num_rows)
+          return false;
+      }
+      return true;
+    };
+    if (std::none_of(sent_->begin(), sent_->end(), same)) {
+      Problem(path + ": not one of the data files checked as they were written (size " +
+              std::to_string(f.size_bytes) + ", XXH3 " + Hex64(f.xxh3) + ")");
+      return;
+    }
+    for (const Region& r : f.regions) {
+      if (r.kind != Region::Kind::kBatch) continue;
+      for (uint64_t id = r.first_sample; id < r.first_sample + r.num_rows; ++id) {
+        if (id >= index.size()) {
+          Problem(path + ": sample " + std::to_string(id) + " is past the index");
+          return;
+        }
+        ++seen_[id];
+        const IndexRecord rec = index.Get(id);
+        ++codec_counts_[std::string(StoredCodecName(static_cast<StoredCodec>(rec.codec)))];
+        image_bytes_ += rec.image_length;
+        ++report_.samples_checked;
+      }
+    }
+  }
+
+  template <typename Index>
   void CheckDataFile(size_t file_index, std::span<const uint8_t> bytes, const std::string& path,
-                     const IndexView& index) {
+                     const Index& index) {
     Result<arrow::StreamReader> reader = arrow::StreamReader::Open(bytes, path);
     if (!reader.ok()) {
       Problem(reader.status().ToString());
@@ -163,10 +233,11 @@ class Verifier {
   }
 
   // `region` is the manifest's entry for batch `b` (nullptr when the manifest lists fewer).
+  template <typename Index>
   void CheckBatch(const uint8_t* file_base, size_t file_index, uint32_t b, const Region* region,
-                  const arrow::RecordBatch& batch, const IndexView& index) {
+                  const arrow::RecordBatch& batch, const Index& index) {
     const std::string& name = manifest_.data_files[file_index].name;
-    std::string where = JoinPath(data_dir_, name) + ": record batch " + std::to_string(b);
+    std::string where = JoinPath(dir_, name) + ": record batch " + std::to_string(b);
     if (region == nullptr || region->offset != batch.message_offset ||
         region->num_rows != static_cast<uint64_t>(batch.num_rows)) {
       Problem(where + ": does not match the manifest's batch list");
@@ -324,8 +395,7 @@ class Verifier {
   std::string dir_;
   size_t max_;
   Env* env_;
-  std::string data_dir_;  // where the data files are read: dir_ unless ReadDataFrom
-  Env* data_env_;
+  const std::vector<FileEntry>* sent_ = nullptr;  // DataFilesSent
   VerifyReport report_;
   Manifest manifest_;
   std::vector<uint32_t> seen_;
@@ -355,10 +425,16 @@ Status VerifyDataset(const std::string& dir, Env* env) {
   return Failed(dir, report);
 }
 
-Status VerifyDatasetWithDataAt(const std::string& dir, Env* env, const std::string& data_dir,
-                               Env* data_env) {
+Status VerifyDataFile(const Manifest& manifest, size_t file_index, const std::string& path,
+                      std::span<const IndexRecord> records, Env* env) {
+  Verifier verifier(ParentPath(path), 5, env);
+  return Failed(path, verifier.CheckOneFile(manifest, file_index, path, records));
+}
+
+Status VerifyDatasetWithDataSent(const std::string& dir, Env* env,
+                                 const std::vector<FileEntry>& sent) {
   Verifier verifier(dir, 5, env);
-  verifier.ReadDataFrom(data_dir, data_env);
+  verifier.DataFilesSent(&sent);
   DOCFEED_ASSIGN_OR_RETURN(VerifyReport report, verifier.Run());
   return Failed(dir, report);
 }

@@ -206,6 +206,7 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
   wopts.max_file_bytes = options.max_file_bytes;
   wopts.keep_original = options.encode.keep_original;
   wopts.sink = options.data_sink;
+  wopts.preprocess = options.encode.preprocess;
   // Preprocessed pages are ~4 MB raw: one row per batch, so a random read decompresses one page.
   if (options.encode.preprocess.preprocessed() && options.compression != "none") {
     wopts.max_batch_rows = 1;

@@ -61,9 +61,9 @@ struct PackOptions {
   // only checks the part there (KeepCompletePart through the RemoteEnv, once the source is
   // listed) and writes nothing.
   std::string check_part_at;
-  // Set by an s3:// output (PackToRemote): each data file goes to it once written
-  // (format/shard_writer.h DataFileSink), and the local verify is left to it (the files are no
-  // longer here; StreamToRemote verifies the objects before any manifest goes up).
+  // Set by an s3:// output (PackToRemote): each data file goes to it once written and checked
+  // (format/shard_writer.h DataFileSink); the rest of the verify is left to StreamToRemote (the
+  // data files are no longer here: VerifyDatasetWithDataSent, before any manifest goes up).
   DataFileSink* data_sink = nullptr;
   std::function<void(const PackProgress&)> on_progress;  // called from the writing thread
   // Every file the pack reads or writes goes through this Env (Env::Default() when null); it

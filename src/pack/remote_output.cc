@@ -138,6 +138,7 @@ class StreamedDataFiles final : public DataFileSink {
                   static_cast<unsigned long long>(taken_++));
     const std::string url = JoinPath(url_, own_ + name);
     objects_[{entry.size_bytes, entry.xxh3}] = url;
+    entries_.push_back(entry);
     held_bytes_ = entry.size_bytes;
     sending_ = std::async(std::launch::async, [this, path, url]() -> Status {
       DOCFEED_RETURN_IF_ERROR(UploadFile(remote_, local_, path, url, options_, &sent_));
@@ -177,6 +178,8 @@ class StreamedDataFiles final : public DataFileSink {
     return first.ok() ? aborted : first;
   }
 
+  // The entries of the data files taken (checked by the writer before it gave them).
+  const std::vector<FileEntry>& entries() const { return entries_; }
   // Data files sent, and the most of their bytes held in the staging directory at once.
   uint64_t files() const { return taken_; }
   uint64_t staged_peak_bytes() const { return staged_peak_bytes_; }
@@ -189,6 +192,7 @@ class StreamedDataFiles final : public DataFileSink {
   const S3UploadOptions options_;
   // (size, XXH3) of each data file sent -> its object's URL.
   std::map<std::pair<uint64_t, uint64_t>, std::string> objects_;
+  std::vector<FileEntry> entries_;
   std::future<Status> sending_;
   uint64_t taken_ = 0;
   uint64_t held_bytes_ = 0;  // the file going up, until it is removed
@@ -206,8 +210,8 @@ Result<std::vector<std::string>> StagedDatasets(Env* local, const std::string& d
   return found;
 }
 
-// After the pack: the data objects copied to their names in the staged manifests and verified
-// there against the staged manifests and indexes.
+// After the pack: each staged dataset verified without its data files (the writer checked each
+// one before it was sent), then the sent objects copied to the names its manifest gives them.
 Status PlaceDataObjects(RemoteEnv* remote, Env* local, const std::string& dataset,
                         const std::string& url, const StreamedDataFiles& sent,
                         const S3UploadOptions& options, S3UploadSummary* summary) {
@@ -218,6 +222,8 @@ Status PlaceDataObjects(RemoteEnv* remote, Env* local, const std::string& datase
     DOCFEED_ASSIGN_OR_RETURN(std::string text,
                              local->ReadTextFile(JoinPath(dir, kManifestFileName)));
     DOCFEED_ASSIGN_OR_RETURN(Manifest manifest, DecodeManifest(text, dir));
+    DOCFEED_RETURN_IF_ERROR(VerifyDatasetWithDataSent(dir, local, sent.entries())
+                                .WithContext("verifying the packed output"));
     std::vector<ObjectCopy> copies;
     for (const FileEntry& f : manifest.data_files) {
       const std::string from = sent.ObjectFor(f);
@@ -227,8 +233,6 @@ Status PlaceDataObjects(RemoteEnv* remote, Env* local, const std::string& datase
       copies.push_back({from, f.name, f.size_bytes});
     }
     DOCFEED_RETURN_IF_ERROR(CopyObjects(remote, copies, target, options, summary));
-    DOCFEED_RETURN_IF_ERROR(VerifyDatasetWithDataAt(dir, local, target, remote)
-                                .WithContext("verifying the uploaded data objects"));
   }
   return Status::Ok();
 }

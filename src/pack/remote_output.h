@@ -1,6 +1,7 @@
-// pack and merge with `-o s3://BUCKET/PREFIX`: the output is written, verified and placed in a
-// local staging directory exactly as a local OUT is (same bytes, same checks), then uploaded to
-// the URL with the manifests last (remote/s3_upload.h), and the staging directory removed.
+// pack and merge with `-o s3://BUCKET/PREFIX`. merge (WriteToRemote): the output is written,
+// verified and placed in a local staging directory exactly as a local OUT is (same bytes, same
+// checks), then uploaded to the URL with the manifests last (remote/s3_upload.h), and the
+// staging directory removed. pack (StreamToRemote, below) sends its data files as it writes them.
 //
 //   WriteToRemote(url, overwrite, staging_root, write)
 //     CheckS3Output(url)                   bucket, credentials, an empty prefix: before any work
@@ -51,10 +52,10 @@ Result<S3UploadSummary> WriteToRemote(
 //   write(STAGING/dataset, sink)          the pack; data files go up as they close
 //   PrepareS3Output(url)                  checked again; with overwrite the old dataset removed
 //                                         (it stays readable while the pack runs)
+//   VerifyDatasetWithDataSent             the staged manifest and index, without the data files
+//                                         (each checked by the writer before it was sent)
 //   CopyObjects(url/SPLIT/data-*-of-*)    the sent files copied to their names in the staged
 //                                         manifests, inside the store
-//   VerifyDatasetWithDataAt               the staged manifest and index against the objects
-//                                         (every data byte read back, as `verify` would)
 //   DeleteObject(docfeed-upload-...)      the sent files removed
 //   UploadFiles(STAGING/dataset)          index and small files, manifests last
 //

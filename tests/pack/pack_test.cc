@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "base/fault_env.h"
 #include "format/dataset.h"
+#include "format/index.h"
 #include "format/inspect.h"
 #include "format/manifest.h"
 #include "format/verify.h"
@@ -310,7 +312,7 @@ class MovingSink final : public DataFileSink {
   bool flushed_ = false;
 };
 
-TEST_F(PackTest, ADataSinkTakesEveryDataFileAndTheObjectsAreVerifiedWhereTheyWent) {
+TEST_F(PackTest, ADataSinkTakesEveryDataFileAndTheDatasetVerifiesWithoutThem) {
   for (int i = 0; i < 20; ++i) {
     testing::WriteBytes(JoinPath(src_, "many_" + std::to_string(100 + i) + ".png"),
                         *EncodePng(testing::Gradient(64, 64, 3, i), 0));
@@ -337,24 +339,98 @@ TEST_F(PackTest, ADataSinkTakesEveryDataFileAndTheObjectsAreVerifiedWhereTheyWen
     EXPECT_EQ(sink.taken[i].xxh3, manifest->data_files[i].xxh3) << i;
     EXPECT_FALSE(PathExists(JoinPath(out_, manifest->data_files[i].name))) << i;
   }
-  // The local verify needs the data files: it fails; read where they went, under their final
-  // names, the dataset verifies, and one flipped byte there is found and named.
+  // The local verify needs the data files: it fails. Without them, against the entries the sink
+  // was given (each file checked by the writer before it went), the dataset verifies; a file the
+  // sink did not get is found and named.
   EXPECT_FALSE(VerifyDataset(out_).ok());
-  for (size_t i = 0; i < sink.taken.size(); ++i) {
-    ASSERT_TRUE(Env::Default()
-                    ->Rename(JoinPath(sent, std::to_string(i) + ".arrow"),
-                             JoinPath(sent, manifest->data_files[i].name))
-                    .ok());
-  }
-  Status verified = VerifyDatasetWithDataAt(out_, nullptr, sent, nullptr);
+  Status verified = VerifyDatasetWithDataSent(out_, nullptr, sink.taken);
   EXPECT_TRUE(verified.ok()) << verified.ToString();
-  const std::string last = JoinPath(sent, manifest->data_files.back().name);
-  std::vector<uint8_t> bytes = *ReadFile(last);
-  bytes[bytes.size() / 2] ^= 1;
-  testing::WriteBytes(last, bytes);
-  verified = VerifyDatasetWithDataAt(out_, nullptr, sent, nullptr);
+  std::vector<FileEntry> missing = sink.taken;
+  missing.pop_back();
+  verified = VerifyDatasetWithDataSent(out_, nullptr, missing);
   EXPECT_FALSE(verified.ok());
-  EXPECT_NE(verified.ToString().find(last), std::string::npos) << verified.ToString();
+  EXPECT_NE(verified.ToString().find(manifest->data_files.back().name), std::string::npos)
+      << verified.ToString();
+}
+
+// The writer checks each data file it hands to a sink by reading it back (VerifyDataFile): a
+// read of the file failing there is an error saying so, naming the file, and the pack fails.
+TEST_F(PackTest, AFileGivenToASinkIsCheckedFirst) {
+  const std::string sent = dir_.Join("sent");
+  ASSERT_TRUE(Env::Default()->CreateDirectory(sent).ok());
+  FaultInjectionEnv env(Env::Default());
+  auto pack = [&](const std::string& out) {
+    MovingSink sink(sent);
+    PackOptions o = Options(src_, out);
+    o.threads = 1;
+    o.data_sink = &sink;
+    o.env = &env;
+    return Pack(o).status();
+  };
+  ASSERT_TRUE(pack(dir_.Join("clean")).ok());
+  const uint64_t reads = env.reads();
+  bool checked = false;
+  for (uint64_t j = 0; j < reads && !checked; ++j) {
+    env.Reset();
+    env.FailRead(j, FaultInjectionEnv::ReadFault::kShortRead);
+    const Status s = pack(dir_.Join("out" + std::to_string(j)));
+    if (env.fault_path().ends_with(".arrow.partial") &&
+        s.ToString().find("checking a data file before it is sent") != std::string::npos) {
+      EXPECT_NE(s.ToString().find(env.fault_path()), std::string::npos) << s.ToString();
+      checked = true;
+    }
+  }
+  EXPECT_TRUE(checked) << "no read of a data file by the check before it was sent";
+}
+
+// VerifyDataFile checks one data file against index records in memory as VerifyDataset checks
+// it in the finished directory: a packed file passes; a flipped byte, a record pointing
+// elsewhere or a record short of the file's samples is an error naming the file.
+TEST_F(PackTest, VerifyDataFileChecksOneFileAgainstRecordsInMemory) {
+  for (int i = 0; i < 20; ++i) {
+    testing::WriteBytes(JoinPath(src_, "many_" + std::to_string(100 + i) + ".png"),
+                        *EncodePng(testing::Gradient(64, 64, 3, i), 0));
+  }
+  ASSERT_TRUE(RemoveAll(JoinPath(src_, "metadata.jsonl")).ok());
+  PackOptions o = Options(src_, out_);
+  o.max_file_bytes = 100'000;
+  ASSERT_TRUE(Pack(o).ok());
+  Result<std::string> text = Env::Default()->ReadTextFile(JoinPath(out_, kManifestFileName));
+  ASSERT_TRUE(text.ok());
+  Result<Manifest> manifest = DecodeManifest(*text, out_);
+  ASSERT_TRUE(manifest.ok());
+  ASSERT_GT(manifest->data_files.size(), 1u);
+  Result<std::vector<uint8_t>> index_bytes = ReadFile(JoinPath(out_, kIndexFileName));
+  ASSERT_TRUE(index_bytes.ok());
+  Result<IndexView> index = IndexView::Open(*index_bytes, "index");
+  ASSERT_TRUE(index.ok());
+  std::vector<IndexRecord> records;
+  for (uint64_t i = 0; i < index->size(); ++i) records.push_back(index->Get(i));
+  const size_t f = 1;
+  const std::string path = JoinPath(out_, manifest->data_files[f].name);
+  Status checked = VerifyDataFile(*manifest, f, path, records);
+  EXPECT_TRUE(checked.ok()) << checked.ToString();
+  // The file's last sample pointing at another row.
+  const Region& last = manifest->data_files[f].regions[manifest->data_files[f].regions.size() - 2];
+  std::vector<IndexRecord> moved = records;
+  moved[last.first_sample + last.num_rows - 1].row += 1;
+  checked = VerifyDataFile(*manifest, f, path, moved);
+  EXPECT_FALSE(checked.ok());
+  EXPECT_NE(checked.ToString().find("index entry points elsewhere"), std::string::npos)
+      << checked.ToString();
+  // Fewer records than the file's samples.
+  const auto first_of_last_batch = static_cast<ptrdiff_t>(last.first_sample);
+  std::vector<IndexRecord> short_records(records.begin(), records.begin() + first_of_last_batch);
+  checked = VerifyDataFile(*manifest, f, path, short_records);
+  EXPECT_FALSE(checked.ok());
+  EXPECT_NE(checked.ToString().find(path), std::string::npos) << checked.ToString();
+  // One flipped byte in the file.
+  std::vector<uint8_t> bytes = *ReadFile(path);
+  bytes[bytes.size() / 2] ^= 1;
+  testing::WriteBytes(path, bytes);
+  checked = VerifyDataFile(*manifest, f, path, records);
+  EXPECT_FALSE(checked.ok());
+  EXPECT_NE(checked.ToString().find(path), std::string::npos) << checked.ToString();
 }
 
 TEST_F(PackTest, InspectReportsGeometryAndLabels) {
