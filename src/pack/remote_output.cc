@@ -210,20 +210,29 @@ Result<std::vector<std::string>> StagedDatasets(Env* local, const std::string& d
   return found;
 }
 
-// After the pack: each staged dataset verified without its data files (the writer checked each
-// one before it was sent), then the sent objects copied to the names its manifest gives them.
-Status PlaceDataObjects(RemoteEnv* remote, Env* local, const std::string& dataset,
-                        const std::string& url, const StreamedDataFiles& sent,
-                        const S3UploadOptions& options, S3UploadSummary* summary) {
-  DOCFEED_ASSIGN_OR_RETURN(std::vector<std::string> datasets, StagedDatasets(local, dataset));
+// After the pack, before anything at the URL changes: each staged dataset verified without its
+// data files (the writer checked each one before it was sent).
+Status VerifyStaged(Env* local, const std::vector<std::string>& datasets,
+                    const std::string& dataset, const StreamedDataFiles& sent) {
+  for (const std::string& relative : datasets) {
+    const std::string dir = relative.empty() ? dataset : JoinPath(dataset, relative);
+    DOCFEED_RETURN_IF_ERROR(VerifyDatasetWithDataSent(dir, local, sent.entries())
+                                .WithContext("verifying the packed output"));
+  }
+  return Status::Ok();
+}
+
+// The sent objects copied to the names each staged manifest gives them, inside the store.
+Status PlaceDataObjects(RemoteEnv* remote, Env* local, const std::vector<std::string>& datasets,
+                        const std::string& dataset, const std::string& url,
+                        const StreamedDataFiles& sent, const S3UploadOptions& options,
+                        S3UploadSummary* summary) {
   for (const std::string& relative : datasets) {
     const std::string dir = relative.empty() ? dataset : JoinPath(dataset, relative);
     const std::string target = relative.empty() ? url : JoinPath(url, relative);
     DOCFEED_ASSIGN_OR_RETURN(std::string text,
                              local->ReadTextFile(JoinPath(dir, kManifestFileName)));
     DOCFEED_ASSIGN_OR_RETURN(Manifest manifest, DecodeManifest(text, dir));
-    DOCFEED_RETURN_IF_ERROR(VerifyDatasetWithDataSent(dir, local, sent.entries())
-                                .WithContext("verifying the packed output"));
     std::vector<ObjectCopy> copies;
     for (const FileEntry& f : manifest.data_files) {
       const std::string from = sent.ObjectFor(f);
@@ -254,14 +263,18 @@ Result<S3UploadSummary> StreamToRemote(
   Status status = write(dataset, &sent);  // an upload's failure comes back through Take
   Status waited = sent.Wait();
   if (status.ok()) status = waited;
+  Result<std::vector<std::string>> datasets = StagedDatasets(local, dataset);
+  if (status.ok()) status = datasets.status();
+  if (status.ok()) status = VerifyStaged(local, *datasets, dataset, sent);
   S3UploadSummary summary;
   if (status.ok()) {
     // The dataset goes up: the URL made ready (an old dataset stays readable until here), the
-    // data objects put in place and verified, the streamed copies removed, then the staged
-    // index and small files, manifests last.
+    // data objects put in place, the sent ones removed, then the staged index and small files,
+    // manifests last.
     status = PrepareS3Output(remote, url, options, &summary);
-    if (status.ok())
-      status = PlaceDataObjects(remote, local, dataset, url, sent, options, &summary);
+    if (status.ok()) {
+      status = PlaceDataObjects(remote, local, *datasets, dataset, url, sent, options, &summary);
+    }
     if (status.ok()) status = sent.RemoveObjects(/*best_effort=*/false);
     if (status.ok()) status = UploadFiles(remote, local, dataset, url, options, &summary);
     if (!status.ok()) status = status.WithContext("uploading to " + url);

@@ -50,10 +50,10 @@ Result<S3UploadSummary> WriteToRemote(
 //
 //   CheckS3Output(url)                    before any work
 //   write(STAGING/dataset, sink)          the pack; data files go up as they close
-//   PrepareS3Output(url)                  checked again; with overwrite the old dataset removed
-//                                         (it stays readable while the pack runs)
 //   VerifyDatasetWithDataSent             the staged manifest and index, without the data files
 //                                         (each checked by the writer before it was sent)
+//   PrepareS3Output(url)                  checked again; with overwrite the old dataset removed
+//                                         (it stays readable while the pack runs)
 //   CopyObjects(url/SPLIT/data-*-of-*)    the sent files copied to their names in the staged
 //                                         manifests, inside the store
 //   DeleteObject(docfeed-upload-...)      the sent files removed
