@@ -93,7 +93,7 @@ class Verifier {
     for (size_t i = 0; i < manifest_.data_files.size(); ++i) {
       std::vector<uint8_t> bytes;
       if (sent_ != nullptr) {
-        if (index.ok()) CountSentFile(manifest_.data_files[i], *index);
+        if (index.ok()) CountSentFile(i, *index);
         continue;
       }
       const bool whole = CheckWholeFile(dir_, env_, manifest_.data_files[i], &bytes);
@@ -164,9 +164,11 @@ class Verifier {
     IndexRecord Get(uint64_t i) const { return records[i]; }
   };
 
-  // A data file sent away after CheckOneFile: it must be one of sent_ (same size, checksum and
-  // regions); its samples are counted as CheckDataFile counts them, from their index records.
-  void CountSentFile(const FileEntry& f, const IndexView& index) {
+  // Data file `file_index`, sent away after CheckOneFile: it must be one of sent_ (same size,
+  // checksum and regions), its samples' index records must point into its batches, and they are
+  // counted as CheckDataFile counts them.
+  void CountSentFile(size_t file_index, const IndexView& index) {
+    const FileEntry& f = manifest_.data_files[file_index];
     const std::string path = JoinPath(dir_, f.name);
     auto same = [&](const FileEntry& s) {
       if (s.size_bytes != f.size_bytes || s.xxh3 != f.xxh3 || s.regions.size() != f.regions.size())
@@ -184,6 +186,7 @@ class Verifier {
               std::to_string(f.size_bytes) + ", XXH3 " + Hex64(f.xxh3) + ")");
       return;
     }
+    uint32_t batch = 0;
     for (const Region& r : f.regions) {
       if (r.kind != Region::Kind::kBatch) continue;
       for (uint64_t id = r.first_sample; id < r.first_sample + r.num_rows; ++id) {
@@ -193,10 +196,16 @@ class Verifier {
         }
         ++seen_[id];
         const IndexRecord rec = index.Get(id);
+        if (rec.file_index != file_index || rec.batch_index != batch ||
+            rec.batch_offset != r.offset || rec.row != id - r.first_sample) {
+          Problem(path + ": sample " + std::to_string(id) + ": index entry points elsewhere");
+          return;
+        }
         ++codec_counts_[std::string(StoredCodecName(static_cast<StoredCodec>(rec.codec)))];
         image_bytes_ += rec.image_length;
         ++report_.samples_checked;
       }
+      ++batch;
     }
   }
 
