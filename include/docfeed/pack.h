@@ -233,8 +233,8 @@ struct PackSummary {
   double seconds = 0;                   // the whole run, the upload included
   // With an s3:// output (each data file sent up as soon as it is written, the rest staged
   // locally and sent last): the objects written, the request bodies sent (retries included),
-  // the HTTP requests of the upload and their retries, the seconds after the pack (the copies
-  // into place, the verify in the store, the index and manifests), the data files sent while
+  // the HTTP requests of the upload and their retries, the seconds after the pack (the staged
+  // dataset's verify, the copies into place, the index and manifests), the data files sent while
   // packing, and the most of their bytes held in the staging directory at once.
   uint64_t uploaded_objects = 0;
   uint64_t uploaded_bytes = 0;

@@ -323,7 +323,8 @@ Status WriteAndPlace(SampleSource& source, const PackOptions& options, WriteStat
   DOCFEED_RETURN_IF_ERROR(env->RemoveAll(tmp));
   DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(tmp));
   Status status = WriteAll(source, options, tmp, state);
-  if (status.ok() && options.data_sink == nullptr) {  // else the objects are verified
+  // With a sink each data file was checked before it went; StreamToRemote verifies the rest.
+  if (status.ok() && options.data_sink == nullptr) {
     status = VerifyDataset(tmp, env).WithContext("verifying the packed output");
   }
   if (status.ok()) {
