@@ -3,7 +3,9 @@ missing bucket (also for a part), a wrong secret, a prefix already used, an http
 refused naming the URL before anything is written; transient faults (tests/remote/
 fault_proxy.py: 503 SlowDown, resets, damaged upload bodies) are retried into the local pack's
 objects; a part or the manifest that keeps failing ends in an error naming the URL and leaves
-nothing that opens as a dataset and no multipart upload in progress."""
+nothing that opens as a dataset and no multipart upload in progress. The data files go up while
+the pack runs (the staging directory, watched, never holds more than two), and an --overwrite
+that fails keeps the old dataset whole."""
 import json
 import os
 import re
