@@ -188,8 +188,8 @@ class PillowModesPackTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(CreateDirectory(src_).ok());
     std::string metadata;
-    for (const char* name : {"cmyk_adobe.jpg", "gray16_mixed.png", "anim_trns.gif",
-                             "warn_huffman.jpg"}) {
+    for (const char* name :
+         {"cmyk_adobe.jpg", "gray16_mixed.png", "anim_trns.gif", "warn_huffman.jpg"}) {
       Result<std::vector<uint8_t>> bytes =
           ReadFile(std::string(DOCFEED_TEST_DATA_DIR) + "/images/modes/" + name);
       ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
