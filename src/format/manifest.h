@@ -49,6 +49,7 @@ struct Region {
   uint64_t xxh3 = 0;
   uint64_t first_sample = 0;  // batches: id of the batch's first row
   uint64_t num_rows = 0;      // batches only
+  bool operator==(const Region&) const = default;
 };
 
 struct FileEntry {

@@ -171,15 +171,7 @@ class Verifier {
     const FileEntry& f = manifest_.data_files[file_index];
     const std::string path = JoinPath(dir_, f.name);
     auto same = [&](const FileEntry& s) {
-      if (s.size_bytes != f.size_bytes || s.xxh3 != f.xxh3 || s.regions.size() != f.regions.size())
-        return false;
-      for (size_t i = 0; i < s.regions.size(); ++i) {
-        const Region &a = s.regions[i], &b = f.regions[i];
-        if (a.offset != b.offset || a.length != b.length || a.xxh3 != b.xxh3 ||
-            a.first_sample != b.first_sample || a.num_rows != b.num_rows)
-          return false;
-      }
-      return true;
+      return s.size_bytes == f.size_bytes && s.xxh3 == f.xxh3 && s.regions == f.regions;
     };
     if (std::none_of(sent_->begin(), sent_->end(), same)) {
       Problem(path + ": not one of the data files checked as they were written (size " +

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
-#include <map>
 #include <utility>
 #include <vector>
 
@@ -133,11 +132,7 @@ class StreamedDataFiles final : public DataFileSink {
     // On disk now: this file, and the previous one if it is still going up.
     staged_peak_bytes_ = std::max(staged_peak_bytes_, held_bytes_ + entry.size_bytes);
     DOCFEED_RETURN_IF_ERROR(Wait());
-    char name[32];
-    std::snprintf(name, sizeof(name), "data-%05llu.arrow",
-                  static_cast<unsigned long long>(taken_++));
-    const std::string url = JoinPath(url_, own_ + name);
-    objects_[{entry.size_bytes, entry.xxh3}] = url;
+    const std::string url = ObjectUrl(entries_.size());
     entries_.push_back(entry);
     held_bytes_ = entry.size_bytes;
     sending_ = std::async(std::launch::async, [this, path, url]() -> Status {
@@ -160,8 +155,12 @@ class StreamedDataFiles final : public DataFileSink {
 
   // The object holding the data file of this size and checksum, or "" if none was taken.
   std::string ObjectFor(const FileEntry& f) const {
-    auto it = objects_.find({f.size_bytes, f.xxh3});
-    return it == objects_.end() ? "" : it->second;
+    for (size_t k = 0; k < entries_.size(); ++k) {
+      if (entries_[k].size_bytes == f.size_bytes && entries_[k].xxh3 == f.xxh3) {
+        return ObjectUrl(k);
+      }
+    }
+    return "";
   }
 
   // Removes every object sent, and aborts the multipart uploads left below them (a retried
@@ -169,8 +168,8 @@ class StreamedDataFiles final : public DataFileSink {
   // returned, after trying the rest when `best_effort`.
   Status RemoveObjects(bool best_effort) {
     Status first;
-    for (const auto& [key, url] : objects_) {
-      Status removed = DeleteObject(remote_, url);
+    for (size_t k = 0; k < entries_.size(); ++k) {
+      Status removed = DeleteObject(remote_, ObjectUrl(k));
       if (!removed.ok() && first.ok()) first = removed;
       if (!removed.ok() && !best_effort) return first;
     }
@@ -181,20 +180,24 @@ class StreamedDataFiles final : public DataFileSink {
   // The entries of the data files taken (checked by the writer before it gave them).
   const std::vector<FileEntry>& entries() const { return entries_; }
   // Data files sent, and the most of their bytes held in the staging directory at once.
-  uint64_t files() const { return taken_; }
+  uint64_t files() const { return entries_.size(); }
   uint64_t staged_peak_bytes() const { return staged_peak_bytes_; }
 
  private:
+  // The object of the k-th data file taken: URL/OWN/data-K.arrow.
+  std::string ObjectUrl(size_t k) const {
+    char name[32];
+    std::snprintf(name, sizeof(name), "data-%05zu.arrow", k);
+    return JoinPath(url_, own_ + name);
+  }
+
   RemoteEnv* remote_;
   Env* local_;
   const std::string url_;
   const std::string own_;
   const S3UploadOptions options_;
-  // (size, XXH3) of each data file sent -> its object's URL.
-  std::map<std::pair<uint64_t, uint64_t>, std::string> objects_;
-  std::vector<FileEntry> entries_;
+  std::vector<FileEntry> entries_;  // the k-th went up as ObjectUrl(k)
   std::future<Status> sending_;
-  uint64_t taken_ = 0;
   uint64_t held_bytes_ = 0;  // the file going up, until it is removed
   uint64_t staged_peak_bytes_ = 0;
   S3UploadSummary sent_;  // written by the thread of sending_; not reported (the objects go)

@@ -27,6 +27,14 @@ PackOptions Options(const std::string& src, const std::string& out) {
 class PackTest : public ::testing::Test {
  protected:
   void SetUp() override { testing::MakeSmallFolder(src_); }
+  // `n` 64x64 gradient PNGs more in the folder (about 12 KB each), without its metadata.jsonl.
+  void AddGradientPngs(int n) {
+    for (int i = 0; i < n; ++i) {
+      testing::WriteBytes(JoinPath(src_, "many_" + std::to_string(100 + i) + ".png"),
+                          *EncodePng(testing::Gradient(64, 64, 3, i), 0));
+    }
+    ASSERT_TRUE(RemoveAll(JoinPath(src_, "metadata.jsonl")).ok());
+  }
   TempDir dir_;
   std::string src_ = dir_.Join("src");
   std::string out_ = dir_.Join("out");
@@ -269,11 +277,7 @@ TEST_F(PackTest, WithSkipBadAnImageTheDefaultPresetCannotResizeIsARejectNamingIt
 }
 
 TEST_F(PackTest, SplitsIntoSeveralFilesAndBatches) {
-  for (int i = 0; i < 40; ++i) {
-    testing::WriteBytes(JoinPath(src_, "many_" + std::to_string(100 + i) + ".png"),
-                        *EncodePng(testing::Gradient(64, 64, 3, i), 0));
-  }
-  ASSERT_TRUE(RemoveAll(JoinPath(src_, "metadata.jsonl")).ok());
+  AddGradientPngs(40);
   PackOptions o = Options(src_, out_);
   o.max_file_bytes = 100'000;  // ~12 KB per image: several files
   Result<PackSummary> summary = Pack(o);
@@ -313,11 +317,7 @@ class MovingSink final : public DataFileSink {
 };
 
 TEST_F(PackTest, ADataSinkTakesEveryDataFileAndTheDatasetVerifiesWithoutThem) {
-  for (int i = 0; i < 20; ++i) {
-    testing::WriteBytes(JoinPath(src_, "many_" + std::to_string(100 + i) + ".png"),
-                        *EncodePng(testing::Gradient(64, 64, 3, i), 0));
-  }
-  ASSERT_TRUE(RemoveAll(JoinPath(src_, "metadata.jsonl")).ok());
+  AddGradientPngs(20);
   const std::string sent = dir_.Join("sent");
   ASSERT_TRUE(Env::Default()->CreateDirectory(sent).ok());
   MovingSink sink(sent);
@@ -387,11 +387,7 @@ TEST_F(PackTest, AFileGivenToASinkIsCheckedFirst) {
 // it in the finished directory: a packed file passes; a flipped byte, a record pointing
 // elsewhere or a record short of the file's samples is an error naming the file.
 TEST_F(PackTest, VerifyDataFileChecksOneFileAgainstRecordsInMemory) {
-  for (int i = 0; i < 20; ++i) {
-    testing::WriteBytes(JoinPath(src_, "many_" + std::to_string(100 + i) + ".png"),
-                        *EncodePng(testing::Gradient(64, 64, 3, i), 0));
-  }
-  ASSERT_TRUE(RemoveAll(JoinPath(src_, "metadata.jsonl")).ok());
+  AddGradientPngs(20);
   PackOptions o = Options(src_, out_);
   o.max_file_bytes = 100'000;
   ASSERT_TRUE(Pack(o).ok());

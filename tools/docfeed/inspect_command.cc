@@ -39,10 +39,7 @@ void PrintText(const DatasetStats& s) {
         "\npreprocessing   idefics3 prepared pages (tile grid + global image) for longest_edge "
         "%d, max_image_size %d%s, transformers %d.x %s, stored as PGM/PPM%s",
         m.longest_edge, m.max_image_size, m.do_image_splitting ? "" : ", no image splitting",
-        m.hf_version, m.backend.c_str(),
-        s.info.original_column.empty()
-            ? ""
-            : (", originals in column \"" + s.info.original_column + "\"").c_str());
+        m.hf_version, m.backend.c_str(), originals.c_str());
   } else if (m.min_pixels > 0) {  // Qwen2-VL, Qwen2.5-VL
     std::printf(
         "\npreprocessing   %s smart_resize pages (min_pixels %lld, max_pixels %lld, patch_size "
@@ -60,10 +57,7 @@ void PrintText(const DatasetStats& s) {
         "\npreprocessing   %s resized stage for size %dx%d (HxW)%s, transformers %d.x %s, "
         "stored as PGM/PPM%s",
         m.preset.c_str(), m.height, m.width, m.align_long_axis ? ", align_long_axis" : "",
-        m.hf_version, m.backend.c_str(),
-        s.info.original_column.empty()
-            ? ""
-            : (", originals in column \"" + s.info.original_column + "\"").c_str());
+        m.hf_version, m.backend.c_str(), originals.c_str());
   } else {
     std::printf("\npreprocessing   none (original images)");
   }
