@@ -256,7 +256,7 @@ struct LoaderOptions {
   // range checked against its XXH3 on arrival. kAuto: for URLs (s3://, http(s)://) only; local
   // datasets are read where they lie.
   RangePrefetch range_prefetch = RangePrefetch::kAuto;
-  uint64_t prefetch_bytes = 64ull << 20;  // fetched (or in flight) and not yet used, at most
+  uint64_t prefetch_bytes = 32ull << 20;  // fetched (or in flight) and not yet used, at most
   int prefetch_requests = 8;              // range requests in flight, at most
   // A local copy of a remote dataset's data files (src/remote/disk_cache.h): what is read is
   // kept in cache_dir, shared by every process that names the same directory (the ranks of a

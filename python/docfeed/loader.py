@@ -255,7 +255,7 @@ class Loader:
       range_prefetch: "auto" (default: for s3:// and http(s):// datasets), "on" or "off": read
         the samples' byte ranges in the epoch's order ahead of the workers, neighbours coalesced,
         each checked against its checksum on arrival. prefetch_bytes: fetched and not yet used,
-        at most (default 64 MiB); prefetch_requests: range requests in flight (default 8).
+        at most (default 32 MiB); prefetch_requests: range requests in flight (default 8).
       cache_dir: for s3:// and http(s):// datasets, a local directory that keeps what is read
         (ignored for local datasets). Shared by every process naming the same directory (the
         ranks of a node, later runs); each block is checked against its hash when the loader
@@ -281,7 +281,7 @@ class Loader:
                  max_image_size: Optional[int] = None,
                  do_image_splitting: Optional[bool] = None, max_patches: Optional[int] = None,
                  range_prefetch: str = "auto",
-                 prefetch_bytes: int = 64 << 20, prefetch_requests: int = 8,
+                 prefetch_bytes: int = 32 << 20, prefetch_requests: int = 8,
                  cache_dir: Union[None, str, "os.PathLike[str]"] = None,
                  cache_limit: Union[None, int, str] = None) -> None:
         import os

@@ -227,12 +227,41 @@ Status Dataset::SampleError(uint64_t id, const Status& cause) const {
   return cause.WithContext(dir_ + ": sample " + std::to_string(id));
 }
 
+namespace {
+
+// Bytes [offset, offset + length) of data file `file` when `fetched` holds all of them, else an
+// empty span with a null data().
+std::span<const uint8_t> InFetched(const FetchedRange* fetched, uint32_t file, uint64_t offset,
+                                   uint64_t length) {
+  if (fetched == nullptr || fetched->file != file || offset < fetched->offset ||
+      offset - fetched->offset > fetched->bytes.size() ||
+      length > fetched->bytes.size() - (offset - fetched->offset)) {
+    return {};
+  }
+  return fetched->bytes.subspan(offset - fetched->offset, length);
+}
+
+// Whether `bytes` lie, in place, inside the part of `fetched` its caller checked.
+bool InCheckedPart(const FetchedRange* fetched, uint32_t file, std::span<const uint8_t> bytes) {
+  if (fetched == nullptr || fetched->file != file || fetched->checked_length == 0) return false;
+  const auto at = reinterpret_cast<uintptr_t>(bytes.data());
+  const auto begin = reinterpret_cast<uintptr_t>(fetched->bytes.data());
+  if (at < begin || at - begin > fetched->bytes.size() ||
+      bytes.size() > fetched->bytes.size() - (at - begin)) {
+    return false;
+  }
+  const uint64_t offset = fetched->offset + (at - begin);
+  return offset >= fetched->checked_offset &&
+         offset + bytes.size() <= fetched->checked_offset + fetched->checked_length;
+}
+
+}  // namespace
+
 Status Dataset::ReadAt(uint32_t file_index, uint64_t offset, std::span<uint8_t> out,
                        const FetchedRange* fetched) const {
-  if (fetched != nullptr && fetched->file == file_index && offset >= fetched->offset &&
-      offset - fetched->offset <= fetched->bytes.size() &&
-      out.size() <= fetched->bytes.size() - (offset - fetched->offset)) {
-    std::memcpy(out.data(), fetched->bytes.data() + (offset - fetched->offset), out.size());
+  const std::span<const uint8_t> held = InFetched(fetched, file_index, offset, out.size());
+  if (held.data() != nullptr) {
+    std::memcpy(out.data(), held.data(), out.size());
     return Status::Ok();
   }
   return data_files_[file_index].file->ReadAt(offset, out);
@@ -266,9 +295,15 @@ Result<SamplePlan> Dataset::PlanSample(uint64_t id, bool with_labels) const {
 
 Status Dataset::ReadBatch(uint32_t file_index, const BatchSpan& batch, ReadScratch* scratch,
                           const FetchedRange* fetched) const {
-  scratch->bytes.resize(batch.length);
-  DOCFEED_RETURN_IF_ERROR(ReadAt(file_index, batch.offset, scratch->bytes, fetched));
-  return readers_[file_index].ReadBatchFrom(scratch->bytes, batch.offset, &scratch->batch);
+  // In memory already (a remote dataset's prefetched range): parsed where it lies, saving a copy
+  // of every sample's bytes.
+  scratch->message = InFetched(fetched, file_index, batch.offset, batch.length);
+  if (scratch->message.data() == nullptr) {
+    scratch->bytes.resize(batch.length);
+    DOCFEED_RETURN_IF_ERROR(ReadAt(file_index, batch.offset, scratch->bytes, fetched));
+    scratch->message = scratch->bytes;
+  }
+  return readers_[file_index].ReadBatchFrom(scratch->message, batch.offset, &scratch->batch);
 }
 
 // The layout of the record batch `span` from its metadata, once its image column is known to
@@ -416,15 +451,19 @@ Result<SampleBytes> Dataset::ReadSample(uint64_t id, bool with_labels, ReadScrat
   ReadScratch& s = scratch != nullptr ? *scratch : local;
   SampleBytes out;
   const bool compressed = manifest_.compression != "none";
+  // The image's bytes, or the batch they are decompressed from, inside the part of `fetched`
+  // checked against its stored checksum: not hashed again (FetchedRange says why that holds).
+  bool checked = false;
   if (compressed || with_labels) {
     const Status read = ReadBatch(r.file_index, *span, &s, fetched);
     if (!read.ok()) return SampleError(id, read);
+    checked = InCheckedPart(fetched, r.file_index, s.message);
     if (r.row >= static_cast<uint64_t>(s.batch.num_rows)) return corrupt("row past batch");
     DOCFEED_ASSIGN_OR_RETURN(out.image, RowImage(s.batch, r.row));
     // An uncompressed row's image lies in the message just read: it must be where the index
     // says, or the index points this sample at another row's bytes.
     if (!s.batch.compressed) {
-      const uint64_t at = span->offset + static_cast<uint64_t>(out.image.data() - s.bytes.data());
+      const uint64_t at = span->offset + static_cast<uint64_t>(out.image.data() - s.message.data());
       if (at != r.image_offset || out.image.size() != r.image_length) {
         return corrupt("index image range " + std::to_string(r.image_offset) + "+" +
                        std::to_string(r.image_length) + " is not the row's image (at " +
@@ -435,12 +474,16 @@ Result<SampleBytes> Dataset::ReadSample(uint64_t id, bool with_labels, ReadScrat
     if (const Status at = CheckImageLocation(id, r, *span, &s, fetched); !at.ok()) {
       return at.code() == StatusCode::kCorruption ? at : SampleError(id, at);
     }
-    s.bytes.resize(r.image_length);
-    const Status read = ReadAt(r.file_index, r.image_offset, s.bytes, fetched);
-    if (!read.ok()) return SampleError(id, read);
-    out.image = s.bytes;
+    out.image = InFetched(fetched, r.file_index, r.image_offset, r.image_length);
+    if (out.image.data() == nullptr) {
+      s.bytes.resize(r.image_length);
+      const Status read = ReadAt(r.file_index, r.image_offset, s.bytes, fetched);
+      if (!read.ok()) return SampleError(id, read);
+      out.image = s.bytes;
+    }
+    checked = InCheckedPart(fetched, r.file_index, out.image);
   }
-  if (out.image.size() != r.image_length || Hash64(out.image) != r.image_hash) {
+  if (out.image.size() != r.image_length || (!checked && Hash64(out.image) != r.image_hash)) {
     return corrupt("image bytes do not match their checksum");
   }
   // The signature costs nothing and catches an index whose codec byte was changed.

@@ -49,6 +49,9 @@ struct SampleBytes {
 // per thread; never shared.
 struct ReadScratch {
   std::vector<uint8_t> bytes;
+  // The record batch message last read: `bytes`, or the part of a FetchedRange that holds it
+  // (not copied; `batch` may view it, so the range must outlive the use of what was read).
+  std::span<const uint8_t> message;
   arrow::RecordBatch batch;
 };
 
@@ -72,11 +75,22 @@ struct SamplePlan {
 };
 
 // Bytes of a data file already in memory: ReadSample serves its reads that lie inside from
-// here instead of the file (and still checks everything it checks on a file's bytes).
+// here instead of the file, and checks everything it checks on a file's bytes, except one: an
+// image read in place from within `checked`, or decompressed from a record batch that lies
+// there, is not hashed again (decompression is a function of the checked bytes; the row's
+// labels are still checked). A whole record batch inside is read in place, not copied: what
+// ReadSample returns may view these bytes, so they must outlive its use.
 struct FetchedRange {
   uint32_t file = 0;
   uint64_t offset = 0;
   std::span<const uint8_t> bytes;
+  // The part of `bytes` (file offsets) the caller has checked against the stored checksum that
+  // PlanSample named for it (the manifest's region checksum of the whole record batch, or the
+  // index's image hash itself); empty when none was. The index was checked whole at open and
+  // the image's place in the batch is still checked, so those bytes are the image the index
+  // names.
+  uint64_t checked_offset = 0;
+  uint64_t checked_length = 0;
 };
 
 class Dataset {

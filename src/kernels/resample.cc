@@ -7,10 +7,11 @@
 //
 // Vertical pass: all output bytes of a row share one weight per tap, so lanes are consecutive
 // bytes of the row: acc += promote(src_row_t[i..]) * broadcast(k_t).
-// Horizontal pass: lanes are consecutive output pixels. Each lane's tap t is a 4-byte gather at
-// byte (first(o) + t) * channels, which holds all channels of that source pixel; the weights are
-// re-laid out per lane group ("group tables") once per call. Lanes of a group with fewer taps
-// read byte 0 with weight 0.
+// Horizontal pass, AVX-512 targets (for windows their permutes cannot take): lanes are
+// consecutive output pixels. Each lane's tap t is a 4-byte gather at byte (first(o) + t) *
+// channels, which holds all channels of that source pixel; the weights are re-laid out per lane
+// group ("group tables") once per call. Lanes of a group with fewer taps read byte 0 with
+// weight 0. Other targets: BandedRows (a band of rows transposed, then the vertical pass's loop).
 // Both passes together (SeparableImpl) stream bands of rows through a cache-sized buffer.
 #include "kernels/resample.h"
 
@@ -225,9 +226,64 @@ void HorizontalRows(const GroupTables& g, const uint8_t* src, ptrdiff_t src_stri
   HorizontalRow<kChannels>(last.get(), g, x.out_size, dst + (rows - 1) * dst_stride);
 }
 
+// The horizontal pass by bands of N rows (N: the int32 lanes), for the targets without AVX-512,
+// whose gathers are slow on many cores (AVX2 on AMD's, SSE4, NEON): the band is transposed so
+// that source pixel x's N x kChannels bytes lie together (a "column"), then each output pixel
+// is, for each of the kChannels vectors v, acc_v += promote(column bytes [v * N, v * N + N) of
+// pixel first(o) + t) * broadcast(k_t), the vertical pass's loop, with no gather; the clipped
+// bytes are transposed back. Lanes hold the same 32-bit sums as the gather pass's, so the
+// bytes are the same. The transposes read and write exactly the rows' bytes.
+template <int kChannels>
+void BandedRows(const uint8_t* src, ptrdiff_t src_stride, int32_t src_width, int32_t rows,
+                const CoeffTable& x, uint8_t* dst, ptrdiff_t dst_stride) {
+  const D32 d;
+  const DU8 d8;
+  const auto n = static_cast<int32_t>(hn::Lanes(d));
+  const size_t column = static_cast<size_t>(n) * kChannels;
+  auto in = hwy::AllocateAligned<uint8_t>(static_cast<size_t>(src_width) * column);
+  auto out = hwy::AllocateAligned<uint8_t>(static_cast<size_t>(x.out_size) * column);
+  for (int32_t r0 = 0; r0 < rows; r0 += n) {
+    const int32_t band = std::min(n, rows - r0);
+    // A last band of fewer rows: the missing rows are zeros, and their outputs are dropped.
+    if (band < n) std::memset(in.get(), 0, static_cast<size_t>(src_width) * column);
+    for (int32_t r = 0; r < band; ++r) {
+      const uint8_t* row = src + (r0 + r) * src_stride;
+      uint8_t* to = in.get() + r * kChannels;
+      for (int32_t px = 0; px < src_width; ++px) {
+        std::memcpy(to + px * column, row + px * kChannels, kChannels);
+      }
+    }
+    for (int32_t o = 0; o < x.out_size; ++o) {
+      V32 acc[kChannels];
+      for (auto& a : acc) a = hn::Set(d, kRoundingBias);
+      const uint8_t* p = in.get() + static_cast<size_t>(x.first(o)) * column;
+      const int32_t* k = x.row(o);
+      for (int32_t t = 0; t < x.taps(o); ++t, p += column) {
+        const V32 kv = hn::Set(d, k[t]);
+        for (int v = 0; v < kChannels; ++v) {
+          acc[v] = hn::Add(acc[v], hn::PromoteTo(d, hn::LoadU(d8, p + v * n)) * kv);
+        }
+      }
+      uint8_t* q = out.get() + static_cast<size_t>(o) * column;
+      for (int v = 0; v < kChannels; ++v) hn::StoreU(Clip8(acc[v]), d8, q + v * n);
+    }
+    for (int32_t r = 0; r < band; ++r) {
+      uint8_t* row = dst + (r0 + r) * dst_stride;
+      const uint8_t* from = out.get() + r * kChannels;
+      for (int32_t o = 0; o < x.out_size; ++o) {
+        std::memcpy(row + o * kChannels, from + o * column, kChannels);
+      }
+    }
+  }
+}
+
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #include "kernels/resample_avx512-inl.h"
 #endif  // HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+
+// Whether this target's horizontal pass gathers (AVX-512, for windows too wide for its
+// permutes: its gathers are fast) or runs BandedRows (every other target).
+constexpr bool kGathers = HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL;
 
 // A horizontal pass with its weights re-laid out once, run on any rows of the source.
 class HorizontalPlan {
@@ -242,7 +298,7 @@ class HorizontalPlan {
     permute_ = BuildPermuteTables(x, channels, &permute_tables_);
     if (permute_) return;
 #endif
-    groups_ = BuildGroupTables(x, channels, hn::Lanes(D32()));
+    if constexpr (kGathers) groups_ = BuildGroupTables(x, channels, hn::Lanes(D32()));
   }
 
   void Run(const uint8_t* src, ptrdiff_t src_stride, int32_t rows, uint8_t* dst,
@@ -253,6 +309,18 @@ class HorizontalPlan {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
     if (permute_) return PermuteRows(permute_tables_, src, src_stride, rows, dst, dst_stride);
 #endif
+    if constexpr (!kGathers) {
+      switch (channels_) {
+        case 1:
+          return BandedRows<1>(src, src_stride, src_width_, rows, x_, dst, dst_stride);
+        case 2:
+          return BandedRows<2>(src, src_stride, src_width_, rows, x_, dst, dst_stride);
+        case 3:
+          return BandedRows<3>(src, src_stride, src_width_, rows, x_, dst, dst_stride);
+        default:
+          return BandedRows<4>(src, src_stride, src_width_, rows, x_, dst, dst_stride);
+      }
+    }
     switch (channels_) {
       case 1:
         return HorizontalRows<1>(groups_, src, src_stride, src_width_, rows, x_, dst, dst_stride);

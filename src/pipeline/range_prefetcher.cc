@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "base/check.h"
 #include "base/clock.h"
 #include "base/hash.h"
 
@@ -149,9 +150,11 @@ std::shared_ptr<RangePrefetcher::Chunk> RangePrefetcher::StartChunk(std::vector<
                                                                     const FileRange& range) {
   auto chunk = std::make_shared<Chunk>();
   chunk->range = range;
-  chunk->bytes = SpareBuffer(range.length);
+  chunk->bytes = BufferFor(range.length);
   chunk->untaken = static_cast<int>(members.size());
-  chunk->charged = range.length;
+  // The buffer's capacity, not the range's length: a reused buffer may be larger, and the
+  // budget bounds the memory held.
+  chunk->charged = chunk->bytes.capacity();
   chunk->member_errors.resize(members.size());
   for (size_t i = 0; i < members.size(); ++i) {
     members[i]->chunk = chunk;
@@ -159,7 +162,7 @@ std::shared_ptr<RangePrefetcher::Chunk> RangePrefetcher::StartChunk(std::vector<
     chunk->members.push_back(members[i]->plan);
     chunk->member_ids.push_back(members[i]->id);
   }
-  bytes_held_ += range.length;
+  bytes_held_ += chunk->charged;
   ++in_flight_;
   if (bytes_held_ + spare_bytes_ > counters_.peak_bytes.load(std::memory_order_relaxed)) {
     counters_.peak_bytes.store(bytes_held_ + spare_bytes_, std::memory_order_relaxed);
@@ -240,6 +243,8 @@ void RangePrefetcher::Fetch(Chunk& chunk) {
   const RandomAccessFile& file = dataset_->data_file(chunk.range.file);
   auto read = [&]() -> Status {
     chunk.bytes.resize(chunk.range.length);
+    // Within the capacity charged to the budget (BufferFor), so the budget is the memory held.
+    DOCFEED_CHECK(chunk.bytes.capacity() == chunk.charged);
     counters_.requests.fetch_add(1, std::memory_order_relaxed);
     Status st = file.ReadAt(chunk.range.offset, chunk.bytes);
     if (st.ok()) counters_.bytes_fetched.fetch_add(chunk.range.length, std::memory_order_relaxed);
@@ -311,21 +316,28 @@ void RangePrefetcher::MaybeFree(Chunk& chunk) {
   work_cv_.SignalAll();
 }
 
-std::vector<uint8_t> RangePrefetcher::SpareBuffer(uint64_t length) {
-  if (spare_.empty()) return {};
-  // The smallest spare that holds `length`, else the largest (grown by the fetch).
-  size_t pick = 0;
-  for (size_t i = 1; i < spare_.size(); ++i) {
+std::vector<uint8_t> RangePrefetcher::BufferFor(uint64_t length) {
+  // The smallest spare that holds `length`.
+  size_t pick = spare_.size();
+  for (size_t i = 0; i < spare_.size(); ++i) {
     const uint64_t cap = spare_[i].capacity();
-    const uint64_t best = spare_[pick].capacity();
-    if ((cap >= length && (best < length || cap < best)) || (best < length && cap > best)) {
-      pick = i;
-    }
+    if (cap >= length && (pick == spare_.size() || cap < spare_[pick].capacity())) pick = i;
   }
-  std::vector<uint8_t> out = std::move(spare_[pick]);
-  spare_[pick] = std::move(spare_.back());
-  spare_.pop_back();
-  spare_bytes_ -= out.capacity();
+  std::vector<uint8_t> out;
+  if (pick < spare_.size()) {
+    out = std::move(spare_[pick]);
+    spare_[pick] = std::move(spare_.back());
+    spare_.pop_back();
+    spare_bytes_ -= out.capacity();
+    return out;
+  }
+  // None does: a new buffer of exactly `length` (a spare grown by resize() would take up to
+  // twice that), and spares freed while the held bytes, the spares and it exceed the budget.
+  while (!spare_.empty() && bytes_held_ + spare_bytes_ + length > options_.max_bytes) {
+    spare_bytes_ -= spare_.back().capacity();
+    spare_.pop_back();
+  }
+  out.reserve(length);
   return out;
 }
 
@@ -385,7 +397,10 @@ Result<std::unique_ptr<PrefetchedSample>> RangePrefetcher::Take(uint64_t id) {
   std::unique_ptr<PrefetchedSample> sample(new PrefetchedSample());
   sample->owner_ = this;
   sample->chunk_ = e->chunk;
-  sample->range_ = {chunk.range.file, chunk.range.offset, chunk.bytes};
+  // Fetch checked this member's range against its plan's checksum (a failure returned above).
+  const FileRange& checked = chunk.members[e->member].range;
+  sample->range_ = {chunk.range.file, chunk.range.offset, chunk.bytes, checked.offset,
+                    checked.length};
   sample->used_ = e->plan.range.length;
   return sample;
 }

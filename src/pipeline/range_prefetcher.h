@@ -56,7 +56,7 @@ namespace docfeed::internal {
 
 struct RangePrefetchOptions {
   bool with_labels = false;       // the reads the plan must cover (Dataset::PlanSample)
-  uint64_t max_bytes = 64 << 20;  // fetched or in flight and not yet used
+  uint64_t max_bytes = 32 << 20;  // fetched or in flight and not yet used
   int max_requests = 8;           // requests in flight at once (fetch threads)
   // A coalesced request, at most: coalescing saves the per-request cost of small ranges; a
   // large merged request only makes the first sample in it wait for the others.
@@ -153,8 +153,9 @@ class RangePrefetcher {
   void Release(Chunk& chunk, uint64_t used) DOCFEED_EXCLUDES(mu_);
   // Frees the chunk's bytes and budget once no entry waits for it and no worker holds it.
   void MaybeFree(Chunk& chunk) DOCFEED_REQUIRES(mu_);
-  // A buffer released by an earlier request (empty when none), for a request of `length` bytes.
-  std::vector<uint8_t> SpareBuffer(uint64_t length) DOCFEED_REQUIRES(mu_);
+  // An empty buffer whose capacity holds `length` bytes: the smallest spare that does, else a
+  // new one (spares freed to make room for it within max_bytes).
+  std::vector<uint8_t> BufferFor(uint64_t length) DOCFEED_REQUIRES(mu_);
 
   const Dataset* const dataset_;
   const RangePrefetchOptions options_;

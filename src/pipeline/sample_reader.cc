@@ -165,11 +165,11 @@ Status SampleReader::Load(uint64_t id, uint64_t epoch, const SlotView& slot, Wor
     DOCFEED_ASSIGN_OR_RETURN(fetched, prefetcher->Take(id));
     if (fetched == nullptr) stats_->direct_reads.fetch_add(1, std::memory_order_relaxed);
   }
-  // `sample` views scratch.read's buffers (compressed bodies) until this worker's next read;
-  // the fetched bytes are copied there, so they go back to the prefetcher's budget at once.
+  // `sample` views scratch.read's buffers (compressed bodies) until this worker's next read, or
+  // the fetched bytes, which ReadSample reads in place (not copied): so `fetched` is held,
+  // and counted in the prefetcher's budget, until the sample is written.
   Result<SampleBytes> stored = dataset_->ReadSample(id, reads_values(), &scratch.read,
                                                     fetched ? &fetched->range() : nullptr);
-  fetched.reset();
   if ((prefetcher != nullptr || options_.reread_damaged) && !stored.ok() &&
       (stored.status().code() == StatusCode::kCorruption ||
        stored.status().code() == StatusCode::kIOError)) {
@@ -236,7 +236,8 @@ Result<SampleBytes> SampleReader::RereadFromBatch(uint64_t id, WorkerScratch& sc
     file.Invalidate(plan.range.offset, plan.range.length);
     read = file.ReadAt(plan.range.offset, bytes);
     if (read.ok() && Hash64(bytes) == plan.xxh3) {
-      const FetchedRange fetched{plan.range.file, plan.range.offset, bytes};
+      const FetchedRange fetched{plan.range.file, plan.range.offset, bytes, plan.range.offset,
+                                 plan.range.length};
       return dataset_->ReadSample(id, reads_values(), &scratch.read, &fetched);
     }
   }

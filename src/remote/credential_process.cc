@@ -320,17 +320,14 @@ Result<ProcessCredentials> RunCredentialProcess(const std::string& command, cons
   return ParseCredentialProcessOutput(stdout_text, what + " (" + Quoted(command) + ")");
 }
 
-CredentialProcessSource::CredentialProcessSource(std::string command, std::string what,
-                                                 std::string region,
-                                                 std::chrono::milliseconds timeout,
-                                                 std::function<SystemTime()> clock)
-    : command_(std::move(command)),
+RefreshingCredentials::RefreshingCredentials(Fetch fetch, std::string what, std::string region,
+                                             std::function<SystemTime()> clock)
+    : fetch_(std::move(fetch)),
       what_(std::move(what)),
       region_(std::move(region)),
-      timeout_(timeout),
       clock_(clock ? std::move(clock) : [] { return std::chrono::system_clock::now(); }) {}
 
-Result<std::shared_ptr<const HttpSigning>> CredentialProcessSource::Current() {
+Result<std::shared_ptr<const HttpSigning>> RefreshingCredentials::Current() {
   MutexLock lock(&mu_);
   const SystemTime now = clock_();
   if (current_ != nullptr && (!expiration_ || now + kAdvisoryRefresh < *expiration_)) {
@@ -344,7 +341,7 @@ Result<std::shared_ptr<const HttpSigning>> CredentialProcessSource::Current() {
   }
   ++runs_;
   last_run_ = now;
-  Result<ProcessCredentials> fresh = RunCredentialProcess(command_, what_, timeout_);
+  Result<ProcessCredentials> fresh = fetch_();
   if (!fresh.ok()) {
     // A failed refresh: the old credentials while they have the mandatory margin left.
     if (current_ != nullptr && expiration_ && now + kMandatoryRefresh < *expiration_) {
@@ -356,13 +353,12 @@ Result<std::shared_ptr<const HttpSigning>> CredentialProcessSource::Current() {
     return InvalidArgumentError(what_ + " gave credentials that expire within " +
                                 std::to_string(kMandatoryRefresh.count()) + " minutes");
   }
-  current_ = std::make_shared<const HttpSigning>(
-      HttpSigning{region_, fresh->access_key_id, fresh->secret_access_key, fresh->session_token});
+  current_ = std::make_shared<const HttpSigning>(SigningOf(*fresh, region_));
   expiration_ = fresh->expiration;
   return current_;
 }
 
-int CredentialProcessSource::runs() const {
+int RefreshingCredentials::runs() const {
   MutexLock lock(&mu_);
   return runs_;
 }

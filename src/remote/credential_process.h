@@ -42,6 +42,11 @@ struct ProcessCredentials {
   std::optional<SystemTime> expiration;  // none: never expires
 };
 
+// What a request in `region` signs with, from these credentials.
+inline HttpSigning SigningOf(const ProcessCredentials& c, const std::string& region) {
+  return HttpSigning{region, c.access_key_id, c.secret_access_key, c.session_token};
+}
+
 // The words of a command line as a POSIX shell splits them: blanks separate words; '...' keeps
 // everything literally; "..." keeps everything but \" \\ \$ \` (backslash-escaped); a backslash
 // outside quotes escapes the next character. InvalidArgument on an unterminated quote or an
@@ -64,34 +69,47 @@ Result<ProcessCredentials> ParseCredentialProcessOutput(std::string_view json,
 Result<ProcessCredentials> RunCredentialProcess(const std::string& command, const std::string& what,
                                                 std::chrono::milliseconds timeout);
 
-// The credentials of one credential_process for one region, shared by every file opened with
-// them and refreshed as the header says. Thread-safe; one run at a time.
-class CredentialProcessSource {
+// Expiring credentials from some source (a credential_process, an assumed role: assume_role.h),
+// shared by every file opened with them and refreshed as the header says. Thread-safe; one
+// fetch at a time.
+class RefreshingCredentials {
  public:
-  // `what` names the setting in errors ("~/.aws/config [profile dev] credential_process").
-  // `clock` gives the time (tests move it); empty: the system clock.
-  CredentialProcessSource(std::string command, std::string what, std::string region,
-                          std::chrono::milliseconds timeout,
-                          std::function<SystemTime()> clock = {});
+  using Fetch = std::function<Result<ProcessCredentials>()>;
 
-  // The credentials to sign a request with now, running the command when there are none yet or
-  // they are due for refresh.
+  // `fetch` gets fresh credentials (its errors name their source); `what` names the source in
+  // this class's own errors; requests are signed for `region`. `clock` gives the time (tests
+  // move it); empty: the system clock.
+  RefreshingCredentials(Fetch fetch, std::string what, std::string region,
+                        std::function<SystemTime()> clock = {});
+
+  // The credentials to sign a request with now, fetching them when there are none yet or they
+  // are due for refresh.
   Result<std::shared_ptr<const HttpSigning>> Current();
 
-  // How many times the command has run (tests).
+  // How many times `fetch` has run (tests).
   int runs() const;
 
  private:
-  const std::string command_;
+  const Fetch fetch_;
   const std::string what_;
   const std::string region_;
-  const std::chrono::milliseconds timeout_;
   const std::function<SystemTime()> clock_;
   mutable Mutex mu_;
   std::shared_ptr<const HttpSigning> current_ DOCFEED_GUARDED_BY(mu_);
   std::optional<SystemTime> expiration_ DOCFEED_GUARDED_BY(mu_);
   SystemTime last_run_ DOCFEED_GUARDED_BY(mu_);
   int runs_ DOCFEED_GUARDED_BY(mu_) = 0;
+};
+
+// The credentials of one credential_process for one region.
+class CredentialProcessSource : public RefreshingCredentials {
+ public:
+  // `what` names the setting in errors ("~/.aws/config [profile dev] credential_process").
+  CredentialProcessSource(const std::string& command, const std::string& what, std::string region,
+                          std::chrono::milliseconds timeout, std::function<SystemTime()> clock = {})
+      : RefreshingCredentials(
+            [command, what, timeout] { return RunCredentialProcess(command, what, timeout); }, what,
+            std::move(region), std::move(clock)) {}
 };
 
 }  // namespace docfeed::internal

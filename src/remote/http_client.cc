@@ -343,7 +343,7 @@ void Configure(CURL* h, const HttpRequest& r, const HttpOptions& o, Transfer* t,
   }
   if (r.signing != nullptr) {
     const HttpSigning& s = *r.signing;
-    const std::string provider = "aws:amz:" + s.region + ":s3";
+    const std::string provider = "aws:amz:" + s.region + ":" + s.service;
     curl_easy_setopt(h, CURLOPT_AWS_SIGV4, provider.c_str());
     curl_easy_setopt(h, CURLOPT_USERNAME, s.access_key_id.c_str());
     curl_easy_setopt(h, CURLOPT_PASSWORD, s.secret_access_key.c_str());

@@ -33,7 +33,8 @@ struct HttpSigning {
   std::string region;
   std::string access_key_id;
   std::string secret_access_key;
-  std::string session_token;  // sent as x-amz-security-token when set
+  std::string session_token;   // sent as x-amz-security-token when set
+  std::string service = "s3";  // the SigV4 service name ("sts" for AssumeRole)
 };
 
 struct HttpRequest {

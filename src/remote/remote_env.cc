@@ -152,8 +152,8 @@ Result<RemoteTarget> RemoteEnv::Resolve(const std::string& url) {
   }
   if (!config->ca_bundle.empty()) t.ca_file = config->ca_bundle;
   S3Urls(*config, u, &t);
-  if (!config->credential_process.empty()) {
-    t.refreshed_signing = ProcessSource(*config);
+  if (!config->credential_process.empty() || !config->roles.empty()) {
+    t.refreshed_signing = RefreshingSource(*config, t.ca_file);
     Result<std::shared_ptr<const HttpSigning>> now = t.refreshed_signing->Current();
     if (!now.ok()) return InvalidArgumentError(url + ": " + std::string(now.status().message()));
     t.signing = std::move(now).value();
@@ -166,16 +166,28 @@ Result<RemoteTarget> RemoteEnv::Resolve(const std::string& url) {
   return t;
 }
 
-std::shared_ptr<CredentialProcessSource> RemoteEnv::ProcessSource(const S3Config& config) {
-  // The profile is in `credentials_source` (the config file and section).
-  const std::string key =
-      config.credentials_source + '\n' + config.credential_process + '\n' + config.region;
+std::shared_ptr<RefreshingCredentials> RemoteEnv::RefreshingSource(const S3Config& config,
+                                                                   const std::string& ca_file) {
+  // The profile is in `credentials_source` (the config file and section, the roles).
+  std::string key = config.credentials_source + '\n' + config.credential_process + '\n' +
+                    config.region + '\n' + config.sts_endpoint_url + '\n' + ca_file;
+  for (const AssumeRoleConfig& role : config.roles) {
+    key += '\n' + role.role_arn + ' ' + role.session_name + ' ' + role.external_id + ' ' +
+           std::to_string(role.duration_seconds);
+  }
   MutexLock lock(&process_sources_mu_);
-  std::shared_ptr<CredentialProcessSource>& source = process_sources_[key];
-  if (source == nullptr) {
+  std::shared_ptr<RefreshingCredentials>& source = process_sources_[key];
+  if (source != nullptr) return source;
+  if (config.roles.empty()) {
     source = std::make_shared<CredentialProcessSource>(config.credential_process,
                                                        config.credentials_source, config.region,
                                                        options_.credential_process_timeout);
+  } else {
+    source = std::make_shared<RefreshingCredentials>(
+        [this, config, ca_file] {
+          return AssumeRoleChain(&client_, config, ca_file, options_.credential_process_timeout);
+        },
+        config.credentials_source, config.region);
   }
   return source;
 }

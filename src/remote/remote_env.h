@@ -14,7 +14,8 @@
 // keeps what it was opened with), so changing AWS_PROFILE or the credentials applies to the next
 // open, never to a file already open. Credentials from a credential_process are the exception
 // that keeps them valid: the command runs once per (profile, command, region) for the life of the
-// Env, and again before what it printed expires, for open files too.
+// Env, and again before what it printed expires, for open files too; so do a profile's roles
+// (assume_role.h), assumed once and again before their temporary credentials expire.
 //
 // Thread-safe: every method may be called from any thread (the HTTP client's handle pool).
 #ifndef DOCFEED_REMOTE_REMOTE_ENV_H_
@@ -30,6 +31,7 @@
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "docfeed/remote.h"
+#include "remote/assume_role.h"
 #include "remote/credential_process.h"
 #include "remote/http_client.h"
 #include "remote/s3_config.h"
@@ -58,9 +60,9 @@ struct RemoteTarget {
   std::string http_url;  // what is fetched
   bool s3 = false;
   std::shared_ptr<const HttpSigning> signing;  // null: unsigned
-  // Credentials from a credential_process: each request signs with their Current(), which
-  // replaces `signing` (what they were at open) as they are refreshed.
-  std::shared_ptr<CredentialProcessSource> refreshed_signing;
+  // Credentials that expire (a credential_process, an assumed role): each request signs with
+  // their Current(), which replaces `signing` (what they were at open) as they are refreshed.
+  std::shared_ptr<RefreshingCredentials> refreshed_signing;
   std::string credentials_source;  // S3Config's, for access-denied messages
   std::string list_url;            // s3: the bucket's URL, for ListObjectsV2
   std::string key;                 // s3: the object key
@@ -145,14 +147,16 @@ class RemoteEnv : public Env {
   // index)); an error is reported as such.
   Result<bool> HasChildren(const RemoteTarget& t);
 
-  // The credential_process source for these settings, made at its first use and shared by
-  // every later open with the same command, profile and region.
-  std::shared_ptr<CredentialProcessSource> ProcessSource(const S3Config& config);
+  // The expiring credentials of these settings (a credential_process, or a role chain assumed
+  // at its STS endpoint trusting `ca_file`), made at their first use and shared by every later
+  // open with the same profile, command or roles, and region.
+  std::shared_ptr<RefreshingCredentials> RefreshingSource(const S3Config& config,
+                                                          const std::string& ca_file);
 
   RemoteEnvOptions options_;
   HttpClient client_;
   Mutex process_sources_mu_;
-  std::map<std::string, std::shared_ptr<CredentialProcessSource>> process_sources_
+  std::map<std::string, std::shared_ptr<RefreshingCredentials>> process_sources_
       DOCFEED_GUARDED_BY(process_sources_mu_);
 };
 

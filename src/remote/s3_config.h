@@ -11,6 +11,9 @@
 //   region       AWS_REGION, else AWS_DEFAULT_REGION, else the profile's `region`, else us-east-1
 //   endpoint     AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else the profile's `endpoint_url`;
 //                none: AWS itself (virtual-hosted https://BUCKET.s3.REGION.amazonaws.com)
+//   roles        a profile with role_arn: its source's credentials (source_profile, itself
+//                possibly a role; or credential_source = Environment) assume the role through
+//                STS AssumeRole (assume_role.h) and its temporary credentials sign the requests
 //   addressing   path-style (ENDPOINT/BUCKET/KEY) whenever an endpoint is configured, as the
 //                S3-compatible servers (MinIO, SeaweedFS, Ceph) expect
 //
@@ -23,11 +26,21 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/env.h"
 #include "docfeed/status.h"
 
 namespace docfeed::internal {
+
+// One AssumeRole call for a profile's role_arn (botocore's AssumeRoleProvider; assume_role.h).
+struct AssumeRoleConfig {
+  std::string role_arn;
+  std::string session_name;  // role_session_name; empty: "docfeed-SECONDS" at each call
+  std::string external_id;   // empty: none
+  int duration_seconds = 3600;
+  std::string where;  // the profile's file and section, for errors
+};
 
 struct S3Config {
   std::string profile;  // the profile the settings came from
@@ -46,6 +59,14 @@ struct S3Config {
   // The PEM file of certificate authorities for an https endpoint: AWS_CA_BUNDLE, else the
   // profile's ca_bundle; empty: not set.
   std::string ca_bundle;
+
+  // A profile's role chain: the credentials above (its source) assume roles[0], whose
+  // credentials assume roles[1], and so on; the last role's credentials sign the requests.
+  // Empty: the credentials above sign them.
+  std::vector<AssumeRoleConfig> roles;
+  // Where AssumeRole goes (with roles): AWS_ENDPOINT_URL_STS, else AWS_ENDPOINT_URL, else the
+  // profile's endpoint_url, else https://sts.REGION.amazonaws.com.
+  std::string sts_endpoint_url;
 
   bool has_credentials() const { return !access_key_id.empty() || !credential_process.empty(); }
 };

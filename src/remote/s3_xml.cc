@@ -63,8 +63,9 @@ std::string DecodeXmlText(std::string_view text) {
   return out;
 }
 
-// The raw contents of each <tag>...</tag> in `xml`, in order.
-std::vector<std::string_view> Elements(std::string_view xml, std::string_view tag) {
+}  // namespace
+
+std::vector<std::string_view> XmlElements(std::string_view xml, std::string_view tag) {
   const std::string open = "<" + std::string(tag) + ">";
   const std::string close = "</" + std::string(tag) + ">";
   std::vector<std::string_view> out;
@@ -79,10 +80,8 @@ std::vector<std::string_view> Elements(std::string_view xml, std::string_view ta
   return out;
 }
 
-}  // namespace
-
 std::string XmlElementText(std::string_view xml, std::string_view tag) {
-  std::vector<std::string_view> found = Elements(xml, tag);
+  std::vector<std::string_view> found = XmlElements(xml, tag);
   return found.empty() ? "" : DecodeXmlText(found.front());
 }
 
@@ -101,7 +100,7 @@ std::string ErrorSummary(std::string_view body) {
 
 Result<S3ListPage> ParseListObjectsV2(std::string_view xml, const std::string& name) {
   S3ListPage page;
-  for (std::string_view contents : Elements(xml, "Contents")) {
+  for (std::string_view contents : XmlElements(xml, "Contents")) {
     std::string key = XmlElementText(contents, "Key");
     const std::string size = XmlElementText(contents, "Size");
     uint64_t size_bytes = 0;
@@ -113,7 +112,7 @@ Result<S3ListPage> ParseListObjectsV2(std::string_view xml, const std::string& n
     }
     page.objects.emplace_back(std::move(key), size_bytes);
   }
-  for (std::string_view prefix : Elements(xml, "CommonPrefixes")) {
+  for (std::string_view prefix : XmlElements(xml, "CommonPrefixes")) {
     page.common_prefixes.push_back(XmlElementText(prefix, "Prefix"));
   }
   page.truncated = XmlElementText(xml, "IsTruncated") == "true";
@@ -128,7 +127,7 @@ Result<S3ListPage> ParseListObjectsV2(std::string_view xml, const std::string& n
 
 Result<S3UploadsPage> ParseListMultipartUploads(std::string_view xml, const std::string& name) {
   S3UploadsPage page;
-  for (std::string_view upload : Elements(xml, "Upload")) {
+  for (std::string_view upload : XmlElements(xml, "Upload")) {
     std::string key = XmlElementText(upload, "Key"), id = XmlElementText(upload, "UploadId");
     if (key.empty() || id.empty()) {
       return CorruptionError(name +

@@ -15,6 +15,9 @@
 
 namespace docfeed::internal {
 
+// The raw (undecoded) contents of each <tag>...</tag> in `xml`, in document order.
+std::vector<std::string_view> XmlElements(std::string_view xml, std::string_view tag);
+
 // The decoded text of the first <tag>...</tag> in `xml` ("" when absent; <tag/> is empty).
 std::string XmlElementText(std::string_view xml, std::string_view tag);
 

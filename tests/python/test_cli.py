@@ -170,6 +170,20 @@ def test_bench_takes_the_processor_generation(tmp_path):
                                          proc.stderr), (extra, proc.stderr)
 
 
+def test_bench_step_ms_holds_each_batch(tmp_path):
+    """`docfeed bench --step-ms N` holds each batch N ms before asking for the next (a training
+    step on another device), so the loader's memory and waits are those of a training run."""
+    src = copy_samples(tmp_path, ["sroie/000.jpg", "invoices/simple-invoice.png"])
+    run_docfeed("pack", src, "-o", tmp_path / "ds")
+    proc = run_docfeed("bench", tmp_path / "ds", "--size", "64x48", "--json", "--threads", "1",
+                       "--batch-size", "1", "--step-ms", "400")
+    out = json.loads(proc.stdout)
+    # Timed from the first batch on: its step, the second batch, the second's step.
+    assert out["step_ms"] == 400 and out["seconds"] >= 0.8, out
+    proc = run_docfeed("bench", tmp_path / "ds", "--step-ms", "-1", check=False)
+    assert proc.returncode == 2 and "--step-ms" in proc.stderr, proc.stderr
+
+
 def test_bench_peak_rss_is_its_own_not_its_launchers(tmp_path):
     """`docfeed bench --json`'s peak_rss_bytes is the bench process's own high-water mark: Linux
     carries getrusage's ru_maxrss over execve from the forking process, so a bench started from

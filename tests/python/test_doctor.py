@@ -552,9 +552,9 @@ def test_loader_run_counts_what_bench_counts(packed_keep, tmp_path):
     assert list(ours["stats"]) == list(cli["stats"])
     assert ours["stats"]["pool_buffers"] == cli["stats"]["pool_buffers"] > 0
     assert ours["stats"]["read"]["count"] > 0 and "nanos" in ours["stats"]["decode_resize"]
-    for key in ("dataset", "preprocessed", "threads", "batch_size", "preset", "height", "width",
-                "hf_version", "backend", "preset_options", "dtype", "pages", "pool_bytes",
-                "bad_samples", "baseline_ms_per_page"):
+    for key in ("dataset", "preprocessed", "threads", "batch_size", "step_ms", "preset", "height",
+                "width", "hf_version", "backend", "preset_options", "dtype", "pages",
+                "pool_bytes", "bad_samples", "baseline_ms_per_page"):
         assert ours[key] == cli[key], key
     assert ours["pages"] == 4 * 5  # 6 batches of 4 in two epochs, the first not counted
     assert len(ours["rss_after_epoch"]) == 2 and ours["pages_per_s"] > 0

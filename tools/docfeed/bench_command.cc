@@ -37,6 +37,8 @@ constexpr char kBenchHelp[] =
     "  --threads N        decode workers (default: all cores)\n"
     "  --epochs E         epochs to run (default 1)\n"
     "  --max-batches N    stop each epoch after N batches (default: the whole epoch)\n"
+    "  --step-ms N        hold each batch N ms before asking for the next, as a training step\n"
+    "                     on an accelerator would (default 0: take each batch at once)\n"
     "  --size HxW         output size (default: the size a preprocessed dataset was packed for,\n"
     "                     else 1553x1200)\n"
     "  --hf-version 4|5   the DonutImageProcessor generation of original images (default 4; a\n"
@@ -47,7 +49,7 @@ constexpr char kBenchHelp[] =
     "  --prefetch N       batches filled ahead (default 4)\n"
     "  --range-prefetch M auto (default: for s3:// and http(s):// datasets), on or off: read the\n"
     "                     samples' byte ranges by the index ahead of the workers\n"
-    "  --prefetch-mb N    fetched and not yet used, at most (default 64)\n"
+    "  --prefetch-mb N    fetched and not yet used, at most (default 32)\n"
     "  --prefetch-requests N  range requests in flight, at most (default 8)\n"
     "  --cache-dir DIR    s3:// and http(s):// datasets: keep what is read in DIR, shared with\n"
     "                     every process that names it, each block checked when first read\n"
@@ -62,6 +64,7 @@ struct BenchConfig {
   LoaderOptions loader;
   int epochs = 1;
   uint64_t max_batches = 0;
+  int step_ms = 0;  // the consumer's time per batch (sleeping: a step on another device)
   int baseline_samples = 0;
   bool json = false;
   bool size_from_dataset = false;  // no --size: the packed size, else the recipe's
@@ -96,6 +99,7 @@ Result<BenchConfig> ToConfig(const ParsedArgs& p) {
   DOCFEED_ASSIGN_OR_RETURN(int max_batches,
                            ParseInt("--max-batches", p.Get("--max-batches", "0"), 0, 1 << 30));
   c.max_batches = static_cast<uint64_t>(max_batches);
+  DOCFEED_ASSIGN_OR_RETURN(c.step_ms, ParseInt("--step-ms", p.Get("--step-ms", "0"), 0, 1 << 20));
   DOCFEED_ASSIGN_OR_RETURN(o.prefetch, ParseInt("--prefetch", p.Get("--prefetch", "4"), 1, 1024));
   const std::string range = p.Get("--range-prefetch", "auto");
   if (range != "auto" && range != "on" && range != "off") {
@@ -105,7 +109,7 @@ Result<BenchConfig> ToConfig(const ParsedArgs& p) {
                      : range == "off" ? RangePrefetch::kOff
                                       : RangePrefetch::kAuto;
   DOCFEED_ASSIGN_OR_RETURN(int prefetch_mb,
-                           ParseInt("--prefetch-mb", p.Get("--prefetch-mb", "64"), 1, 1 << 20));
+                           ParseInt("--prefetch-mb", p.Get("--prefetch-mb", "32"), 1, 1 << 20));
   o.prefetch_bytes = static_cast<uint64_t>(prefetch_mb) << 20;
   DOCFEED_ASSIGN_OR_RETURN(
       o.prefetch_requests,
@@ -299,6 +303,7 @@ Result<RunResult> RunLoader(const BenchConfig& c) {
       }
       ++r.batches;
       bar.Update(k + 1, total, 0, Seconds(created));
+      if (c.step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(c.step_ms));
     }
     r.rss_after_epoch.push_back(CurrentRssBytes());
   }
@@ -472,6 +477,7 @@ void PrintJson(const BenchConfig& c, const RunResult& r, double baseline_s) {
   j["preprocessed"] = r.preprocessed;
   j["threads"] = r.threads;
   j["batch_size"] = c.loader.batch_size;
+  j["step_ms"] = c.step_ms;
   const nlohmann::ordered_json preset = PresetJson(c.loader.preset);
   j["preset"] = c.loader.preset.name;
   j["height"] = preset.contains("height") ? preset["height"] : nlohmann::ordered_json();
@@ -517,7 +523,7 @@ int RunBench(const Args& args, Env* env) {
       args, {"--help", "-h", "--json"},
       {"--batch-size", "--threads", "--epochs", "--max-batches", "--size", "--dtype", "--pad",
        "--prefetch", "--seed", "--baseline", "--hf-version", "--backend", "--range-prefetch",
-       "--prefetch-mb", "--prefetch-requests", "--cache-dir", "--cache-limit-mb"});
+       "--prefetch-mb", "--prefetch-requests", "--cache-dir", "--cache-limit-mb", "--step-ms"});
   if (parsed.ok() && parsed->Has("--help")) {
     std::fputs(kBenchHelp, stdout);
     return 0;

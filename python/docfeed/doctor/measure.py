@@ -94,9 +94,17 @@ class LoaderRun:
     # Every loader statistic, as LoaderStatsJson renders it (the "stats" of `docfeed bench
     # --json`): each stage {"count", "nanos"}, the counters, the first bad-sample messages.
     stats: Mapping[str, Any] = field(default_factory=dict)
+    # The consumer's time per batch (`docfeed bench --step-ms`); doctor's own runs take each
+    # batch at once. In the JSON after batch_size, where `docfeed bench --json` puts it.
+    step_ms: int = 0
 
     def to_json(self) -> Dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out = {}
+        for f in fields(self):
+            if f.name != "step_ms":
+                out[f.name] = getattr(self, f.name)
+            if f.name == "batch_size":
+                out["step_ms"] = self.step_ms
         out["preset_options"] = dict(self.preset_options)
         out["ms_per_page"] = dict(self.ms_per_page)
         out["rss_after_epoch"] = list(self.rss_after_epoch)
@@ -106,8 +114,9 @@ class LoaderRun:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "LoaderRun":
-        # Reports written before "preset" and "preset_options" existed were Donut runs.
-        d = {"preset": "donut", **d}
+        # Reports written before "preset" and "preset_options" existed were Donut runs; before
+        # "step_ms", runs that took each batch at once.
+        d = {"preset": "donut", "step_ms": 0, **d}
         d.setdefault("preset_options", {k: d[k] for k in ("height", "width", "hf_version",
                                                           "backend")})
         values = {f.name: d[f.name] for f in fields(cls)}
