@@ -7,8 +7,9 @@ PYTHON ?= python3
 VENV := .venv
 JOBS ?= $(shell nproc)
 
-.PHONY: help deps venv python-install build build-asan build-tsan build-tsa build-fuzz build-checks
+.PHONY: help deps venv python-install build build-asan build-tsan build-fuzz build-checks
 .PHONY: test test-cpp test-asan test-python-asan test-tsan test-thread-safety test-python test-fuzz
+.PHONY: test-python-ref test-python-train test-python-hf5 python-dev
 .PHONY: fuzz-long demo format clean
 .PHONY: bench-compare
 
@@ -74,10 +75,41 @@ python-install: $(TRAIN_VENV)/.installed
 	  -w $(PY_WHEELS) .
 	for v in $(TRAIN_VENV) $(HF5_VENV); do \
 	  [ -f $$v/.installed ] || continue; \
+	  rm -f $$($$v/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/$(DEV_PTH); \
 	  $$v/bin/pip install -q --no-deps --force-reinstall $(PY_WHEELS)/docfeed-*.whl || exit 1; \
 	done
 
-build/CMakeCache.txt:
+# $(call python_package,TREE): TREE/python-pkg/docfeed, laid out as the wheel installs it
+# (python/docfeed's files linked, TREE's extension and CLI), for PYTHONPATH or a .pth file.
+# TREE is configured with the extension on, found through .venv/train's nanobind (the same pin
+# and CPython as .venv/hf5's, so one extension serves both).
+PYTHON_TREE_FLAGS = -DDOCFEED_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(TRAIN_VENV)/bin/python
+define python_package
+	cmake $(1) $(PYTHON_TREE_FLAGS) > /dev/null
+	cmake --build $(1) -j $(JOBS) --target _docfeed docfeed
+	rm -rf $(1)/python-pkg && mkdir -p $(1)/python-pkg/docfeed/bin
+	ln -s $(CURDIR)/python/docfeed/* $(1)/python-pkg/docfeed/
+	ln -s $(CURDIR)/$(1)/python/src/_docfeed*.so $(1)/python-pkg/docfeed/
+	ln -s $(CURDIR)/$(1)/bin/docfeed $(1)/python-pkg/docfeed/bin/
+endef
+
+# `make test`'s docfeed package: the release tree's extension and CLI (python_package), put on
+# both front venvs' path by a .pth file in place of an installed wheel. The wheel compiles the
+# whole library a second time (-O3, about 12 min on 2 cores from scratch); this adds the
+# extension's one file to the tree the C++ tests already built. `make python-install` (which
+# `make demo` runs) builds and installs the wheel, and removes the .pth; an installed wheel
+# is removed here.
+DEV_PTH := docfeed-dev.pth
+python-dev: build $(TRAIN_VENV)/.installed
+	$(call python_package,build)
+	for v in $(TRAIN_VENV) $(HF5_VENV); do \
+	  [ -f $$v/.installed ] || continue; \
+	  site=$$($$v/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	  [ ! -e $$site/docfeed ] || $$v/bin/pip uninstall -q -y docfeed || exit 1; \
+	  echo $(CURDIR)/build/python-pkg > $$site/$(DEV_PTH); \
+	done
+
+build/CMakeCache.txt: CMakePresets.json
 	@$(MAKE) --no-print-directory deps
 	cmake --preset release
 
@@ -85,11 +117,11 @@ build: deps build/CMakeCache.txt
 	cmake --build build -j $(JOBS)
 
 # build/asan also builds the Python extension (PIC, found via .venv/train's nanobind) for
-# test-python-asan.
-ASAN_PYTHON_FLAGS = -DDOCFEED_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(TRAIN_VENV)/bin/python
-build/asan/CMakeCache.txt: $(TRAIN_VENV)/.installed
+# test-python-asan. A tree configures again when the presets change (a changed compiler starts
+# it afresh).
+build/asan/CMakeCache.txt: CMakePresets.json $(TRAIN_VENV)/.installed
 	@$(MAKE) --no-print-directory deps
-	cmake --preset asan $(ASAN_PYTHON_FLAGS)
+	cmake --preset asan $(PYTHON_TREE_FLAGS)
 
 build-asan: deps build/asan/CMakeCache.txt
 	cmake --build build/asan -j $(JOBS)
@@ -105,43 +137,32 @@ test-asan: build-asan $(VENV)/.installed
 # threads-and-close torture) against the ASan+UBSan extension. python is not instrumented, so the
 # ASan runtime is preloaded, with libstdc++ (else ASan's __cxa_throw interceptor finds no real
 # one); leak checks off (the interpreter's own allocations).
-ASAN_PY := build/asan/python-pkg
 test-python-asan: build-asan
-	cmake build/asan $(ASAN_PYTHON_FLAGS) > /dev/null
-	cmake --build build/asan -j $(JOBS) --target _docfeed docfeed
-	rm -rf $(ASAN_PY) && mkdir -p $(ASAN_PY)/docfeed
-	ln -s $(CURDIR)/python/docfeed/*.py $(ASAN_PY)/docfeed/
-	cp build/asan/python/src/_docfeed*.so $(ASAN_PY)/docfeed/
+	$(call python_package,build/asan)
 	DOCFEED_ASAN=1 LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
 	  ASAN_OPTIONS=detect_leaks=0 DOCFEED_CLI=$(CURDIR)/build/asan/bin/docfeed \
-	  PYTHONPATH=$(CURDIR)/$(ASAN_PY) $(TRAIN_VENV)/bin/python -m pytest -q -p no:cacheprovider \
+	  PYTHONPATH=$(CURDIR)/build/asan/python-pkg $(TRAIN_VENV)/bin/python -m pytest -q -p no:cacheprovider \
 	  tests/python/test_loader_asan.py tests/python/test_loader_gpu_stage.py \
 	  tests/python/test_loader_torture.py
 
-build/tsan/CMakeCache.txt:
+build/tsan/CMakeCache.txt: CMakePresets.json
 	@$(MAKE) --no-print-directory deps
 	cmake --preset tsan
 
 # ThreadSanitizer over the tests that run threads (the pack pipeline, its ordered pool, the loader,
-# the HTTP client's concurrency limiter).
+# the HTTP client's concurrency limiter). The tree is clang's with -Wthread-safety as errors, so
+# building it is also the thread-safety analysis of the libraries whose members are GUARDED_BY a
+# Mutex (TSA_TARGETS: a build that fails on any unguarded access).
 TSAN_TESTS := base_test pack_test pipeline_test migrate_test concurrency_limiter_test
+TSA_TARGETS := docfeed_base docfeed_remote docfeed_pipeline docfeed_pack docfeed_migrate
 build-tsan: deps build/tsan/CMakeCache.txt
-	cmake --build build/tsan -j $(JOBS) --target $(TSAN_TESTS)
+	cmake --build build/tsan -j $(JOBS) --target $(TSAN_TESTS) $(TSA_TARGETS)
 
 test-tsan: build-tsan
 	for t in $(TSAN_TESTS); do TSAN_OPTIONS=halt_on_error=1 build/tsan/bin/$$t || exit 1; done
 
-# clang's -Wthread-safety over the libraries whose members are GUARDED_BY a Mutex (a build that
-# fails on any unguarded access), then a check that a known violation does fail to compile.
-TSA_TARGETS := docfeed_base docfeed_remote docfeed_pipeline docfeed_pack docfeed_migrate
-build/tsa/CMakeCache.txt:
-	@$(MAKE) --no-print-directory deps
-	cmake --preset tsa
-
-build-tsa: deps build/tsa/CMakeCache.txt
-	cmake --build build/tsa -j $(JOBS) --target $(TSA_TARGETS)
-
-test-thread-safety: build-tsa
+# The analysis is on in build/tsan (above); this checks that a known violation does fail to compile.
+test-thread-safety: build-tsan
 	@if clang++ -std=c++20 -fsyntax-only -Wthread-safety -Werror -Isrc -Iinclude \
 	    tests/base/thread_safety_violation.cc 2>/dev/null; then \
 	  echo "test-thread-safety: tests/base/thread_safety_violation.cc compiled; the analysis is off"; \
@@ -164,12 +185,18 @@ HF5_ONLY_TESTS := tests/python/test_donut_parity_hf5.py tests/python/test_migrat
 RAY_TESTS := tests/python/test_ray_*.py
 # Each run lists its slowest tests, so that a CI log shows where `make test`'s time goes.
 PYTEST := -m pytest -q --durations=12 --durations-min=5
-test-python: build venv python-install
+test-python: test-python-ref test-python-train test-python-hf5
+
+test-python-ref: build $(VENV)/.installed
 	DOCFEED_BUILD_DIR=build $(VENV)/bin/python $(PYTEST) tests/python tests/kernels \
 	  --ignore-glob='*/test_loader_*' --ignore-glob='*/test_hf_*' --ignore-glob='*/test_demo.py' \
 	  --ignore-glob='*/test_doctor.py' --ignore-glob='*/test_ray_*' \
 	  $(addprefix --ignore=,$(HF5_ONLY_TESTS))
+
+test-python-train: python-dev
 	$(TRAIN_VENV)/bin/python $(PYTEST) $(PY_STACK_TESTS) $(RAY_TESTS)
+
+test-python-hf5: $(HF5_VENV)/.installed python-dev
 	DOCFEED_BUILD_DIR=build $(HF5_VENV)/bin/python $(PYTEST) $(PY_STACK_TESTS) $(PY_CORE_TESTS) \
 	  $(HF5_ONLY_TESTS)
 
@@ -189,31 +216,13 @@ FUZZ_RUNS ?= 10000000
 fuzz-long: deps
 	tests/fuzz/run_fuzz_long.sh $(FUZZ_SECONDS) $(FUZZ_RUNS)
 
-# `make test` runs the stages below in this order. The sanitizer, thread-safety and fuzz trees
-# are compiled meanwhile, in the background at nice 19 (build-checks, its output in
-# $(CHECKS_LOG)): the release tests run at full priority and the compiles take the CPU time they
-# leave (the Python tests keep about one core of two busy). In a fresh run on 2 cores the ASan
-# tree was built during the Python tests and the rest waited for 8 min (TSan, thread-safety, the
-# fuzzers); an earlier fresh run, which built them one after another, spent about 30 min on them
-# (on a busier machine). build/asan is configured with .venv/train's Python, so that venv comes
-# first. The stages that run those trees wait for the background build; if it failed, its log is
-# printed and `make test` fails; if a foreground stage fails, the background build is stopped.
-CHECKS_LOG := build/checks-build.log
-build-checks: build-asan build-tsan build-tsa build-fuzz
+# `make test`: scripts/test.sh runs the stages in order (build, ctest, the Python tests, then the
+# sanitizer, thread-safety and fuzz runs) and prints each one's seconds; the trees of the last
+# ones are compiled meanwhile, in the background (build-checks).
+build-checks: build-asan build-tsan build-fuzz
 
 test:
-	@$(MAKE) --no-print-directory deps $(TRAIN_VENV)/.installed
-	@mkdir -p build; set -m; \
-	nice -n 19 $(MAKE) --no-print-directory build-checks > $(CHECKS_LOG) 2>&1 & checks=$$!; set +m; \
-	trap 'kill -- -$$checks 2>/dev/null; exit 130' INT TERM; \
-	echo "make test: the sanitizer, thread-safety and fuzz builds run in the background (nice 19, $(CHECKS_LOG))"; \
-	$(MAKE) --no-print-directory test-cpp test-python; fg=$$?; \
-	if [ $$fg -ne 0 ]; then kill -- -$$checks 2>/dev/null; wait $$checks; exit $$fg; fi; \
-	echo "make test: waiting for the background builds"; \
-	if ! wait $$checks; then \
-	  cat $(CHECKS_LOG); echo "make test: the background build failed (its log above, in $(CHECKS_LOG))"; exit 1; \
-	fi; \
-	$(MAKE) --no-print-directory test-asan test-python-asan test-tsan test-thread-safety test-fuzz
+	@scripts/test.sh
 
 # Runs in .venv/train with the installed package (its bundled CLI); see scripts/demo_train.py.
 demo: python-install

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git   # toolchain
-  clang libclang-rt-14-dev xxd                       # libFuzzer targets (xxd sorts seeds)
+  clang libclang-rt-14-dev xxd                       # TSan tree, libFuzzer targets (xxd sorts seeds)
   libjpeg62-turbo-dev                                # JPEG decode/encode (libjpeg-turbo)
   libspng-dev                                        # PNG decode/encode
   libdeflate-dev                                     # PNG decode: the IDAT stream inflated in one call

@@ -130,7 +130,8 @@ void FillGroup(const CoeffTable& x, int32_t channels, int32_t first_out, int32_t
   }
 }
 
-GroupTables BuildGroupTables(const CoeffTable& x, int32_t channels, size_t lanes) {
+// Used by the gathering targets only (kGathers below); the others compile it and never call it.
+[[maybe_unused]] GroupTables BuildGroupTables(const CoeffTable& x, int32_t channels, size_t lanes) {
   GroupTables g;
   g.lanes = lanes;
   g.groups = static_cast<int32_t>((static_cast<size_t>(x.out_size) + lanes - 1) / lanes);
