@@ -241,18 +241,12 @@ std::span<const uint8_t> InFetched(const FetchedRange* fetched, uint32_t file, u
   return fetched->bytes.subspan(offset - fetched->offset, length);
 }
 
-// Whether `bytes` lie, in place, inside the part of `fetched` its caller checked.
-bool InCheckedPart(const FetchedRange* fetched, uint32_t file, std::span<const uint8_t> bytes) {
-  if (fetched == nullptr || fetched->file != file || fetched->checked_length == 0) return false;
-  const auto at = reinterpret_cast<uintptr_t>(bytes.data());
-  const auto begin = reinterpret_cast<uintptr_t>(fetched->bytes.data());
-  if (at < begin || at - begin > fetched->bytes.size() ||
-      bytes.size() > fetched->bytes.size() - (at - begin)) {
-    return false;
-  }
-  const uint64_t offset = fetched->offset + (at - begin);
-  return offset >= fetched->checked_offset &&
-         offset + bytes.size() <= fetched->checked_offset + fetched->checked_length;
+// Whether bytes [offset, offset + length) of data file `file` lie inside the part of `fetched`
+// its caller checked. That part lies in `fetched->bytes`, so such bytes are read from there.
+bool InCheckedPart(const FetchedRange* fetched, uint32_t file, uint64_t offset, uint64_t length) {
+  return fetched != nullptr && fetched->file == file && fetched->checked_length != 0 &&
+         offset >= fetched->checked_offset && length <= fetched->checked_length &&
+         offset - fetched->checked_offset <= fetched->checked_length - length;
 }
 
 }  // namespace
@@ -457,7 +451,7 @@ Result<SampleBytes> Dataset::ReadSample(uint64_t id, bool with_labels, ReadScrat
   if (compressed || with_labels) {
     const Status read = ReadBatch(r.file_index, *span, &s, fetched);
     if (!read.ok()) return SampleError(id, read);
-    checked = InCheckedPart(fetched, r.file_index, s.message);
+    checked = InCheckedPart(fetched, r.file_index, span->offset, span->length);
     if (r.row >= static_cast<uint64_t>(s.batch.num_rows)) return corrupt("row past batch");
     DOCFEED_ASSIGN_OR_RETURN(out.image, RowImage(s.batch, r.row));
     // An uncompressed row's image lies in the message just read: it must be where the index
@@ -481,7 +475,7 @@ Result<SampleBytes> Dataset::ReadSample(uint64_t id, bool with_labels, ReadScrat
       if (!read.ok()) return SampleError(id, read);
       out.image = s.bytes;
     }
-    checked = InCheckedPart(fetched, r.file_index, out.image);
+    checked = InCheckedPart(fetched, r.file_index, r.image_offset, r.image_length);
   }
   if (out.image.size() != r.image_length || (!checked && Hash64(out.image) != r.image_hash)) {
     return corrupt("image bytes do not match their checksum");

@@ -175,8 +175,8 @@ std::shared_ptr<RefreshingCredentials> RemoteEnv::RefreshingSource(const S3Confi
     key += '\n' + role.role_arn + ' ' + role.session_name + ' ' + role.external_id + ' ' +
            std::to_string(role.duration_seconds);
   }
-  MutexLock lock(&process_sources_mu_);
-  std::shared_ptr<RefreshingCredentials>& source = process_sources_[key];
+  MutexLock lock(&refreshing_sources_mu_);
+  std::shared_ptr<RefreshingCredentials>& source = refreshing_sources_[key];
   if (source != nullptr) return source;
   if (config.roles.empty()) {
     source = std::make_shared<CredentialProcessSource>(config.credential_process,

@@ -155,9 +155,9 @@ class RemoteEnv : public Env {
 
   RemoteEnvOptions options_;
   HttpClient client_;
-  Mutex process_sources_mu_;
-  std::map<std::string, std::shared_ptr<RefreshingCredentials>> process_sources_
-      DOCFEED_GUARDED_BY(process_sources_mu_);
+  Mutex refreshing_sources_mu_;
+  std::map<std::string, std::shared_ptr<RefreshingCredentials>> refreshing_sources_
+      DOCFEED_GUARDED_BY(refreshing_sources_mu_);
 };
 
 }  // namespace docfeed::internal
