@@ -131,22 +131,32 @@ def seaweedfs(workdir: pathlib.Path):
                 "Principal": {"AWS": "arn:aws:iam::000000000000:user/rolesource"},
                 "Action": ["sts:AssumeRole"]}]},
             "attachedPolicies": ["DocfeedBucket"]}]}))
-    s3_port = free_port()
-    ports = {name: free_port() for name in (
-        "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
-        "filer.port.grpc", "s3.port.grpc", "s3.port.iceberg", "s3.port.lance", "admin.port",
-        "admin.port.grpc")}
-    args = [weed_binary(), "mini", f"-dir={workdir / 'data'}", "-ip=127.0.0.1",
-            "-ip.bind=127.0.0.1", f"-s3.port={s3_port}", f"-s3.config={config}",
-            f"-s3.iam.config={iam}", "-admin.ui=false", "-webdav=false"]
-    args += [f"-{name}={port}" for name, port in ports.items()]
-    log_path = workdir / "weed.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
-                                start_new_session=True)
-    endpoint = f"http://127.0.0.1:{s3_port}"
+    # free_port() only finds a port free now; another test's server may take it before weed
+    # binds it (ctest runs tests in parallel). weed then exits naming the port: start again on
+    # other ports, a bounded number of times.
+    for attempt in range(3):
+        s3_port = free_port()
+        ports = {name: free_port() for name in (
+            "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
+            "filer.port.grpc", "s3.port.grpc", "s3.port.iceberg", "s3.port.lance", "admin.port",
+            "admin.port.grpc")}
+        args = [weed_binary(), "mini", f"-dir={workdir / 'data'}", "-ip=127.0.0.1",
+                "-ip.bind=127.0.0.1", f"-s3.port={s3_port}", f"-s3.config={config}",
+                f"-s3.iam.config={iam}", "-admin.ui=false", "-webdav=false"]
+        args += [f"-{name}={port}" for name, port in ports.items()]
+        log_path = workdir / "weed.log"
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
+                                    start_new_session=True)
+        endpoint = f"http://127.0.0.1:{s3_port}"
+        try:
+            _wait_for_bucket(proc, endpoint, log_path)
+            break
+        except BaseException as e:
+            _stop(proc)
+            if attempt == 2 or "address already in use" not in str(e):
+                raise
     try:
-        _wait_for_bucket(proc, endpoint, log_path)
         yield endpoint
     finally:
         _stop(proc)
