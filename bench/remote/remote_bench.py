@@ -9,15 +9,22 @@ one epoch, each run a fresh process) on:
   local       the dataset directory (its files just written: the page cache is warm)
   s3          s3://BUCKET/KEY on SeaweedFS, reading by ranges ahead of the workers (cold: a new
               process, nothing cached in it)
-  s3+20ms     the same through tests/remote/fault_proxy.py adding 10 ms each way (20 ms per
-              round trip), no faults
+  s3+20ms     the same through tests/remote/delay_proxy.py adding 10 ms each way (20 ms per
+              round trip) to the TCP stream, as `tc netem` would (not available here)
+  s3+20ms HTTP proxy   the same latency added by tests/remote/fault_proxy.py instead, the
+              proxy the benchmark used before delay_proxy.py: it stores every answer whole
+              and forwards it from Python, which caps the loader below local disk by itself
+  http        the same files served by nginx (servers.py), http://: a server that spends far
+              less CPU per byte than SeaweedFS's S3 gateway (one core of it, with --pin, is
+              saturated by the loader's pace on a fast core; the "server" column shows it)
+  http+20ms   nginx through delay_proxy.py
   s3 direct   s3:// with --range-prefetch off: the reads as before the prefetcher, one ranged
               GET per read when a worker needs the sample (for comparison)
   s3+20ms cold cache   through the proxy with --cache-dir, the directory emptied before each
               run: the first epoch of a run that keeps what it reads
   s3+20ms warm cache   through the proxy with --cache-dir, filled by one untimed run first:
               later epochs, later runs and the other ranks of the node
-  s3+20ms throttled    through a second proxy with the same latency that serves at most
+  s3+20ms throttled    through the same latency and then fault_proxy.py serving at most
               --throttle-at requests at once and answers the others 503 SlowDown (a server's
               capacity): the HTTP client lowers its concurrency to it
               (src/remote/concurrency_limiter.h)
@@ -47,6 +54,7 @@ import tempfile
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "remote"))
+import delay_proxy  # noqa: E402
 import fault_proxy  # noqa: E402
 import servers  # noqa: E402
 
@@ -56,11 +64,32 @@ LOADER_CPUS = []  # --pin: the loader's CPUs (`taskset -c`)
 LAST_CPU_S = [0.0]  # CPU time (user + system) of the last command run
 
 
+SERVER_BUSY = [float("nan")]  # --pin: how busy the servers' CPUs were during the last command
+
+
+def cpu_times(cpus):
+    """(busy, total) jiffies of `cpus` from /proc/stat (busy: all but idle and iowait)."""
+    busy = total = 0
+    with open("/proc/stat") as f:
+        for line in f:
+            name, *fields = line.split()
+            if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+                values = [int(v) for v in fields]
+                total += sum(values)
+                busy += sum(values) - values[3] - values[4]
+    return busy, total
+
+
 def run(cmd, env=None):
+    server_cpus = set(os.sched_getaffinity(0)) if LOADER_CPUS else set()
+    cpu_before = cpu_times(server_cpus)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     LAST_CPU_S[0] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu_after = cpu_times(server_cpus)
+    elapsed = cpu_after[1] - cpu_before[1]
+    SERVER_BUSY[0] = (cpu_after[0] - cpu_before[0]) / elapsed if elapsed else float("nan")
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
                            f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
@@ -73,6 +102,7 @@ def bench(docfeed, path, env, extra=()):
                *BENCH_ARGS, *extra], env=env)
     j = json.loads(out.strip().splitlines()[-1])
     j["cpu_s"] = LAST_CPU_S[0]
+    j["server_busy"] = SERVER_BUSY[0]
     return j
 
 
@@ -105,18 +135,23 @@ def summary(j):
         # pages/s when the loader keeps its cores busy, and far less noisy than pages/s here.
         "cpu_ms_page": 1000 * j["cpu_s"] / whole_pages,
         "stored_per_page": 0,
+        # --pin: the share of the servers' CPUs (SeaweedFS, nginx, the proxies) in use during
+        # the run, open included: near 1, the server, not the loader, sets the pace.
+        "server_busy": j["server_busy"],
     }
 
 
-def make_dataset(docfeed, work: pathlib.Path, pages: int):
+def make_dataset(docfeed, work: pathlib.Path, pages: int, compression: str = "lz4_frame"):
     """The benchmark's dataset: `pages` synthetic pages (work/pages) packed preprocessed for
-    Donut at 1553x1200 (work/ds), both kept and reused when there. Returns (ds, manifest)."""
-    src, ds = work / "pages", work / "ds"
+    Donut at 1553x1200 with `compression` (work/ds, or work/ds-zstd for zstd), both kept and
+    reused when there. Returns (ds, manifest)."""
+    src = work / "pages"
+    ds = work / ("ds" if compression == "lz4_frame" else f"ds-{compression}")
     if not (src / "metadata.jsonl").exists():
         run([docfeed, "synth", "-o", src, "--n", pages, "--seed", "1", "--threads", "2"])
     if not (ds / "docfeed.json").exists():
         run([docfeed, "pack", src, "-o", ds, "--preprocess", "donut", "--size", "1553x1200",
-             "--threads", "2"])
+             "--threads", "2", "--compression", compression])
     return ds, json.loads((ds / "docfeed.json").read_text())
 
 
@@ -137,6 +172,9 @@ def add_common_arguments(parser):
     parser.add_argument("--pages", type=int, default=300)
     parser.add_argument("--runs", type=int, default=3, help="repetitions of every mode")
     parser.add_argument("--latency-ms", type=float, default=10, help="added each way by the proxy")
+    parser.add_argument("--compression", default="lz4_frame", choices=("lz4_frame", "zstd"),
+                        help="the shards' compression (pack --compression; default lz4_frame, "
+                        "pack's own default for preprocessed pages)")
 
 
 def choose_modes(parser, modes: dict, spec, baseline: str) -> dict:
@@ -173,7 +211,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="docfeed_remote_bench_") as tmp:
         work = pathlib.Path(args.work) if args.work else pathlib.Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        ds, manifest = make_dataset(docfeed, work, args.pages)
+        ds, manifest = make_dataset(docfeed, work, args.pages, args.compression)
         stored = sum(f["size_bytes"] for f in manifest["data_files"])
         print(f"dataset: {manifest['num_samples']} pages preprocessed for Donut at 1553x1200, "
               f"{manifest.get('compression')}, {stored / 2**20:.1f} MiB in "
@@ -184,21 +222,28 @@ def main() -> int:
                 parser.error("--pin needs at least two CPUs")
             LOADER_CPUS.append(cpus[0])
             os.sched_setaffinity(0, cpus[1:])  # the servers started below inherit it
-        with servers.seaweedfs(work / "weed") as s3:
+        with servers.seaweedfs(work / "weed") as s3, \
+                servers.nginx(ds.parent, work / "nginx") as web:
             servers.upload_dir(s3, ds, "bench")
             url = f"s3://{servers.BUCKET}/bench"
             base_env = seaweedfs_env()
-            with fault_proxy.ProxyProcess(s3, latency_ms=args.latency_ms) as proxy, \
-                    fault_proxy.ProxyProcess(s3, latency_ms=args.latency_ms,
-                                             max_concurrent=args.throttle_at) as throttling:
+            with delay_proxy.DelayProxy(s3, args.latency_ms) as proxy, \
+                    fault_proxy.ProxyProcess(s3, latency_ms=args.latency_ms) as http_proxy, \
+                    fault_proxy.ProxyProcess(s3, max_concurrent=args.throttle_at) as throttling, \
+                    delay_proxy.DelayProxy(throttling.url, args.latency_ms) as throttled_proxy, \
+                    delay_proxy.DelayProxy(web, args.latency_ms) as web_proxy:
                 delayed = f"s3+{2 * args.latency_ms:g}ms"
                 proxied = dict(base_env, AWS_ENDPOINT_URL=proxy.url)
-                throttled = dict(base_env, AWS_ENDPOINT_URL=throttling.url)
+                throttled = dict(base_env, AWS_ENDPOINT_URL=throttled_proxy.url)
                 cold, warm = work / "cache-cold", work / "cache-warm"
                 modes = {
                     "local": (str(ds), base_env, ()),
                     "s3": (url, dict(base_env, AWS_ENDPOINT_URL=s3), ()),
                     delayed: (url, proxied, ()),
+                    f"{delayed} HTTP proxy": (
+                        url, dict(base_env, AWS_ENDPOINT_URL=http_proxy.url), ()),
+                    "http": (f"{web}/{ds.name}", base_env, ()),
+                    f"http+{2 * args.latency_ms:g}ms": (f"{web_proxy.url}/{ds.name}", base_env, ()),
                     "s3 direct": (url, dict(base_env, AWS_ENDPOINT_URL=s3),
                                   ("--range-prefetch", "off")),
                     f"{delayed} cold cache": (url, proxied, ("--cache-dir", cold)),
@@ -251,7 +296,7 @@ def main() -> int:
     print(f"{'mode':26s} {'pages/s':>8s} {'ratio':>6s} {'paired':>6s} {'whole':>7s} {'ratio':>6s} "
           f"{'1st batch':>9s} {'peak RSS':>9s} {'RSS-local':>9s} {'fetched/read':>12s} "
           f"{'HTTP/read':>9s} {'requests':>8s} {'wait s':>7s} {'held':>6s} {'CPU ms/page':>11s} "
-          f"{'paired':>6s} {'throttled':>9s} {'min conc':>8s} {'failed':>6s}")
+          f"{'paired':>6s} {'server':>6s} {'throttled':>9s} {'min conc':>8s} {'failed':>6s}")
     for mode, m in med.items():
         ratio = m["bytes_fetched"] / m["bytes_used"] if m["bytes_used"] else float("nan")
         read = m["samples"] * m["stored_per_page"]
@@ -263,6 +308,7 @@ def main() -> int:
               f"{m['peak_rss_mb'] - local['peak_rss_mb']:+7.0f}MB {ratio:12.3f} {http:9.3f} "
               f"{m['http_requests']:8.0f} {m['fetch_wait_s']:7.2f} "
               f"{m['prefetch_peak_mb']:4.0f}MB {m['cpu_ms_page']:11.2f} {paired_cpu[mode]:6.2f} "
+              f"{100 * m['server_busy']:5.0f}% "
               f"{m['throttled']:9.0f} {m['min_concurrency']:8.0f} "
               f"{len(failures[mode])}/{args.runs}")
     for mode, errors in failures.items():
@@ -271,7 +317,9 @@ def main() -> int:
     print("paired: the median over repetitions of each run's pages/s (CPU ms/page) over the "
           "local run's of the same repetition; CPU ms/page: the loader process's CPU time "
           "(user + system, open and first batch included) per page; fetched/read: the prefetcher's bytes fetched per byte of the samples' stored ranges "
-          "the workers took from it; HTTP/read: every byte received (manifest, index, direct "
+          "the workers took from it; server: with --pin, how busy the CPUs of SeaweedFS, nginx "
+          "and the proxies were during the run (near 100%: the server set the pace); "
+          "HTTP/read: every byte received (manifest, index, direct "
           "reads included) per stored byte of the samples the workers loaded (samples x the "
           "dataset's mean stored bytes per page); held: the prefetcher's peak memory; "
           "throttled: HTTP attempts answered 503 SlowDown; min conc: the lowest concurrency limit "

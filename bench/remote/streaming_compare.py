@@ -29,7 +29,7 @@ Modes (they alternate within each repetition; the machine is shared and noisy):
 
   docfeed local          `docfeed bench DS` on the dataset directory (the baseline)
   docfeed s3             `docfeed bench s3://BUCKET/ds` on SeaweedFS, a fresh process
-  docfeed s3+20ms        the same through tests/remote/fault_proxy.py adding 10 ms each way
+  docfeed s3+20ms        the same through tests/remote/delay_proxy.py adding 10 ms each way
   streaming raw local    StreamingDataset(remote=None, local=<the uncompressed MDS directory>):
                          Streaming's best case, nothing downloaded or decompressed
   streaming zstd s3      StreamingDataset(remote="s3://BUCKET/mds-zstd", local=<a fresh empty
@@ -87,7 +87,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 import remote_bench  # noqa: E402  (puts tests/remote on sys.path)
-import fault_proxy  # noqa: E402
+import delay_proxy  # noqa: E402
 import servers  # noqa: E402
 
 H, W = 1553, 1200
@@ -471,7 +471,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="docfeed_streaming_compare_") as tmp:
         work = pathlib.Path(args.work) if args.work else pathlib.Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        ds, manifest = remote_bench.make_dataset(docfeed, work, args.pages)
+        ds, manifest = remote_bench.make_dataset(docfeed, work, args.pages, args.compression)
         n = manifest["num_samples"]
         stored = {"docfeed": dir_bytes(ds)}
         data_bytes = sum(f["size_bytes"] for f in manifest["data_files"])
@@ -501,7 +501,7 @@ def main() -> int:
                 print(f"MDS {name}: {shards} shards, {stored[f'mds {name}'] / 2**20:.1f} MiB "
                       f"(written and uploaded in {time.perf_counter() - t:.1f} s)", flush=True)
 
-            with fault_proxy.ProxyProcess(s3, latency_ms=args.latency_ms) as proxy:
+            with delay_proxy.DelayProxy(s3, args.latency_ms) as proxy:
                 delayed = f"s3+{2 * args.latency_ms:g}ms"
                 docfeed_env = dict(base_env, AWS_ENDPOINT_URL=s3)
                 docfeed_proxied = dict(base_env, AWS_ENDPOINT_URL=proxy.url)

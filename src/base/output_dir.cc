@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <utility>
+#include <vector>
 
 #include "base/file.h"
 
@@ -45,6 +46,18 @@ std::string TempSibling(const std::string& output, const char* tag) {
 }
 
 Result<OutputLock> OutputLock::Acquire(Env* env, const std::string& output) {
+  // The directories above the output, made as `mkdir -p` would (datasets' save_to_disk does
+  // too): the lock file and the work directory are their children.
+  std::vector<std::string> missing;
+  for (std::string dir = ParentPath(output); !env->PathExists(dir);) {
+    missing.push_back(dir);
+    std::string up = ParentPath(dir);
+    if (up == dir) break;  // "." or "/" that the Env does not know: the CreateDirectory errs
+    dir = std::move(up);
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(*it));
+  }
   OutputLock held;
   held.env_ = env;
   DOCFEED_ASSIGN_OR_RETURN(held.lock_, env->LockFile(OutputLockPath(output)));

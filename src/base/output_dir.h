@@ -1,9 +1,10 @@
 // How pack, migrate and synth write a directory output OUT: one writer at a time, work in a
 // sibling, and a placement that never removes what the run did not create.
 //
-//   OutputLock::Acquire(env, OUT)   takes OUT.lock (Env::LockFile) for the whole run: a second
-//                                   writer of the same OUT, in any process, fails at once; then
-//                                   cleans what killed runs left (CleanLeftovers)
+//   OutputLock::Acquire(env, OUT)   makes the directories above OUT that are missing (mkdir
+//                                   -p), takes OUT.lock (Env::LockFile) for the whole run: a
+//                                   second writer of the same OUT, in any process, fails at once;
+//                                   then cleans what killed runs left (CleanLeftovers)
 //   ... the run writes its work directory (OUT.partial-PID, or migrate's resumable OUT.partial)
 //   PlaceOutput(env, work, OUT, ...) moves the finished work to OUT
 //   OutputLock::Release()           removes OUT.lock

@@ -399,12 +399,7 @@ Result<PackSummary> PackChecked(SampleSource& source, const PackOptions& options
                             MakePartInfo(options, source.listing()));
   }
   DOCFEED_ASSIGN_OR_RETURN(PackOptions placed, Placed(options, output));
-  if (options.part.is_part()) {  // -o PARTS/I: PARTS is made on first use (one level only)
-    const std::string parent = ParentPath(output);
-    if (!parent.empty() && !env->PathExists(parent)) {
-      DOCFEED_RETURN_IF_ERROR(env->CreateDirectory(parent));
-    }
-  }
+  // -o PARTS/I: PARTS (and any directory above it) is made by the lock, on first use.
   DOCFEED_ASSIGN_OR_RETURN(OutputLock lock, OutputLock::Acquire(env, output));
   if (options.part.is_part() && !options.overwrite && env->PathExists(output)) {
     // A rerun of a part: keep the output when it is this part, complete and verified.

@@ -14,7 +14,7 @@ namespace docfeed::internal {
 // its fetch thread until `done` (published under the prefetcher's lock), read-only after.
 struct PrefetchChunk {
   FileRange range;
-  std::vector<uint8_t> bytes;
+  UninitializedBuffer bytes;        // resized without zeroing: a fetch fills it whole
   std::vector<SamplePlan> members;  // the samples it serves
   std::vector<uint64_t> member_ids;
   std::vector<Status> member_errors;  // a member's bytes that failed their checksum twice
@@ -307,7 +307,7 @@ void RangePrefetcher::MaybeFree(Chunk& chunk) {
   // Kept for the next request while the budget has room: buffers allocated by the fetch
   // threads and freed by the workers would otherwise pile up in the allocator's per-thread
   // arenas (the resident set grew by several budgets without this).
-  std::vector<uint8_t> bytes = std::move(chunk.bytes);
+  UninitializedBuffer bytes = std::move(chunk.bytes);
   chunk.bytes = {};
   if (bytes_held_ + spare_bytes_ + bytes.capacity() <= options_.max_bytes) {
     spare_bytes_ += bytes.capacity();
@@ -316,14 +316,14 @@ void RangePrefetcher::MaybeFree(Chunk& chunk) {
   work_cv_.SignalAll();
 }
 
-std::vector<uint8_t> RangePrefetcher::BufferFor(uint64_t length) {
+UninitializedBuffer RangePrefetcher::BufferFor(uint64_t length) {
   // The smallest spare that holds `length`.
   size_t pick = spare_.size();
   for (size_t i = 0; i < spare_.size(); ++i) {
     const uint64_t cap = spare_[i].capacity();
     if (cap >= length && (pick == spare_.size() || cap < spare_[pick].capacity())) pick = i;
   }
-  std::vector<uint8_t> out;
+  UninitializedBuffer out;
   if (pick < spare_.size()) {
     out = std::move(spare_[pick]);
     spare_[pick] = std::move(spare_.back());

@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "base/uninitialized_buffer.h"
 #include "docfeed/status.h"
 #include "format/dataset.h"
 #include "pipeline/loader_stats.h"
@@ -155,7 +156,7 @@ class RangePrefetcher {
   void MaybeFree(Chunk& chunk) DOCFEED_REQUIRES(mu_);
   // An empty buffer whose capacity holds `length` bytes: the smallest spare that does, else a
   // new one (spares freed to make room for it within max_bytes).
-  std::vector<uint8_t> BufferFor(uint64_t length) DOCFEED_REQUIRES(mu_);
+  UninitializedBuffer BufferFor(uint64_t length) DOCFEED_REQUIRES(mu_);
 
   const Dataset* const dataset_;
   const RangePrefetchOptions options_;
@@ -177,7 +178,7 @@ class RangePrefetcher {
   int in_flight_limit_ DOCFEED_GUARDED_BY(mu_) = 2;  // slow start, up to max_requests
   // Buffers of freed requests, reused by the next ones; their capacity and bytes_held_ stay
   // within max_bytes together.
-  std::vector<std::vector<uint8_t>> spare_ DOCFEED_GUARDED_BY(mu_);
+  std::vector<UninitializedBuffer> spare_ DOCFEED_GUARDED_BY(mu_);
   uint64_t spare_bytes_ DOCFEED_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;  // started in the constructor, joined by Close()
   Mutex close_mu_;                    // serializes Close()'s join

@@ -122,6 +122,13 @@ TEST_F(PlacementTest, OverwriteReplacesADatasetAndAnEmptyDirectory) {
   ExpectNoLeftovers(true);
 }
 
+TEST_F(PlacementTest, MissingDirectoriesAboveOutAreMade) {
+  out_ = dir_.Join("runs/2026/out");  // neither runs/ nor runs/2026 exists
+  ASSERT_TRUE(PackWith(false, [] {}).ok());
+  EXPECT_TRUE(VerifyDataset(out_).ok());
+  EXPECT_EQ(ListDirectory(dir_.Join("runs/2026")).value(), std::vector<std::string>{"out"});
+}
+
 TEST_F(PlacementTest, AHeldLockStopsThePackBeforeItWrites) {
   Result<std::unique_ptr<FileLock>> held = Env::Default()->LockFile(OutputLockPath(out_));
   ASSERT_TRUE(held.ok());

@@ -21,6 +21,7 @@ import docfeed
 from conftest import assert_same_batches, docfeed_bin
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "remote"))
+import delay_proxy  # noqa: E402
 import fault_proxy  # noqa: E402
 
 OPTIONS = dict(batch_size=4, image_size=(96, 64), shuffle=True, seed=5, dtype="uint8",
@@ -106,6 +107,41 @@ def test_latency_is_hidden_and_counted(remote_servers, s3_via, local_batches):
     assert r["requests"] <= stats["samples"]
     assert r["bytes_fetched"] <= 1.05 * stats["stored_bytes"] + 4 * OPTIONS["batch_size"] * max(
         1, stats["stored_bytes"] // max(1, stats["samples"])) * 4
+
+
+def test_delay_proxy_delays_each_way_and_changes_nothing(remote_servers, s3_via, local_batches):
+    """tests/remote/delay_proxy.py, the benchmarks' latency (bench/remote/remote_bench.py): a
+    round trip on an open connection costs twice its delay, a new connection one round trip
+    more (the handshake), the bytes arrive as the server sent them, and S3 requests signed for
+    the proxy's address verify upstream (the loader's batches are the local ones)."""
+    import http.client
+    import urllib.parse
+    delay_s = 0.05
+    name = next(p.name for p in pathlib.Path(remote_servers["DOCFEED_TEST_DATASET"]).iterdir()
+                if p.suffix == ".arrow")
+    local = (pathlib.Path(remote_servers["DOCFEED_TEST_DATASET"]) / name).read_bytes()
+    with delay_proxy.DelayProxy(remote_servers["DOCFEED_TEST_HTTP_URL"], delay_s * 1000) as proxy:
+        address = urllib.parse.urlsplit(proxy.url)
+        conn = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
+        elapsed = []
+        for _ in range(2):
+            start = time.monotonic()
+            conn.request("GET", f"/ds/{name}")
+            body = conn.getresponse().read()
+            elapsed.append(time.monotonic() - start)
+            assert body == local
+        conn.close()
+        counts = proxy.stats()
+        got, _ = epochs(proxy.url + "/ds")
+    assert elapsed[0] >= 4 * delay_s, elapsed  # handshake, request, answer
+    assert 2 * delay_s <= elapsed[1] < 10, elapsed
+    assert counts["connections"] == 1 and counts["requests"] == 2, counts
+    assert counts["bytes_down"] > 2 * len(local), counts
+    assert_same_batches(got, local_batches)
+    with delay_proxy.DelayProxy(remote_servers["DOCFEED_TEST_S3_ENDPOINT"], 5) as proxy:
+        got, stats = epochs(s3_via(proxy.url))
+    assert_same_batches(got, local_batches)
+    assert stats["remote"]["retries"] == 0 and stats["remote"]["refetches"] == 0
 
 
 def test_a_throttling_server_gets_fewer_requests_at_once(remote_servers, s3_via, local_batches):
