@@ -242,15 +242,26 @@ class CachedFile : public RandomAccessFile {
   uint64_t BlockStart(uint64_t k) const { return k * block_; }
   uint64_t BlockEnd(uint64_t k) const { return std::min(size_, (k + 1) * block_); }
 
-  // Blocks b0..b1 (all present) read from the data file in one preadv: the parts before and
-  // after the asked range into scratch, the rest straight into `out`; each block checked
-  // against its entry. A block that fails (or a read that fails) is marked absent.
+  // Blocks b0..b1 (all present) read from the data file in one preadv: the asked bytes straight
+  // into `out`, and the parts of the first and last blocks outside them into scratch when those
+  // blocks are to be checked; each block not yet checked against its entry (in this open file)
+  // is hashed whole. A block that fails (or a read that fails) is marked absent. A dataset's
+  // reads of one sample (record batch header, then the image) touch the same blocks several
+  // times: only the first read of a block reads it whole.
   void ServeRun(uint64_t b0, uint64_t b1, uint64_t offset, std::span<uint8_t> out,
                 const uint64_t* entries, std::vector<bool>& absent, size_t absent_at) const {
-    const uint64_t s = BlockStart(b0);
-    const uint64_t e = BlockEnd(b1);
-    const uint64_t lo = std::max(s, offset);
-    const uint64_t hi = std::min(e, offset + out.size());
+    const uint64_t lo = std::max(BlockStart(b0), offset);
+    const uint64_t hi = std::min(BlockEnd(b1), offset + out.size());
+    auto checked = [&](uint64_t k) {
+      return verified_[k].load(std::memory_order_relaxed) == Tag(entries[k - b0]);
+    };
+    // What is read: [s, e). Blocks between b0 and b1 lie inside [lo, hi) anyway. The first and
+    // last blocks' states are read once: an Invalidate on another thread must not make the loop
+    // below hash bytes that were not read.
+    const bool first_checked = checked(b0);
+    const bool last_checked = b1 == b0 ? first_checked : checked(b1);
+    const uint64_t s = first_checked ? lo : BlockStart(b0);
+    const uint64_t e = last_checked ? hi : BlockEnd(b1);
     thread_local std::vector<uint8_t> head, tail;
     head.resize(lo - s);
     tail.resize(e - hi);
@@ -263,7 +274,7 @@ class CachedFile : public RandomAccessFile {
       for (uint64_t k = b0; k <= b1; ++k) absent[absent_at + (k - b0)] = true;
       return;
     }
-    // The bytes of [from, to) of the object among the three pieces.
+    // The bytes of [from, to) of the object among the three pieces (within [s, e)).
     auto piece = [&](uint64_t from, uint64_t to) -> std::span<const uint8_t> {
       if (to <= lo) return {head.data() + (from - s), to - from};
       if (from >= hi) return {tail.data() + (from - hi), to - from};
@@ -274,7 +285,7 @@ class CachedFile : public RandomAccessFile {
       const uint64_t bs = BlockStart(k);
       const uint64_t be = BlockEnd(k);
       const uint64_t entry = entries[k - b0];
-      if (verified_[k].load(std::memory_order_relaxed) == Tag(entry)) {
+      if (k == b0 ? first_checked : k == b1 ? last_checked : checked(k)) {
         served += std::min(be, hi) - std::max(bs, lo);
         continue;
       }
