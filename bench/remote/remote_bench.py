@@ -12,8 +12,8 @@ one epoch, each run a fresh process) on:
   s3+20ms     the same through tests/remote/delay_proxy.py adding 10 ms each way (20 ms per
               round trip) to the TCP stream, as `tc netem` would (not available here)
   s3+20ms HTTP proxy   the same latency added by tests/remote/fault_proxy.py instead, the
-              proxy the benchmark used before delay_proxy.py: it stores every answer whole
-              and forwards it from Python, which caps the loader below local disk by itself
+              proxy the benchmark used before delay_proxy.py: it holds every answer whole
+              before forwarding it, so each answer's first byte waits for its last
   http        the same files served by nginx (servers.py), http://: a server that spends far
               less CPU per byte than SeaweedFS's S3 gateway (one core of it, with --pin, is
               saturated by the loader's pace on a fast core; the "server" column shows it)

@@ -8,10 +8,10 @@ delay and a transfer is not serialized behind its own last byte. A new connectio
 bytes wait one round trip more, for the TCP handshake a real network would cost. Nothing is
 parsed or changed: TLS, HTTP and SigV4 pass through as they are.
 
-Why not tests/remote/fault_proxy.py's ``--latency-ms``: that proxy parses HTTP and stores each
-answer whole before it forwards it (it must, to damage bodies), one thread per request; at the
-benchmark's ~170 pages/s of 1.8 MB pages it alone held the loader to 0.70 of local disk with
-*no* added latency. This one spends a few percent of a core at that rate.
+Why not tests/remote/fault_proxy.py's ``--latency-ms``: that proxy parses HTTP and holds each
+answer whole before it forwards it (it must, to damage bodies), so an answer's first byte also
+waits for its last; a network streams. Both are cheap (about 1 ms of CPU per MB forwarded,
+measured); the difference shows in the time to the first batch (docs/benchmarks.md).
 
 It counts connections, bytes each way and HTTP/1.1 requests (request lines seen in the
 client's stream: `` HTTP/1.1\r\n`` ends each one), so a benchmark can report a client's requests;
