@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace docfeed {
+namespace docfeed::internal {
 
 // std::allocator, except that value-initializing construction (what resize(n) and
 // vector(n) do) default-initializes instead, which for bytes means not at all.
@@ -37,6 +37,6 @@ class DefaultInitAllocator : public std::allocator<T> {
 
 using UninitializedBuffer = std::vector<uint8_t, DefaultInitAllocator<uint8_t>>;
 
-}  // namespace docfeed
+}  // namespace docfeed::internal
 
 #endif  // DOCFEED_BASE_UNINITIALIZED_BUFFER_H_

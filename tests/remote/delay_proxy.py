@@ -25,8 +25,9 @@ import argparse
 import asyncio
 import collections
 import json
-import subprocess
 import sys
+
+import fault_proxy  # ChildServer: the same directory
 
 REQUEST_LINE_END = b" HTTP/1.1\r\n"
 COUNTS = {"connections": 0, "requests": 0, "bytes_up": 0, "bytes_down": 0}
@@ -143,41 +144,17 @@ async def serve(upstream_host, upstream_port, delay_s, ready):
             print(json.dumps(COUNTS), flush=True)  # a "stats" line
 
 
-class DelayProxy:
-    """The forwarder in a child process; `url` is its http://127.0.0.1:PORT. Stopped by close()
-    (its stdin is closed)."""
+class DelayProxy(fault_proxy.ChildServer):
+    """The forwarder in a child process; `url` is its http://127.0.0.1:PORT."""
 
     def __init__(self, upstream: str, delay_ms: float, python: str = sys.executable):
-        self.proc = subprocess.Popen([python, __file__, "--upstream", upstream,
-                                      "--delay-ms", str(delay_ms)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        if not line:
-            self.proc.wait()
-            raise RuntimeError(f"delay_proxy.py did not start:\n{self.proc.stderr.read()}")
-        self.url = json.loads(line)["url"]
+        super().__init__([python, __file__, "--upstream", upstream, "--delay-ms", str(delay_ms)])
 
     def stats(self) -> dict:
         """Connections, HTTP/1.1 requests and bytes each way (up: to the server) so far."""
         self.proc.stdin.write("stats\n")
         self.proc.stdin.flush()
         return json.loads(self.proc.stdout.readline())
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def main() -> int:

@@ -312,30 +312,20 @@ class FaultProxy:
         self.close()
 
 
-class ProxyProcess:
-    """The proxy in a child process (its own GIL: a Python test that drives docfeed in the same
-    process never starves it). Stopped by close() (its stdin is closed)."""
+class ChildServer:
+    """A test server program (this one, tests/remote/delay_proxy.py) in a child process: its own
+    GIL, so a Python test that drives docfeed in the same process never starves it. The program
+    prints ``{"url": ...}`` on its first line and serves until its stdin closes; close() closes
+    it."""
 
-    def __init__(self, upstream: str, fault: str = "none", every: int = 0,
-                 latency_ms: float = 0, ranged_only: bool = False, min_range: int = 0,
-                 match: "str | None" = None, python: str = sys.executable,
-                 max_concurrent: int = 0):
-        args = [python, __file__, "--upstream", upstream, "--fault", fault, "--every", str(every),
-                "--latency-ms", str(latency_ms), "--min-range", str(min_range),
-                "--max-concurrent", str(max_concurrent)]
-        args += ["--match", match] if match else []
-        args += ["--ranged-only"] if ranged_only else []
+    def __init__(self, args: list):
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if not line:
             self.proc.wait()
-            raise RuntimeError(f"fault_proxy.py did not start:\n{self.proc.stderr.read()}")
+            raise RuntimeError(f"{args[1]} did not start:\n{self.proc.stderr.read()}")
         self.url = json.loads(line)["url"]
-
-    def stats(self) -> dict:
-        with urllib.request.urlopen(self.url + "/__faultproxy__/stats", timeout=10) as r:
-            return json.loads(r.read())
 
     def close(self):
         if self.proc.poll() is None:
@@ -351,6 +341,25 @@ class ProxyProcess:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class ProxyProcess(ChildServer):
+    """This proxy in a child process."""
+
+    def __init__(self, upstream: str, fault: str = "none", every: int = 0,
+                 latency_ms: float = 0, ranged_only: bool = False, min_range: int = 0,
+                 match: "str | None" = None, python: str = sys.executable,
+                 max_concurrent: int = 0):
+        args = [python, __file__, "--upstream", upstream, "--fault", fault, "--every", str(every),
+                "--latency-ms", str(latency_ms), "--min-range", str(min_range),
+                "--max-concurrent", str(max_concurrent)]
+        args += ["--match", match] if match else []
+        args += ["--ranged-only"] if ranged_only else []
+        super().__init__(args)
+
+    def stats(self) -> dict:
+        with urllib.request.urlopen(self.url + "/__faultproxy__/stats", timeout=10) as r:
+            return json.loads(r.read())
 
 
 def main() -> int:
