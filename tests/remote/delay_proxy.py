@@ -6,7 +6,9 @@ Every byte read from one side is written to the other ``--delay-ms`` later, in o
 arrives (a stream, not whole HTTP messages), so a request/answer round trip costs twice the
 delay and a transfer is not serialized behind its own last byte. A new connection's first
 bytes wait one round trip more, for the TCP handshake a real network would cost. Nothing is
-parsed or changed: TLS, HTTP and SigV4 pass through as they are.
+changed: HTTP and SigV4 pass through as they are. There is no flow control: what is read is
+queued until its time, however slowly the other side reads (the benchmarks' clients read what
+they asked for at once).
 
 Why not tests/remote/fault_proxy.py's ``--latency-ms``: that proxy parses HTTP and holds each
 answer whole before it forwards it (it must, to damage bodies), so an answer's first byte also
