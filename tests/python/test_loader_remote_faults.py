@@ -7,12 +7,14 @@ sample, a hang or a crash. Each case checks that its faults really happened (the
 counts) and how the loader recovered (its stats). Runs in the front venvs; the servers come from
 the `remote_servers` fixture (conftest.py)."""
 import faulthandler
+import http.client
 import json
 import os
 import pathlib
 import subprocess
 import sys
 import time
+import urllib.parse
 
 import numpy as np
 import pytest
@@ -114,8 +116,6 @@ def test_delay_proxy_delays_each_way_and_changes_nothing(remote_servers, s3_via,
     round trip on an open connection costs twice its delay, a new connection one round trip
     more (the handshake), the bytes arrive as the server sent them, and S3 requests signed for
     the proxy's address verify upstream (the loader's batches are the local ones)."""
-    import http.client
-    import urllib.parse
     delay_s = 0.05
     name = next(p.name for p in pathlib.Path(remote_servers["DOCFEED_TEST_DATASET"]).iterdir()
                 if p.suffix == ".arrow")

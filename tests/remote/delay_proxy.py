@@ -46,6 +46,7 @@ class _Direction:
         self.timer = None
         self.out = None
         self.extra_s = extra_first_s
+        self.ended = False  # the source's end is queued
 
     def push(self, data):
         due = self.loop.time() + self.delay_s + self.extra_s
@@ -54,6 +55,9 @@ class _Direction:
         self._arm()
 
     def end(self):
+        if self.ended:
+            return
+        self.ended = True
         self.queue.append((self.loop.time() + self.delay_s, None))
         self._arm()
 
@@ -85,11 +89,9 @@ class _Side(asyncio.Protocol):
 
     def __init__(self, direction: _Direction, on_connect=None, from_client=False):
         self.direction, self.on_connect, self.from_client = direction, on_connect, from_client
-        self.transport = None
         self.tail = b""  # the end of the last read, for a request line split between reads
 
     def connection_made(self, transport):
-        self.transport = transport
         if self.on_connect:
             self.on_connect(transport)
 
@@ -109,8 +111,6 @@ class _Side(asyncio.Protocol):
         return False
 
     def connection_lost(self, exc):
-        if self.direction.queue and self.direction.queue[-1][1] is None:
-            return
         self.direction.end()
 
 

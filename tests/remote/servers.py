@@ -134,7 +134,8 @@ def seaweedfs(workdir: pathlib.Path):
     # free_port() only finds a port free now; another test's server may take it before weed
     # binds it (ctest runs tests in parallel). weed then exits naming the port: start again on
     # other ports, a bounded number of times.
-    for attempt in range(3):
+    starts = 3
+    for attempt in range(starts):
         s3_port = free_port()
         ports = {name: free_port() for name in (
             "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
@@ -154,7 +155,7 @@ def seaweedfs(workdir: pathlib.Path):
             break
         except BaseException as e:
             _stop(proc)
-            if attempt == 2 or "address already in use" not in str(e):
+            if attempt == starts - 1 or "address already in use" not in str(e):
                 raise
     try:
         yield endpoint
