@@ -55,6 +55,21 @@ wait_checks() {
   return "${status}"
 }
 
+# A run from a clean clone writes about 15 GB here (build trees 7 GB, the virtual environments
+# 7 GB with their torch files hard-linked) and up to 1 GB of test data under ${TMPDIR:-/tmp}. A
+# full disk shows up as a pip or compiler error far from its cause, so say it first.
+warn_disk() {
+  local path free_kb
+  for path in . "${TMPDIR:-/tmp}"; do
+    free_kb=$(df -Pk "${path}" | awk 'NR == 2 { print $4 }')
+    if [[ -n "${free_kb}" && ${free_kb} -lt $((16 * 1024 * 1024)) ]]; then
+      echo "make test: warning: $((free_kb / 1024 / 1024)) GB free under ${path}; a run from a" \
+        "clean clone needs about 16 GB (build trees, virtual environments, test data)"
+    fi
+  done
+}
+warn_disk
+
 # build/asan is configured with .venv/train's Python (its extension), so that venv comes first.
 stage setup "${make[@]}" deps .venv/train/.installed
 mkdir -p build
