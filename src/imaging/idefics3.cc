@@ -145,47 +145,6 @@ std::optional<Image> OpaqueRgb(const Image& rgba) {
   return rgb;
 }
 
-// One tile at (y0, x0) of `page`, through `tables` (one per output channel).
-template <typename T>
-T* WriteTile(const ImageView& page, int32_t y0, int32_t x0, int32_t s, const T* const tables[3],
-             OutputLayout layout, T* out) {
-  const int32_t channels = page.channels;
-  auto row_of = [&](int32_t y) {
-    return page.data + static_cast<ptrdiff_t>(y0 + y) * page.stride_bytes +
-           static_cast<ptrdiff_t>(x0) * channels;
-  };
-  if (layout == OutputLayout::kChw) {
-    for (int32_t c = 0; c < 3; ++c) {
-      const T* table = tables[c];
-      const int32_t src_c = channels == 1 ? 0 : c;
-      for (int32_t y = 0; y < s; ++y) {
-        const uint8_t* row = row_of(y) + src_c;
-        for (int32_t x = 0; x < s; ++x) *out++ = table[row[x * channels]];
-      }
-    }
-    return out;
-  }
-  for (int32_t y = 0; y < s; ++y) {
-    const uint8_t* row = row_of(y);
-    for (int32_t x = 0; x < s; ++x) {
-      for (int32_t c = 0; c < 3; ++c)
-        *out++ = tables[c][row[x * channels + (channels == 1 ? 0 : c)]];
-    }
-  }
-  return out;
-}
-
-template <typename T>
-void WriteTiles(const ImageView& page, Idefics3Grid grid, int32_t s, const T* const tables[3],
-                OutputLayout layout, T* out) {
-  for (int32_t r = 0; r < grid.rows; ++r) {
-    for (int32_t c = 0; c < grid.cols; ++c)
-      out = WriteTile(page, r * s, c * s, s, tables, layout, out);
-  }
-  // The global image (below the grid), or the one tile.
-  WriteTile(page, grid.rows * s, 0, s, tables, layout, out);
-}
-
 }  // namespace
 
 Status ValidateIdefics3Config(const Idefics3Config& config) {
@@ -361,31 +320,24 @@ Status Idefics3Tile(const ImageView& page, const Idefics3Config& config,
   }
   DOCFEED_ASSIGN_OR_RETURN(const Idefics3Grid grid,
                            Idefics3GridOf(page.height, page.width, config));
+  // Each tile, then the global image below the grid (or the one tile), through Normalize: its
+  // layouts are the processor's per-tile layouts, and its CHW float32 writer is the SIMD one.
   const int32_t s = config.max_image_size;
-  switch (dtype) {
-    case DType::kFloat32: {
-      const float* t[3] = {table.f32[0].data(), table.f32[1].data(), table.f32[2].data()};
-      WriteTiles(page, grid, s, t, layout, static_cast<float*>(out));
-      break;
-    }
-    case DType::kFloat16: {
-      const uint16_t* t[3] = {table.f16[0].data(), table.f16[1].data(), table.f16[2].data()};
-      WriteTiles(page, grid, s, t, layout, static_cast<uint16_t*>(out));
-      break;
-    }
-    case DType::kBfloat16: {
-      const uint16_t* t[3] = {table.bf16[0].data(), table.bf16[1].data(), table.bf16[2].data()};
-      WriteTiles(page, grid, s, t, layout, static_cast<uint16_t*>(out));
-      break;
-    }
-    case DType::kUint8: {
-      std::array<uint8_t, 256> identity;
-      for (int v = 0; v < 256; ++v) identity[static_cast<size_t>(v)] = static_cast<uint8_t>(v);
-      const uint8_t* t[3] = {identity.data(), identity.data(), identity.data()};
-      WriteTiles(page, grid, s, t, layout, static_cast<uint8_t*>(out));
-      break;
-    }
+  const size_t tile_bytes =
+      size_t{3} * static_cast<size_t>(s) * static_cast<size_t>(s) * DTypeSize(dtype);
+  auto* dst = static_cast<uint8_t*>(out);
+  auto write_tile = [&](int32_t y0, int32_t x0) {
+    const ImageView tile{page.data + static_cast<ptrdiff_t>(y0) * page.stride_bytes +
+                             static_cast<ptrdiff_t>(x0) * page.channels,
+                         s, s, page.channels, page.stride_bytes};
+    const Status status = Normalize(tile, table, layout, dtype, dst);
+    dst += tile_bytes;
+    return status;
+  };
+  for (int32_t r = 0; r < grid.rows; ++r) {
+    for (int32_t c = 0; c < grid.cols; ++c) DOCFEED_RETURN_IF_ERROR(write_tile(r * s, c * s));
   }
+  DOCFEED_RETURN_IF_ERROR(write_tile(grid.rows * s, 0));
   return Status::Ok();
 }
 
