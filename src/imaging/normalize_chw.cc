@@ -61,12 +61,14 @@ void VectorPixels(const uint8_t* src, int32_t begin, int32_t end, const float* c
   }
 }
 
-void Row(const uint8_t* src, int32_t width, const float* const tables[3], float* const dst[3]) {
+void Row(const uint8_t* src, int32_t width, const float* const tables[3], float* const dst[3],
+         bool may_stream) {
   const auto n = static_cast<int32_t>(hn::Lanes(hn::ScalableTag<float>()));
   const auto addr = [](const float* p) { return reinterpret_cast<uintptr_t>(p); };
   const size_t mis = addr(dst[0]) % kStreamAlign;
-  const bool stream = n * sizeof(float) == kStreamAlign && addr(dst[0]) % sizeof(float) == 0 &&
-                      addr(dst[1]) % kStreamAlign == mis && addr(dst[2]) % kStreamAlign == mis;
+  const bool stream = may_stream && n * sizeof(float) == kStreamAlign &&
+                      addr(dst[0]) % sizeof(float) == 0 && addr(dst[1]) % kStreamAlign == mis &&
+                      addr(dst[2]) % kStreamAlign == mis;
   int32_t head = 0;
   if (stream && mis != 0) head = static_cast<int32_t>((kStreamAlign - mis) / sizeof(float));
   if (head > width) head = width;
@@ -83,11 +85,11 @@ void Row(const uint8_t* src, int32_t width, const float* const tables[3], float*
 }  // namespace
 
 void NormalizeChwFloat32Impl(const ImageView& image, const float* const tables[3], float* out,
-                             size_t plane, size_t row_stride) {
+                             size_t plane, size_t row_stride, bool may_stream) {
   for (int32_t y = 0; y < image.height; ++y) {
     const size_t offset = static_cast<size_t>(y) * row_stride;
     float* const dst[3] = {out + offset, out + plane + offset, out + 2 * plane + offset};
-    Row(image.data + y * image.stride_bytes, image.width, tables, dst);
+    Row(image.data + y * image.stride_bytes, image.width, tables, dst, may_stream);
   }
   hwy::FlushStream();
 }
@@ -105,12 +107,13 @@ HWY_EXPORT(NormalizeChwFloat32Impl);
 void NormalizeChwFloat32(const ImageView& image, const float* const tables[3], float* out) {
   const auto width = static_cast<size_t>(image.width);
   HWY_DYNAMIC_DISPATCH(NormalizeChwFloat32Impl)
-  (image, tables, out, width * static_cast<size_t>(image.height), width);
+  (image, tables, out, width * static_cast<size_t>(image.height), width, /*may_stream=*/true);
 }
 
 void NormalizeChwFloat32Strided(const ImageView& image, const float* const tables[3], float* out,
-                                size_t plane_stride, size_t row_stride) {
-  HWY_DYNAMIC_DISPATCH(NormalizeChwFloat32Impl)(image, tables, out, plane_stride, row_stride);
+                                size_t plane_stride, size_t row_stride, Stores stores) {
+  HWY_DYNAMIC_DISPATCH(NormalizeChwFloat32Impl)
+  (image, tables, out, plane_stride, row_stride, stores == Stores::kStreamWhereAligned);
 }
 
 }  // namespace docfeed::internal

@@ -15,11 +15,17 @@ namespace docfeed::internal {
 // REQUIRES: image.channels == 3, a valid view, out not overlapping it, tables of 256 entries.
 void NormalizeChwFloat32(const ImageView& image, const float* const tables[3], float* out);
 
+// How the writer stores: streaming (non-temporal) stores where the three planes are equally
+// aligned, for output that is read much later (a batch), or always through the cache, for a
+// scratch buffer read back at once.
+enum class Stores { kStreamWhereAligned, kCached };
+
 // The same into a window of larger planes: pixel (x, y) of channel c goes to
 // out[c * plane_stride + y * row_stride + x] (strides in floats). Does not touch other elements.
 // REQUIRES: as above; row_stride >= image.width; the planes do not overlap.
 void NormalizeChwFloat32Strided(const ImageView& image, const float* const tables[3], float* out,
-                                size_t plane_stride, size_t row_stride);
+                                size_t plane_stride, size_t row_stride,
+                                Stores stores = Stores::kStreamWhereAligned);
 
 }  // namespace docfeed::internal
 

@@ -4,7 +4,11 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
+
+#include "imaging/normalize_chw.h"
+#include "kernels/simd_mode.h"
 
 namespace docfeed::internal {
 namespace {
@@ -53,6 +57,49 @@ void WritePatches(const ImageView& page, const QwenVLConfig& config, const T* co
             for (int32_t f = 1; f < frames; ++f) {
               std::memcpy(out, first, plane * sizeof(T));
               out += plane;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// WritePatches for float32 from a 3-channel page, same values: each band of one merged row of
+// patches (patch_size x merge_size pixel rows) is normalized once into three CHW scratch planes
+// by the SIMD table writer (normalize_chw.h: the same table entries), kept in cache, and each
+// patch row is then copied from them into every frame. kPatch > 0 fixes patch_size at compile
+// time (14, every Qwen2-VL / Qwen2.5-VL checkpoint's), so that a row's copy is a few vector
+// moves rather than a call to memcpy.
+template <int32_t kPatch>
+void WritePatchesFloat32Banded(const ImageView& page, const QwenVLConfig& config,
+                               const float* const tables[3], float* out) {
+  const int32_t p = kPatch > 0 ? kPatch : config.patch_size;
+  const int32_t m = config.merge_size;
+  const int32_t frames = config.temporal_patch_size;
+  const int32_t band_rows = p * m;
+  const auto width = static_cast<size_t>(page.width);
+  const size_t plane = static_cast<size_t>(band_rows) * width;
+  const std::unique_ptr<float[]> band(new float[3 * plane]);  // every element written per band
+  for (int32_t y0 = 0; y0 < page.height; y0 += band_rows) {
+    const ImageView rows{page.data + static_cast<ptrdiff_t>(y0) * page.stride_bytes, page.width,
+                         band_rows, 3, page.stride_bytes};
+    NormalizeChwFloat32Strided(rows, tables, band.get(), plane, width, Stores::kCached);
+    for (int32_t bw = 0; bw < page.width / band_rows; ++bw) {
+      for (int32_t mh = 0; mh < m; ++mh) {
+        for (int32_t mw = 0; mw < m; ++mw) {
+          const float* patch = band.get() + static_cast<size_t>(mh * p) * width +
+                               static_cast<size_t>((bw * m + mw) * p);
+          for (int32_t c = 0; c < 3; ++c) {
+            for (int32_t f = 0; f < frames; ++f) {
+              const float* src = patch + static_cast<size_t>(c) * plane;
+              for (int32_t y = 0; y < p; ++y, src += width, out += p) {
+                if constexpr (kPatch > 0) {
+                  std::memcpy(out, src, sizeof(float) * kPatch);
+                } else {
+                  std::memcpy(out, src, sizeof(float) * static_cast<size_t>(p));
+                }
+              }
             }
           }
         }
@@ -195,7 +242,13 @@ Status QwenPatchify(const ImageView& page, const QwenVLConfig& config, const Nor
     }
     case DType::kFloat32: {
       const float* tables[3] = {table.f32[0].data(), table.f32[1].data(), table.f32[2].data()};
-      WritePatches(page, config, tables, static_cast<float*>(out));
+      if (page.channels == 3 && CurrentSimdMode() == SimdMode::kAuto) {
+        auto* dst = static_cast<float*>(out);
+        config.patch_size == 14 ? WritePatchesFloat32Banded<14>(page, config, tables, dst)
+                                : WritePatchesFloat32Banded<0>(page, config, tables, dst);
+      } else {
+        WritePatches(page, config, tables, static_cast<float*>(out));
+      }
       break;
     }
     case DType::kFloat16: {

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/simd_mode.h"
+
 namespace docfeed::internal {
 namespace {
 
@@ -101,6 +103,67 @@ TEST(QwenPatchify, LaysOutPatchesInMergeOrderWithRepeatedFrames) {
     }
   }
   EXPECT_EQ(i, out.size());
+}
+
+// float32 from RGB pages takes a banded SIMD writer (compile-time patch size 14, or any size);
+// gray pages and DOCFEED_SIMD=scalar the table loop. Every path must give each element the
+// table entry of its pixel, in merge order, every frame the same, whatever the row stride.
+TEST(QwenPatchify, Float32IsTheTableEntryOfEachPixelOnEveryPath) {
+  struct Case {
+    int32_t patch, merge, frames, height, width, channels, stride_pad;
+  };
+  const Case cases[] = {{14, 2, 2, 56, 84, 3, 0}, {14, 2, 2, 28, 28, 3, 5},
+                        {14, 2, 2, 56, 28, 1, 3}, {2, 2, 1, 8, 12, 3, 1},
+                        {3, 3, 3, 18, 27, 3, 0},  {16, 1, 2, 32, 48, 3, 7}};
+  for (const Case& k : cases) {
+    QwenVLConfig config;
+    config.patch_size = k.patch;
+    config.merge_size = k.merge;
+    config.temporal_patch_size = k.frames;
+    const ptrdiff_t stride = ptrdiff_t{k.width} * k.channels + k.stride_pad;
+    std::vector<uint8_t> pixels(static_cast<size_t>(stride) * k.height);
+    uint32_t state = 12345;
+    for (uint8_t& v : pixels)
+      v = static_cast<uint8_t>((state = state * 1103515245u + 12345u) >> 24);
+    Result<NormalizeTable> table = MakeQwenVLTable(config);
+    ASSERT_TRUE(table.ok());
+    // The expected values, enumerated directly: merge blocks, the patches in a block, channels,
+    // frames, rows, columns.
+    std::vector<float> want;
+    const int32_t p = k.patch, m = k.merge;
+    for (int32_t bh = 0; bh < k.height / (p * m); ++bh) {
+      for (int32_t bw = 0; bw < k.width / (p * m); ++bw) {
+        for (int32_t i = 0; i < m * m; ++i) {
+          const int32_t y0 = (bh * m + i / m) * p, x0 = (bw * m + i % m) * p;
+          for (int32_t c = 0; c < 3; ++c) {
+            for (int32_t t = 0; t < k.frames; ++t) {
+              for (int32_t y = 0; y < p; ++y) {
+                for (int32_t x = 0; x < p; ++x) {
+                  const int32_t src_c = k.channels == 1 ? 0 : c;
+                  const uint8_t v = pixels[static_cast<size_t>((y0 + y) * stride +
+                                                               (x0 + x) * k.channels + src_c)];
+                  want.push_back(table->f32[static_cast<size_t>(c)][v]);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    ASSERT_EQ(want.size(), static_cast<size_t>(QwenPatchCount(k.height, k.width, config) *
+                                               QwenPatchDim(config)));
+    for (SimdMode mode : {SimdMode::kAuto, SimdMode::kScalar}) {
+      SetSimdModeOverride(mode);
+      std::vector<float> got(want.size(), -7.0f);
+      ASSERT_TRUE(QwenPatchify({pixels.data(), k.width, k.height, k.channels, stride}, config,
+                               *table, DType::kFloat32, got.data())
+                      .ok());
+      EXPECT_EQ(got, want) << "patch " << k.patch << " merge " << k.merge << " frames " << k.frames
+                           << " channels " << k.channels << " mode "
+                           << (mode == SimdMode::kAuto ? "auto" : "scalar");
+    }
+    ClearSimdModeOverride();
+  }
 }
 
 TEST(QwenPatchify, RefusesPagesThatAreNotWholeMergedPatches) {
