@@ -137,6 +137,26 @@ TEST(ToDonutInput, DropsAlphaWithoutCompositing) {
   EXPECT_EQ(ToDonutInput(short_buffer).status().code(), StatusCode::kInvalidArgument);
 }
 
+// RGBA takes a SIMD copy whose vectors hold 16 to 64 pixels: every width around those, each
+// sample of each pixel checked.
+TEST(ToDonutInput, DropsAlphaOfEveryPixelAtEveryWidth) {
+  std::mt19937 rng(7);
+  for (int32_t width = 1; width <= 200; ++width) {
+    Image rgba{.width = width, .height = 3, .channels = 4, .pixels = {}};
+    rgba.pixels.resize(static_cast<size_t>(width) * 3 * 4);
+    for (uint8_t& v : rgba.pixels) v = static_cast<uint8_t>(rng());
+    Result<Image> rgb = ToDonutInput(rgba);
+    ASSERT_TRUE(rgb.ok());
+    ASSERT_EQ(rgb->pixels.size(), static_cast<size_t>(width) * 3 * 3);
+    for (size_t i = 0; i < static_cast<size_t>(width) * 3; ++i) {
+      for (size_t c = 0; c < 3; ++c) {
+        ASSERT_EQ(rgb->pixels[3 * i + c], rgba.pixels[4 * i + c])
+            << "width " << width << " pixel " << i;
+      }
+    }
+  }
+}
+
 // Pillow 13's Image.alpha_composite(white, RGBA (v, v, v, a)).convert("RGB") for these (v, a).
 TEST(ToDonutInput, Version5CompositesOntoWhiteAsPillow) {
   const int pillow[][3] = {{0, 0, 255},    {0, 1, 254},    {0, 128, 127},
