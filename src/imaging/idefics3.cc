@@ -283,8 +283,8 @@ Result<Idefics3Input> ToIdefics3Input(Image decoded, std::string_view pillow_mod
   return in;
 }
 
-Result<Image> Idefics3Resize(const Image& input, ResampleFilter filter,
-                             const Idefics3Config& config) {
+Status Idefics3Resize(const Image& input, ResampleFilter filter, const Idefics3Config& config,
+                      Image* out) {
   if (input.channels < 1 || input.channels == 2 || input.channels > 4 ||
       input.pixels.size() != input.stride_bytes() * static_cast<size_t>(input.height)) {
     return InvalidArgumentError(
@@ -296,9 +296,12 @@ Result<Image> Idefics3Resize(const Image& input, ResampleFilter filter,
   const int32_t ch = input.channels;
   Image resized = NewImage(g.resized_height, g.resized_width, ch);
   DOCFEED_RETURN_IF_ERROR(ResizeInto(ViewOf(input), MutableViewOf(resized), filter));
-  int32_t height = 0, width = 0;
-  Idefics3PreparedSize(g, config, &height, &width);
-  Image page = NewImage(height, width, ch);
+  // The page is written in place into `out` (4 channels: into a page composited afterwards).
+  Image rgba;
+  Image& page = ch == 4 ? rgba : *out;
+  Idefics3PreparedSize(g, config, &page.height, &page.width);
+  page.channels = ch;
+  page.pixels.resize(page.stride_bytes() * static_cast<size_t>(page.height));
   if (g.rows == 0) {
     // Without splitting: the page squared to S x S; with it, a grid of one tile (already S x S
     // after resize_for_vision_encoder, or resized to it).
@@ -307,9 +310,16 @@ Result<Image> Idefics3Resize(const Image& input, ResampleFilter filter,
     const MutableImageView grid = SubView(page, 0, 0, g.grid_height, g.grid_width);
     DOCFEED_RETURN_IF_ERROR(ResizeInto(ViewOf(resized), grid, filter));
     DOCFEED_RETURN_IF_ERROR(ResizeInto(Const(grid), SubView(page, g.grid_height, 0, s, s), filter));
+    // The band's columns right of the global image are 0 (the buffer may hold an earlier page).
+    const size_t rest = static_cast<size_t>(page.width - s) * static_cast<size_t>(ch);
+    for (int32_t y = g.grid_height; y < page.height && rest > 0; ++y) {
+      std::memset(page.pixels.data() + static_cast<size_t>(y) * page.stride_bytes() +
+                      static_cast<size_t>(s) * static_cast<size_t>(ch),
+                  0, rest);
+    }
   }
-  if (ch == 4) return CompositeRgba(page);
-  return page;
+  if (ch == 4) *out = CompositeRgba(rgba);
+  return Status::Ok();
 }
 
 Status Idefics3Tile(const ImageView& page, const Idefics3Config& config,

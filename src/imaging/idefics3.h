@@ -92,11 +92,13 @@ Result<Idefics3Input> ToIdefics3Input(Image decoded, std::string_view pillow_mod
 
 // The prepared page (header comment) of `input` (1, 3 or 4 channels, as ToIdefics3Input gives):
 // every resize with `filter` through Pillow's arithmetic (a resize to the same size is a copy);
-// 4 channels are composited onto white at the end. The result has 1 or 3 channels.
-// REQUIRES: ValidateIdefics3Config(config) is OK.
+// 4 channels are composited onto white at the end. The result, written to `out`, has 1 or 3
+// channels; out's pixel buffer is reused when large enough (a worker that keeps `out` neither
+// allocates nor zeroes a page's worth of memory for pages of the same size).
+// REQUIRES: ValidateIdefics3Config(config) is OK; out is not &input.
 // Errors: InvalidArgument for a bad image or a size ComputeIdefics3Geometry refuses.
-Result<Image> Idefics3Resize(const Image& input, ResampleFilter filter,
-                             const Idefics3Config& config);
+Status Idefics3Resize(const Image& input, ResampleFilter filter, const Idefics3Config& config,
+                      Image* out);
 
 // Writes the tiles of a prepared page (1 or 3 channels, a size Idefics3GridOf accepts) in the
 // processor's order: row-major grid tiles, then the global image (or the one tile). Each tile

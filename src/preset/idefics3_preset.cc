@@ -79,7 +79,7 @@ class Idefics3Preset final : public Preset {
                                              DonutTransparencyKey(bytes, conversion)));
     if (times != nullptr) times->decode += NanosSince(start);
     start = Clock::now();
-    DOCFEED_ASSIGN_OR_RETURN(*out, Idefics3Resize(input.image, input.filter, config_));
+    DOCFEED_RETURN_IF_ERROR(Idefics3Resize(input.image, input.filter, config_, out));
     if (times != nullptr) times->resize += NanosSince(start);
     return Status::Ok();
   }

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
+#include <utility>
 #include <vector>
 
 #include "imaging/donut.h"
@@ -167,16 +169,48 @@ TEST(Idefics3Resize, CompositesRgbaOntoWhiteAfterResizing) {
   rgba.height = 6;
   rgba.channels = 4;
   rgba.pixels.assign(rgba.stride_bytes() * 6, 0);  // transparent black
-  Result<Image> page = Idefics3Resize(rgba, ResampleFilter::kLanczos, config);
-  ASSERT_TRUE(page.ok()) << page.status().ToString();
-  EXPECT_EQ(page->channels, 3);
-  Result<Idefics3Grid> grid = Idefics3GridOf(page->height, page->width, config);
+  Image page;
+  const Status status = Idefics3Resize(rgba, ResampleFilter::kLanczos, config, &page);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(page.channels, 3);
+  Result<Idefics3Grid> grid = Idefics3GridOf(page.height, page.width, config);
   ASSERT_TRUE(grid.ok());
   EXPECT_EQ(grid->rows, 2);  // 10 x 6 -> 16 x 10 (int(16 / (10 / 6)) = 9, made even) -> 16 x 16
   EXPECT_EQ(grid->cols, 2);
-  for (int32_t y = 0; y < page->height; ++y) {  // the grid and the global tile, not the band's rest
+  for (int32_t y = 0; y < page.height; ++y) {  // the grid and the global tile, not the band's rest
     for (int32_t x = 0; x < (y < 2 * 8 ? 16 : 8) * 3; ++x) {
-      ASSERT_EQ(page->pixels[y * page->stride_bytes() + x], 255) << y << "," << x;
+      ASSERT_EQ(page.pixels[y * page.stride_bytes() + x], 255) << y << "," << x;
+    }
+  }
+}
+
+// The page is written into the caller's image, whose buffer may hold an earlier, larger page:
+// every byte must be what a fresh image gets, the band right of the global image 0 included.
+TEST(Idefics3Resize, ReusedOutputGetsTheSameBytesAsAFreshOne) {
+  Idefics3Config config;
+  config.longest_edge = 64;
+  config.max_image_size = 16;
+  std::mt19937 rng(3);
+  for (int32_t channels : {1, 3, 4}) {
+    for (const auto& [width, height] : {std::pair{50, 20}, std::pair{20, 50}, std::pair{12, 12}}) {
+      Image input;
+      input.width = width;
+      input.height = height;
+      input.channels = channels;
+      input.pixels.resize(input.stride_bytes() * static_cast<size_t>(height));
+      for (uint8_t& v : input.pixels) v = static_cast<uint8_t>(rng());
+      Image fresh;
+      ASSERT_TRUE(Idefics3Resize(input, ResampleFilter::kLanczos, config, &fresh).ok());
+      Image reused;
+      reused.width = 64;
+      reused.height = 80;
+      reused.channels = 3;
+      reused.pixels.assign(reused.stride_bytes() * 80, 0xAB);
+      ASSERT_TRUE(Idefics3Resize(input, ResampleFilter::kLanczos, config, &reused).ok());
+      EXPECT_EQ(reused.width, fresh.width);
+      EXPECT_EQ(reused.height, fresh.height);
+      EXPECT_EQ(reused.channels, fresh.channels);
+      EXPECT_EQ(reused.pixels, fresh.pixels) << width << "x" << height << " " << channels;
     }
   }
 }
