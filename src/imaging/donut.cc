@@ -98,13 +98,17 @@ Status CheckPillowBomb(int32_t width, int32_t height) {
 }
 
 // Pillow's resize of the whole image (or `box`) to width x height.
-Result<Image> PillowResize(const ImageView& src, int32_t width, int32_t height,
-                           ResampleFilter filter, const Box* box, double reducing_gap,
-                           ResampleArithmetic arithmetic) {
+// Pillow's resize of `src` to width x height into `out`, whose pixel buffer is reused when large
+// enough (only the part beyond its present size is zeroed; the resize writes every byte).
+Status PillowResizeInto(const ImageView& src, int32_t width, int32_t height, ResampleFilter filter,
+                        const Box* box, double reducing_gap, ResampleArithmetic arithmetic,
+                        Image* out) {
   DOCFEED_RETURN_IF_ERROR(CheckPillowBomb(width, height));
-  Image dst = NewImage(width, height, src.channels);
-  DOCFEED_RETURN_IF_ERROR(Resize(src, MutableViewOf(dst), filter, box, reducing_gap, arithmetic));
-  return dst;
+  out->width = width;
+  out->height = height;
+  out->channels = src.channels;
+  out->pixels.resize(out->stride_bytes() * static_cast<size_t>(height));
+  return Resize(src, MutableViewOf(*out), filter, box, reducing_gap, arithmetic);
 }
 
 // The shortest-edge result that only feeds the thumbnail lives in per-thread scratch, reused
@@ -126,8 +130,8 @@ Box RotateBoxClockwise(const Box& box, int32_t unrotated_height) {
   return Box{unrotated_height - box.y1, box.x0, unrotated_height - box.y0, box.x1};
 }
 
-Result<Image> ResizeStages(const Image& image, const Box& box, const DonutGeometry& g,
-                           const DonutConfig& config) {
+Status ResizeStages(const Image& image, const Box& box, const DonutGeometry& g,
+                    const DonutConfig& config, Image* out) {
   const bool full_box =
       box.x0 == 0 && box.y0 == 0 && box.x1 == image.width && box.y1 == image.height;
   if (!config.do_resize && !full_box) {
@@ -139,9 +143,12 @@ Result<Image> ResizeStages(const Image& image, const Box& box, const DonutGeomet
   const Box* resize_box = full_box ? nullptr : &box;
   const DonutResampling r = ResamplingOf(config);
   if (!thumbnail) {
-    if (!config.do_resize) return image;
-    return PillowResize(ViewOf(image), g.resized_width, g.resized_height, ResampleFilter::kBilinear,
-                        resize_box, 0, r.arithmetic);
+    if (!config.do_resize) {
+      *out = image;
+      return Status::Ok();
+    }
+    return PillowResizeInto(ViewOf(image), g.resized_width, g.resized_height,
+                            ResampleFilter::kBilinear, resize_box, 0, r.arithmetic, out);
   }
   ImageView resized = ViewOf(image);
   std::vector<uint8_t> own;
@@ -151,14 +158,15 @@ Result<Image> ResizeStages(const Image& image, const Box& box, const DonutGeomet
     const size_t size_bytes = stride * static_cast<size_t>(g.resized_height);
     std::vector<uint8_t>& buffer = size_bytes <= kMaxScratchBytes ? t_resized : own;
     if (buffer.size() < size_bytes) buffer.resize(size_bytes);
-    const MutableImageView out{buffer.data(), g.resized_width, g.resized_height, image.channels,
-                               static_cast<ptrdiff_t>(stride)};
+    const MutableImageView shortest{buffer.data(), g.resized_width, g.resized_height,
+                                    image.channels, static_cast<ptrdiff_t>(stride)};
     DOCFEED_RETURN_IF_ERROR(
-        Resize(ViewOf(image), out, ResampleFilter::kBilinear, resize_box, 0, r.arithmetic));
-    resized = ImageView{out.data, out.width, out.height, out.channels, out.stride_bytes};
+        Resize(ViewOf(image), shortest, ResampleFilter::kBilinear, resize_box, 0, r.arithmetic));
+    resized = ImageView{shortest.data, shortest.width, shortest.height, shortest.channels,
+                        shortest.stride_bytes};
   }
-  return PillowResize(resized, g.thumb_width, g.thumb_height, r.thumbnail_filter, nullptr,
-                      r.thumbnail_reducing_gap, r.arithmetic);
+  return PillowResizeInto(resized, g.thumb_width, g.thumb_height, r.thumbnail_filter, nullptr,
+                          r.thumbnail_reducing_gap, r.arithmetic, out);
 }
 
 }  // namespace
@@ -350,9 +358,9 @@ Result<DonutGeometry> CheckDonutResizable(int32_t width, int32_t height,
 namespace {
 
 // DonutResizeScaled's work on the decoded `image` of a full_width x full_height page decoded at
-// 1 / k; DonutResize passes the image itself (k = 1) rather than a ScaledSource copy of it.
-Result<Image> ResizeScaled(const Image& image, int32_t full_width, int32_t full_height, int32_t k,
-                           const DonutConfig& config) {
+// 1 / k, into `out`; DonutResize passes the image itself (k = 1) rather than a ScaledSource copy.
+Status ResizeScaled(const Image& image, int32_t full_width, int32_t full_height, int32_t k,
+                    const DonutConfig& config, Image* out) {
   DOCFEED_RETURN_IF_ERROR(CheckImage(image, "input image"));
   if (image.channels != 1 && image.channels != 3) {
     return InvalidArgumentError("donut: resize takes L or RGB images (ToDonutInput), got " +
@@ -368,20 +376,28 @@ Result<Image> ResizeScaled(const Image& image, int32_t full_width, int32_t full_
   DOCFEED_ASSIGN_OR_RETURN(const DonutGeometry g,
                            CheckDonutResizable(full_width, full_height, config));
   Box box = ScaledBox(full_width, full_height, k);
-  if (!g.rotate) return ResizeStages(image, box, g, config);
+  if (!g.rotate) return ResizeStages(image, box, g, config, out);
   box = RotateBoxClockwise(box, image.height);
-  return ResizeStages(RotateClockwise(image), box, g, config);
+  return ResizeStages(RotateClockwise(image), box, g, config, out);
 }
 
 }  // namespace
 
+Status DonutResizeInto(const Image& image, const DonutConfig& config, Image* out) {
+  return ResizeScaled(image, image.width, image.height, 1, config, out);
+}
+
 Result<Image> DonutResize(const Image& image, const DonutConfig& config) {
-  return ResizeScaled(image, image.width, image.height, 1, config);
+  Image out;
+  DOCFEED_RETURN_IF_ERROR(DonutResizeInto(image, config, &out));
+  return out;
 }
 
 Result<Image> DonutResizeScaled(const ScaledSource& source, const DonutConfig& config) {
-  return ResizeScaled(source.image, source.full_width, source.full_height, source.scale_denom,
-                      config);
+  Image out;
+  DOCFEED_RETURN_IF_ERROR(ResizeScaled(source.image, source.full_width, source.full_height,
+                                       source.scale_denom, config, &out));
+  return out;
 }
 
 PadOffsets CenterPad(int32_t h, int32_t w, const DonutConfig& config) {

@@ -111,6 +111,10 @@ Image RotateClockwise(const Image& image);
 // Errors: InvalidArgument for a bad config or image (including 2 or 4 channels), or a size that
 // ComputeDonutGeometry refuses.
 Result<Image> DonutResize(const Image& image, const DonutConfig& config);
+// The same into `out`, whose pixel buffer is reused when large enough: a worker that keeps
+// `out` allocates, zeroes and faults in no page-sized memory for pages of the same size.
+// REQUIRES: out is not &image.
+Status DonutResizeInto(const Image& image, const DonutConfig& config, Image* out);
 
 // A reduced-resolution decode of a larger image (jpeg_scaled.h): `image` holds
 // ceil(full_width / scale_denom) x ceil(full_height / scale_denom) pixels that cover the whole

@@ -210,12 +210,18 @@ Result<Image> NougatCropMargin(Image image) {
   return image;
 }
 
-Result<Image> NougatResize(Image image, const NougatConfig& config) {
+Status NougatResizeInto(Image image, const NougatConfig& config, Image* out) {
   DOCFEED_RETURN_IF_ERROR(ValidateNougatConfig(config));
   if (config.do_crop_margin) {
     DOCFEED_ASSIGN_OR_RETURN(image, NougatCropMargin(std::move(image)));
   }
-  return DonutResize(image, NougatGeometry(config));
+  return DonutResizeInto(image, NougatGeometry(config), out);
+}
+
+Result<Image> NougatResize(Image image, const NougatConfig& config) {
+  Image out;
+  DOCFEED_RETURN_IF_ERROR(NougatResizeInto(std::move(image), config, &out));
+  return out;
 }
 
 }  // namespace docfeed::internal

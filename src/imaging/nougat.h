@@ -77,6 +77,9 @@ Result<Image> NougatCropMargin(Image image);
 // crop to a thin line can make the thumbnail 0 pixels wide, where the processor fails too);
 // ResourceExhausted for an intermediate image beyond Pillow's bomb limit.
 Result<Image> NougatResize(Image image, const NougatConfig& config);
+// The same into `out`, its pixel buffer reused when large enough (DonutResizeInto).
+// REQUIRES: out is not &image.
+Status NougatResizeInto(Image image, const NougatConfig& config, Image* out);
 
 }  // namespace docfeed::internal
 

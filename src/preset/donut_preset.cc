@@ -45,7 +45,7 @@ class DonutPreset final : public Preset {
     }
     DOCFEED_ASSIGN_OR_RETURN(Image input, DecodeToRgb(bytes, request, config_, times));
     start = Clock::now();
-    DOCFEED_ASSIGN_OR_RETURN(*out, DonutResize(input, config_));
+    DOCFEED_RETURN_IF_ERROR(DonutResizeInto(input, config_, out));
     if (times != nullptr) times->resize += NanosSince(start);
     return Status::Ok();
   }

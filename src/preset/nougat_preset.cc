@@ -40,7 +40,7 @@ class NougatPreset final : public Preset {
                  PrepareTimes* times) const override {
     DOCFEED_ASSIGN_OR_RETURN(Image input, DecodeToRgb(bytes, request, conversion_, times));
     const Clock::time_point start = Clock::now();
-    DOCFEED_ASSIGN_OR_RETURN(*out, NougatResize(std::move(input), config_));
+    DOCFEED_RETURN_IF_ERROR(NougatResizeInto(std::move(input), config_, out));
     if (times != nullptr) times->resize += NanosSince(start);
     if (out->height > config_.height || out->width > config_.width) {
       // Only without do_thumbnail: the processor's pad would fail on a negative margin.
