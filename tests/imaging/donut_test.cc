@@ -234,6 +234,26 @@ TEST(DonutResize, OutputHasTheThumbnailSize) {
   }
 }
 
+// Into a caller's image whose buffer holds an earlier, larger page of garbage: the same bytes as
+// a fresh image, with and without the thumbnail and the rotation.
+TEST(DonutResize, IntoAReusedImageGivesTheFreshBytes) {
+  for (const auto& [w, h] : {std::pair{300, 410}, std::pair{410, 300}, std::pair{64, 64}}) {
+    for (bool align : {false, true}) {
+      DonutConfig config = Config(120, 90);
+      config.align_long_axis = align;
+      const Image image = RandomImage(w, h, 3);
+      Result<Image> fresh = DonutResize(image, config);
+      ASSERT_TRUE(fresh.ok());
+      Image reused = RandomImage(500, 500, 3);
+      ASSERT_TRUE(DonutResizeInto(image, config, &reused).ok());
+      EXPECT_EQ(reused.width, fresh->width);
+      EXPECT_EQ(reused.height, fresh->height);
+      EXPECT_EQ(reused.channels, fresh->channels);
+      EXPECT_EQ(reused.pixels, fresh->pixels) << w << "x" << h << " align " << align;
+    }
+  }
+}
+
 TEST(DonutResize, RejectsAlphaAndEmptyImages) {
   const DonutConfig config = Config(155, 120);
   EXPECT_EQ(DonutResize(RandomImage(10, 10, 4), config).status().code(),
