@@ -430,6 +430,36 @@ template <typename FillRows>
   return out;
 }
 
+// Patch rows: out[3 * x + c] = channel plane c's value x, for the n values of a run.
+struct InterleaveScalar {
+  void operator()(const float* r, const float* g, const float* b, int64_t n, float* out) const {
+    for (int64_t x = 0; x < n; ++x) {
+      out[3 * x] = r[x];
+      out[3 * x + 1] = g[x];
+      out[3 * x + 2] = b[x];
+    }
+  }
+};
+
+// Row r * cols + c of flattened_patches: [r + 1, c + 1, then (y, x, channel) of the patch], from
+// the resized CHW planes (out_w wide, `plane` apart); returns the end of the last row written.
+template <typename Interleave>
+float* PatchRows(const float* resized, int64_t out_w, int64_t plane, const Pix2StructGrid& grid,
+                 int64_t ph, int64_t pw, float* o) {
+  const Interleave interleave;
+  for (int64_t r = 0; r < grid.rows; ++r) {
+    for (int64_t col = 0; col < grid.cols; ++col) {
+      *o++ = static_cast<float>(r + 1);
+      *o++ = static_cast<float>(col + 1);
+      for (int64_t y = 0; y < ph; ++y, o += 3 * pw) {
+        const float* src = resized + (r * ph + y) * out_w + col * pw;
+        interleave(src, src + plane, src + 2 * plane, pw, o);
+      }
+    }
+  }
+  return o;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define DOCFEED_PIX2STRUCT_AVX2 1
 // FillRowsScalar with AVX2, for eight rows at a time: each row's channel c of eight pixels
@@ -607,6 +637,47 @@ struct SquareLeafAvx2 {
   return StandardizeTable(GrayLeaves<SquareLeafAvx2>{gray, pixels}, 3 * pixels);
 }
 
+// InterleaveScalar eight values at a time: each output vector of eight gathers its lanes from
+// the three runs with one permute each and two blends. Copies only: the same bits.
+struct InterleaveAvx2 {
+  [[gnu::target("avx2,fma")]] void operator()(const float* r, const float* g, const float* b,
+                                              int64_t n, float* out) const {
+    // Output lane j of vector k is value (8k + j) / 3 of channel (8k + j) % 3.
+    const __m256i pr0 = _mm256_setr_epi32(0, 0, 0, 1, 0, 0, 2, 0);
+    const __m256i pg0 = _mm256_setr_epi32(0, 0, 0, 0, 1, 0, 0, 2);
+    const __m256i pb0 = _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 0, 0);
+    const __m256i pr1 = _mm256_setr_epi32(0, 3, 0, 0, 4, 0, 0, 5);
+    const __m256i pg1 = _mm256_setr_epi32(0, 0, 3, 0, 0, 4, 0, 0);
+    const __m256i pb1 = _mm256_setr_epi32(2, 0, 0, 3, 0, 0, 4, 0);
+    const __m256i pr2 = _mm256_setr_epi32(0, 0, 6, 0, 0, 7, 0, 0);
+    const __m256i pg2 = _mm256_setr_epi32(5, 0, 0, 6, 0, 0, 7, 0);
+    const __m256i pb2 = _mm256_setr_epi32(0, 5, 0, 0, 6, 0, 0, 7);
+    int64_t x = 0;
+    for (; x + 8 <= n; x += 8, out += 24) {
+      const __m256 vr = _mm256_loadu_ps(r + x);
+      const __m256 vg = _mm256_loadu_ps(g + x);
+      const __m256 vb = _mm256_loadu_ps(b + x);
+      // Blend masks: bit j set takes lane j from the second operand.
+      const __m256 o0 =
+          _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(vr, pr0),
+                                          _mm256_permutevar8x32_ps(vg, pg0), 0b10010010),
+                          _mm256_permutevar8x32_ps(vb, pb0), 0b00100100);
+      const __m256 o1 =
+          _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(vr, pr1),
+                                          _mm256_permutevar8x32_ps(vg, pg1), 0b00100100),
+                          _mm256_permutevar8x32_ps(vb, pb1), 0b01001001);
+      const __m256 o2 =
+          _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(vr, pr2),
+                                          _mm256_permutevar8x32_ps(vg, pg2), 0b01001001),
+                          _mm256_permutevar8x32_ps(vb, pb2), 0b10010010);
+      _mm256_storeu_ps(out, o0);
+      _mm256_storeu_ps(out + 8, o1);
+      _mm256_storeu_ps(out + 16, o2);
+    }
+    InterleaveScalar()(r + x, g + x, b + x, n - x, out);
+  }
+};
+
 bool UseAvx2() {
   static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return supported && CurrentSimdMode() != SimdMode::kScalar;
@@ -710,24 +781,14 @@ Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, 
   const float* resized =
       Resize(pixels, in_h, in_w, standardized, gray, out_h, out_w, wide, resized_storage);
 
-  // Row r * cols + c: [r + 1, c + 1, then (y, x, channel) of the patch], then zero rows.
+  // The patches' rows, then zero rows.
   const int64_t row_values = Pix2StructRowValues(config);
   const int64_t plane = out_h * out_w;
-  float* o = out;
-  for (int64_t r = 0; r < grid.rows; ++r) {
-    for (int64_t col = 0; col < grid.cols; ++col) {
-      *o++ = static_cast<float>(r + 1);
-      *o++ = static_cast<float>(col + 1);
-      for (int64_t y = 0; y < ph; ++y) {
-        const float* src = resized + (r * ph + y) * out_w + col * pw;
-        for (int64_t x = 0; x < pw; ++x) {
-          *o++ = src[x];
-          *o++ = src[plane + x];
-          *o++ = src[2 * plane + x];
-        }
-      }
-    }
-  }
+  float* o = nullptr;
+#ifdef DOCFEED_PIX2STRUCT_AVX2
+  if (UseAvx2()) o = PatchRows<InterleaveAvx2>(resized, out_w, plane, grid, ph, pw, out);
+#endif
+  if (o == nullptr) o = PatchRows<InterleaveScalar>(resized, out_w, plane, grid, ph, pw, out);
   const int64_t used = int64_t{grid.rows} * grid.cols;
   std::fill(o, o + (config.max_patches - used) * row_values, 0.0f);
   return Status::Ok();

@@ -75,22 +75,25 @@ TEST(Pix2StructPatches, LaysOutIdsThenZeroRows) {
   }
 }
 
-// The AVX2 passes (statistics, both resize passes) and the scalar ones do the same float
-// arithmetic in the same order: the outputs are equal bit for bit, on pages whose leaves end at
-// every remainder mod 8, that shrink and grow, and are gray (one channel read as three).
+// The AVX2 passes (statistics, both resize passes, the patch rows' interleave) and the scalar
+// ones do the same float arithmetic in the same order: the outputs are equal bit for bit, on
+// pages whose leaves end at every remainder mod 8, that shrink and grow, and are gray (one
+// channel read as three), with patch rows of 16 values and of widths that leave a remainder.
 TEST(Pix2StructPatches, SimdAndScalarPathsAreBitIdentical) {
   std::mt19937 rng(5);
   struct Case {
-    int32_t width, height, channels, max_patches;
+    int32_t width, height, channels, max_patches, patch_width = 16;
   };
   for (const Case& k : {Case{301, 457, 3, 256}, Case{97, 13, 3, 2048}, Case{640, 480, 1, 512},
-                        Case{1203, 1701, 3, 2048}, Case{17, 1000, 3, 64}}) {
+                        Case{1203, 1701, 3, 2048}, Case{17, 1000, 3, 64}, Case{301, 457, 3, 256, 9},
+                        Case{120, 90, 3, 128, 7}, Case{640, 480, 1, 300, 25}}) {
     std::vector<uint8_t> pixels(static_cast<size_t>(k.width * k.height * k.channels));
     // Skewed values, so the mean and std are not round numbers.
     for (uint8_t& v : pixels)
       v = static_cast<uint8_t>(std::min<uint32_t>(static_cast<uint32_t>(rng() % 300), 255));
     Pix2StructConfig config;
     config.max_patches = k.max_patches;
+    config.patch_width = k.patch_width;
     const size_t values = static_cast<size_t>(config.max_patches * Pix2StructRowValues(config));
     const ImageView page{pixels.data(), k.width, k.height, k.channels, k.width * k.channels};
     std::vector<float> simd(values), scalar(values);
@@ -100,7 +103,7 @@ TEST(Pix2StructPatches, SimdAndScalarPathsAreBitIdentical) {
     ClearSimdModeOverride();
     ASSERT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ(std::memcmp(simd.data(), scalar.data(), values * sizeof(float)), 0)
-        << k.width << "x" << k.height << "x" << k.channels;
+        << k.width << "x" << k.height << "x" << k.channels << " patch width " << k.patch_width;
   }
 }
 
