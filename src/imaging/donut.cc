@@ -97,9 +97,9 @@ Status CheckPillowBomb(int32_t width, int32_t height) {
   return Status::Ok();
 }
 
-// Pillow's resize of the whole image (or `box`) to width x height.
-// Pillow's resize of `src` to width x height into `out`, whose pixel buffer is reused when large
-// enough (only the part beyond its present size is zeroed; the resize writes every byte).
+// Pillow's resize of `src` (or its `box`) to width x height into `out`, whose pixel buffer is
+// reused when large enough (only the part beyond its present size is zeroed; the resize writes
+// every byte).
 Status PillowResizeInto(const ImageView& src, int32_t width, int32_t height, ResampleFilter filter,
                         const Box* box, double reducing_gap, ResampleArithmetic arithmetic,
                         Image* out) {
