@@ -26,7 +26,6 @@ Usage (pin to one core; a quiet machine):
 import argparse
 import math
 import pathlib
-import re
 import subprocess
 import sys
 import time
@@ -68,8 +67,7 @@ def docfeed_decode(build, page, repeat):
     out = subprocess.run([str(pathlib.Path(build) / "bin" / "donut_stages_bench"), page,
                           "--mode", "decode-only", "--repeat", str(repeat)],
                          capture_output=True, text=True, check=True)
-    return float(re.search(r"cpu per image \(mean of \d+\): ([0-9.]+) ms", out.stdout +
-                           out.stderr)[1]) / 1e3
+    return preprocess_timing.cpu_seconds_per_image(out.stdout + out.stderr)
 
 
 def pillow_decode(page, repeat):

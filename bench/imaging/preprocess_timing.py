@@ -27,15 +27,27 @@ def python_times(python, timer, kind, pages, repeat, *extra):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def cpu_seconds_per_image(text):
+    """The mean CPU time per image that `docfeed preprocess --repeat` and donut_stages_bench
+    print ("cpu per image (mean of N): X ms"), in seconds."""
+    return float(re.search(r"cpu per image \(mean of \d+\): ([0-9.]+) ms", text)[1]) / 1e3
+
+
+def run_preprocess(binary, page, repeat, out_npy, *args):
+    """`BINARY preprocess PAGE ARGS --repeat N -o OUT_NPY`: the CPU seconds per image it reports."""
+    out = subprocess.run([str(binary), "preprocess", str(page), *map(str, args), "--repeat",
+                          str(repeat), "-o", str(out_npy)], capture_output=True, text=True,
+                         check=True)
+    return cpu_seconds_per_image(out.stderr)
+
+
 def docfeed_preprocess(build, page, repeat, *args):
-    """`docfeed preprocess PAGE ARGS --repeat N`: the CPU seconds per image it reports, and the
-    shape of the array it wrote."""
+    """`docfeed preprocess PAGE ARGS --repeat N` of the build: the CPU seconds per image it
+    reports, and the shape of the array it wrote."""
     import numpy as np
 
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([str(pathlib.Path(build) / "bin" / "docfeed"), "preprocess", page,
-                              *map(str, args), "--repeat", str(repeat), "-o", f"{tmp}/out.npy"],
-                             capture_output=True, text=True, check=True)
+        seconds = run_preprocess(pathlib.Path(build) / "bin" / "docfeed", page, repeat,
+                                 f"{tmp}/out.npy", *args)
         shape = np.load(f"{tmp}/out.npy").shape
-    ms = float(re.search(r"cpu per image \(mean of \d+\): ([0-9.]+) ms", out.stderr)[1])
-    return ms / 1e3, shape
+    return seconds, shape

@@ -693,6 +693,14 @@ const float* Resize(const uint8_t* rgb, int64_t in_h, int64_t in_w, const Standa
   return ResizeBody<FillRowsScalar>(rgb, in_h, in_w, st, gray, out_h, out_w, wide, resized);
 }
 
+float* WritePatchRows(const float* resized, int64_t out_w, int64_t plane,
+                      const Pix2StructGrid& grid, int64_t ph, int64_t pw, float* out) {
+#ifdef DOCFEED_PIX2STRUCT_AVX2
+  if (UseAvx2()) return PatchRows<InterleaveAvx2>(resized, out_w, plane, grid, ph, pw, out);
+#endif
+  return PatchRows<InterleaveScalar>(resized, out_w, plane, grid, ph, pw, out);
+}
+
 // With `gray`, `pixels` is a contiguous gray page of n / 3 values, standardized as the HWC array
 // of its values thrice.
 Standardization Standardize(const uint8_t* pixels, int64_t n, bool gray) {
@@ -784,11 +792,7 @@ Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, 
   // The patches' rows, then zero rows.
   const int64_t row_values = Pix2StructRowValues(config);
   const int64_t plane = out_h * out_w;
-  float* o = nullptr;
-#ifdef DOCFEED_PIX2STRUCT_AVX2
-  if (UseAvx2()) o = PatchRows<InterleaveAvx2>(resized, out_w, plane, grid, ph, pw, out);
-#endif
-  if (o == nullptr) o = PatchRows<InterleaveScalar>(resized, out_w, plane, grid, ph, pw, out);
+  float* o = WritePatchRows(resized, out_w, plane, grid, ph, pw, out);
   const int64_t used = int64_t{grid.rows} * grid.cols;
   std::fill(o, o + (config.max_patches - used) * row_values, 0.0f);
   return Status::Ok();
