@@ -48,8 +48,15 @@ struct DatasetInfo {
   int32_t longest_edge = 0;
   int32_t max_image_size = 0;
   bool do_image_splitting = false;
-  std::string codec;                              // pack option: keep | png | webp | jpeg | ppm
-  std::string compression;                        // Arrow body compression: none | zstd | lz4_frame
+  // Pix2Struct: "page" (the prepared page, the default) or "patches" (the final flattened_patches
+  // rows, `pack --stored-form patches`), with the max_patches and patch size those rows were
+  // made for (0 for the page form and the other presets).
+  std::string stored_form = "page";
+  int32_t max_patches = 0;
+  int32_t patch_height = 0;
+  int32_t patch_width = 0;
+  std::string codec;        // pack option: keep | png | webp | jpeg | ppm | pfm
+  std::string compression;  // Arrow body compression: none | zstd | lz4_frame
   std::map<std::string, uint64_t> stored_codecs;  // e.g. {"jpeg": 12, "png": 3}
   std::vector<ColumnInfo> columns;                // besides "image", in schema order
   std::string label_column;                       // whose lengths the index records; "" if none
@@ -133,7 +140,7 @@ struct StoredSample {
   StoredSample& operator=(const StoredSample&) = delete;
 
   std::span<const uint8_t> bytes;  // the stored image file, checksum verified
-  std::string_view codec;          // "jpeg", "png", "webp", "tiff" or "ppm" (static strings)
+  std::string_view codec;          // "jpeg", "png", "webp", "tiff", "ppm" or "pfm" (static strings)
   int32_t width = 0;               // as the index records it, before EXIF orientation
   int32_t height = 0;
   int32_t channels = 0;  // as stored: 1 L, 2 LA, 3 RGB, 4 RGBA
@@ -141,7 +148,9 @@ struct StoredSample {
   // preparing an original image: pass it as PrepareOptions::orientation (docfeed/preprocess.h).
   int32_t orientation = 1;
   // For a PGM/PPM page (codec "ppm", what `pack --preprocess` stores): the validated raster
-  // inside `bytes`, height rows of width * channels bytes, without a copy; empty otherwise.
+  // inside `bytes`, height rows of width * channels bytes, without a copy. For a float PFM
+  // (codec "pfm", Pix2Struct's stored patch rows) the validated raster as stored: height rows of
+  // width little-endian float32 values, bottom row first (PFM's order). Empty otherwise.
   std::span<const uint8_t> pixels;
   // Backs `bytes` when the Arrow body was compressed; not for direct use.
   std::vector<uint8_t> storage;

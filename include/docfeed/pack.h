@@ -121,6 +121,14 @@ struct PackPreprocess {
   int32_t longest_edge = 2048;
   int32_t max_image_size = 512;
   bool do_image_splitting = true;
+  // Pix2Struct: "page" (the prepared page, which any max_patches loads) or "patches" (the final
+  // flattened_patches rows for these max_patches and patch sides, stored as grayscale float PFM;
+  // the loader then only copies them and must ask for the same settings). docs/format.md
+  // section 10.
+  std::string stored_form = "page";
+  int32_t max_patches = 2048;  // 1..65536
+  int32_t patch_height = 16;   // 1..256
+  int32_t patch_width = 16;
 };
 
 // Donut labels: the columns `labels` (list<int64>) and `target_sequence` (string), and the

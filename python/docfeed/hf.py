@@ -258,7 +258,8 @@ class DocfeedDataset:
     * "pix2struct": flattened_patches, attention_mask and labels, for
       Pix2StructForConditionalGeneration. max_patches and patch_size default to the
       processing_class' Pix2StructImageProcessor (is_vqa and do_normalize=False are refused),
-      else to the preset's (2048, 16 x 16); image_size does not apply.
+      else to what a dataset packed with --stored-form patches records (its rows load with
+      those only), else to the preset's (2048, 16 x 16); image_size does not apply.
     * "qwen2-vl" / "qwen2.5-vl" (a dataset packed with docfeed.pack(processor=...)):
       pixel_values, image_grid_thw, input_ids, attention_mask and labels, for
       Qwen2VLForConditionalGeneration / Qwen2_5_VLForConditionalGeneration; min_pixels,
@@ -381,6 +382,11 @@ class DocfeedDataset:
         if type(image_processor).__name__.startswith(_PIL_PRESETS[self.preset]):
             settings = _nougat_settings if self.preset == "nougat" else _pix2struct_settings
             found = settings(image_processor)
+        elif stored is not None and stored.get("stored_form") == "patches":
+            # Pix2Struct's stored rows load only with the settings they were made for.
+            found = {"max_patches": int(stored["max_patches"]),
+                     "patch_size": {"height": int(stored["patch_height"]),
+                                    "width": int(stored["patch_width"])}}
         elif stored is not None:  # nougat's stored pages: their size and alignment
             found = {"image_size": (int(stored["height"]), int(stored["width"])),
                      "align_long_axis": bool(stored.get("align_long_axis", False))}

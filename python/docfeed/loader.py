@@ -237,7 +237,11 @@ class Loader:
         google/pix2struct-base's 2048 and 16 x 16; hf_version 4 (Pix2StructImageProcessor of
         4.x) or 5 (Pix2StructImageProcessorPil), bit-identical to it
         (docs/pix2struct-preprocessing.md). float32 and layout
-        "chw" only; image_size, pad, align_long_axis do not apply. Original images only.
+        "chw" only; image_size, pad, align_long_axis do not apply. Original images, pages packed
+        with --preprocess pix2struct (any max_patches; the same hf_version), or the patch rows
+        packed with --stored-form patches (copied, not computed: the same max_patches,
+        patch_size and hf_version, others are refused; content_sizes is then the resized size
+        the rows cover, not the page's).
         "nougat" (NougatImageProcessor): crop_margin, then Donut's geometry (align_long_axis,
         resize, thumbnail) and padding to image_size, normalized with ImageNet's mean/std unless
         image_mean/image_std are given; hf_version 4 (NougatImageProcessor of 4.x, alpha dropped

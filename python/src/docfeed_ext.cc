@@ -603,6 +603,14 @@ nb::dict DatasetInfoDict(const std::string& path) {
       pre["max_image_size"] = info.max_image_size;
       pre["do_image_splitting"] = info.do_image_splitting;
     }
+    if (info.preset == kPackPresetPix2Struct) {
+      pre["stored_form"] = info.stored_form;  // "page" or "patches"
+      if (info.stored_form == "patches") {
+        pre["max_patches"] = info.max_patches;
+        pre["patch_height"] = info.patch_height;
+        pre["patch_width"] = info.patch_width;
+      }
+    }
     d["preprocess"] = pre;
   } else {
     d["preprocess"] = nb::none();

@@ -36,6 +36,8 @@ std::string_view ImageCodecName(ImageCodec codec) {
       return "ppm";
     case ImageCodec::kPdf:
       return "pdf";
+    case ImageCodec::kPfm:
+      return "pfm";
     case ImageCodec::kUnknown:
       break;
   }
@@ -44,7 +46,8 @@ std::string_view ImageCodecName(ImageCodec codec) {
 
 // Signatures: JPEG SOI + first marker prefix (ITU-T T.81 B.1.1.3), PNG spec section 5.2,
 // WebP RFC 9649 section 2.4, GIF89a spec section 17, BMP "BM", TIFF 6.0 section 2 (and BigTIFF),
-// Netpbm "P1".."P7" followed by whitespace (pbm(5), pgm(5), ppm(5), pam(5)), PDF "%PDF-"
+// Netpbm "P1".."P7" followed by whitespace (pbm(5), pgm(5), ppm(5), pam(5)), PFM "Pf"/"PF"
+// followed by whitespace (Netpbm's PFM description), PDF "%PDF-"
 // (ISO 32000-1, 7.5.2).
 ImageCodec SniffCodec(std::span<const uint8_t> bytes) {
   using std::string_view_literals::operator""sv;
@@ -59,6 +62,10 @@ ImageCodec SniffCodec(std::span<const uint8_t> bytes) {
   if (bytes.size() >= 3 && bytes[0] == 'P' && bytes[1] >= '1' && bytes[1] <= '7' &&
       std::strchr(" \t\n\r\v\f", bytes[2]) != nullptr && bytes[2] != 0) {
     return ImageCodec::kPpm;
+  }
+  if (bytes.size() >= 3 && bytes[0] == 'P' && (bytes[1] == 'f' || bytes[1] == 'F') &&
+      std::strchr(" \t\n\r\v\f", bytes[2]) != nullptr && bytes[2] != 0) {
+    return ImageCodec::kPfm;
   }
   if (HasPrefix(bytes, "%PDF-"sv)) return ImageCodec::kPdf;
   return ImageCodec::kUnknown;
@@ -134,6 +141,10 @@ Result<ImageCodec> DecodableCodec(std::span<const uint8_t> bytes, uint64_t max_i
       return UnsupportedError(
           "a PDF document is not an image (docfeed pack renders the pages of files named "
           "*.pdf in an image folder)");
+    case ImageCodec::kPfm:
+      return UnsupportedError(
+          "a float PFM holds stored model output (pack --preprocess pix2struct --stored-form "
+          "patches), not an 8-bit image");
     default:
       return UnsupportedError(
           std::string(ImageCodecName(codec)) +

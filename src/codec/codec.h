@@ -14,6 +14,7 @@
 #define DOCFEED_CODEC_CODEC_H_
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -31,9 +32,12 @@ namespace docfeed::internal {
 // maxval 255) are decoded; BMP and the other Netpbm variants are recognised so the error can say
 // which format was refused. A PDF ("%PDF-") is a document, not an image: DecodeImage refuses it,
 // and `docfeed pack` renders its pages through src/pdf instead.
-enum class ImageCodec { kUnknown, kJpeg, kPng, kWebp, kGif, kBmp, kTiff, kPpm, kPdf };
+// kPfm is a float PFM ("Pf" grayscale, or "PF" colour, which is refused): not an 8-bit image but
+// the container of stored model output (Pix2Struct's patch rows; ViewPfm), so DecodeImage and
+// ProbeImage refuse it.
+enum class ImageCodec { kUnknown, kJpeg, kPng, kWebp, kGif, kBmp, kTiff, kPpm, kPdf, kPfm };
 
-// "jpeg", "png", "webp", "gif", "bmp", "tiff", "ppm", "pdf" or "unknown".
+// "jpeg", "png", "webp", "gif", "bmp", "tiff", "ppm", "pdf", "pfm" or "unknown".
 std::string_view ImageCodecName(ImageCodec codec);
 
 // Identifies the format from its magic bytes (never from a file name). Returns kUnknown when no
@@ -225,6 +229,49 @@ Result<ImageView> ViewPpm(std::span<const uint8_t> bytes, const DecodeLimits& li
 // exceed a row. Pillow opens the result as mode L / RGB.
 // Errors: InvalidArgument for 2 or 4 channels, an empty image or a stride shorter than a row.
 Result<std::vector<uint8_t>> EncodePpm(const ImageView& image);
+
+// Rows of float32 values inside PFM bytes (ViewPfm): row y (0 = the image's top row) starts at
+// top_row + y * stride_bytes. PFM stores the bottom row first, so stride_bytes is negative; the
+// values are little-endian float32 and need not be 4-byte aligned (read them with memcpy, as
+// CopyFloatRows does).
+struct FloatRowsView {
+  const uint8_t* top_row = nullptr;
+  int32_t width = 0;   // values a row
+  int32_t height = 0;  // rows
+  ptrdiff_t stride_bytes = 0;
+};
+
+// Float rows as values, top row first.
+struct FloatRows {
+  int32_t width = 0;
+  int32_t height = 0;
+  std::vector<float> values;  // width * height
+};
+
+// Validates a grayscale float PFM and returns a view of its rows inside `bytes`. Header: "Pf",
+// width, height and scale separated by whitespace (no comments), width and height decimals of at
+// most 2^31 - 1, the scale -1 (optionally "-1.0", "-1.000"...: little-endian, values as they
+// are), then one whitespace byte and exactly width * height * 4 raster bytes, rows bottom to top.
+// The header must fit in 4096 bytes.
+// REQUIRES: `bytes` outlives the view.
+// Errors: Corruption for a malformed or truncated header, a zero side, a scale that is not a
+// real number or is 0, a short raster or trailing bytes; Unsupported for colour "PF", a positive
+// scale (big-endian) or a scale other than -1; ResourceExhausted past `limits` (width * height
+// counts as pixels).
+Result<FloatRowsView> ViewPfm(std::span<const uint8_t> bytes, const DecodeLimits& limits = {});
+
+// ViewPfm's rows copied out, top row first. Errors: ViewPfm's.
+Result<FloatRows> DecodePfm(std::span<const uint8_t> bytes, const DecodeLimits& limits = {});
+
+// Copies rows [first, first + count) of `view` (top row 0) to `out`, view.width values a row.
+// REQUIRES: 0 <= first, first + count <= view.height; `out` holds count * view.width floats.
+void CopyFloatRows(const FloatRowsView& view, int32_t first, int32_t count, float* out);
+
+// Grayscale PFM of `height` rows of `width` float32 values (`rows`: top row first, contiguous):
+// header "Pf\n<width> <height>\n-1.0\n", then the rows bottom to top, little-endian. Pillow opens
+// it as mode "F" and np.asarray gives `rows` back exactly.
+// Errors: InvalidArgument for a side below 1 or null `rows`.
+Result<std::vector<uint8_t>> EncodePfm(const float* rows, int32_t width, int32_t height);
 
 // Returns `image` transposed the way PIL.ImageOps.exif_transpose does for EXIF orientation
 // 2..8 (mirror and/or 90/180/270 degree turn); any other value returns an unchanged copy.

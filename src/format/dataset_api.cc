@@ -26,6 +26,11 @@ DatasetInfo InfoFromManifest(const std::string& path, const internal::Manifest& 
   info.longest_edge = m.preprocess.longest_edge;
   info.max_image_size = m.preprocess.max_image_size;
   info.do_image_splitting = m.preprocess.do_image_splitting;
+  info.stored_form =
+      m.preprocess.patches_form() ? internal::kStoredFormPatches : internal::kStoredFormPage;
+  info.max_patches = m.preprocess.max_patches;
+  info.patch_height = m.preprocess.patch_height;
+  info.patch_width = m.preprocess.patch_width;
   info.codec = m.codec;
   info.compression = m.compression;
   info.stored_codecs = m.stored_codecs;

@@ -63,6 +63,14 @@ Result<StoredSample> DatasetReader::Read(uint64_t id) const {
       return view.status().WithContext(dataset.dir() + ": sample " + std::to_string(id));
     out.pixels = {view->data,
                   static_cast<size_t>(view->stride_bytes) * static_cast<size_t>(view->height)};
+  } else if (record.codec == static_cast<uint8_t>(internal::StoredCodec::kPfm)) {
+    Result<internal::FloatRowsView> view = internal::ViewPfm(out.bytes);
+    if (!view.ok())
+      return view.status().WithContext(dataset.dir() + ": sample " + std::to_string(id));
+    // The raster from its first stored row (the image's bottom one) to its end.
+    const size_t raster_bytes =
+        static_cast<size_t>(view->width) * sizeof(float) * static_cast<size_t>(view->height);
+    out.pixels = {out.bytes.data() + out.bytes.size() - raster_bytes, raster_bytes};
   }
   return out;
 }

@@ -60,6 +60,9 @@ Status CheckStoredCodec(uint8_t codec, std::span<const uint8_t> image) {
     case ImageCodec::kTiff:
       actual = StoredCodec::kTiff;
       break;
+    case ImageCodec::kPfm:
+      actual = StoredCodec::kPfm;
+      break;
     default:
       return CorruptionError("the stored bytes are " +
                              std::string(ImageCodecName(SniffCodec(image))) +
@@ -83,6 +86,8 @@ std::string_view StoredCodecName(StoredCodec codec) {
       return "ppm";
     case StoredCodec::kTiff:
       return "tiff";
+    case StoredCodec::kPfm:
+      return "pfm";
   }
   return "unknown";
 }

@@ -23,10 +23,12 @@ inline constexpr size_t kIndexFooterBytes = 8;
 
 // Codes stored in IndexRecord::codec. Never renumber: they are on disk.
 // kPpm is binary PGM/PPM (P5/P6, maxval 255), the container of preprocessed samples. kTiff is a
-// TIFF file kept as it was packed (`--codec keep`); readers decode its first page.
-enum class StoredCodec : uint8_t { kJpeg = 1, kPng = 2, kWebp = 3, kPpm = 4, kTiff = 5 };
+// TIFF file kept as it was packed (`--codec keep`); readers decode its first page. kPfm is a
+// grayscale float PFM ("Pf"), the container of Pix2Struct's stored patch rows (`pack --preprocess
+// pix2struct --stored-form patches`), never an image to decode.
+enum class StoredCodec : uint8_t { kJpeg = 1, kPng = 2, kWebp = 3, kPpm = 4, kTiff = 5, kPfm = 6 };
 
-// "jpeg", "png", "webp", "ppm", "tiff" ("unknown" for other values).
+// "jpeg", "png", "webp", "ppm", "tiff", "pfm" ("unknown" for other values).
 std::string_view StoredCodecName(StoredCodec codec);
 
 // OK when the signature (magic bytes) of `image` is that of IndexRecord::codec `codec`;

@@ -118,7 +118,14 @@ Json PreprocessToJson(const PreprocessInfo& p) {
     j["patch_size"] = p.patch_size;
     j["merge_size"] = p.merge_size;
   } else if (p.preset == kPreprocessPix2Struct) {
-    // The decoded page at its own size: no size to record.
+    // The page form (decoded page at its own size) records no size and no stored_form key, so
+    // its manifests stay what they were before the patches form existed.
+    if (p.patches_form()) {
+      j["stored_form"] = p.stored_form;
+      j["max_patches"] = p.max_patches;
+      j["patch_height"] = p.patch_height;
+      j["patch_width"] = p.patch_width;
+    }
   } else if (p.preset == kPreprocessIdefics3) {
     j["longest_edge"] = p.longest_edge;
     j["max_image_size"] = p.max_image_size;
@@ -233,6 +240,43 @@ Result<PartInfo> PartFromJson(const Json& j) {
   return p;
 }
 
+// Pix2Struct's stored form: absent or "page" = the prepared page (manifests written before the
+// patches form existed have no key); "patches" needs max_patches and both patch sides, in the
+// bounds of ValidatePix2StructConfig.
+Status Pix2StructFormFromJson(const Json& j, PreprocessInfo* p) {
+  if (!j.contains("stored_form")) return Status::Ok();
+  const std::string form = j.at("stored_form").get<std::string>();
+  if (form == kStoredFormPage) {
+    if (j.contains("max_patches") || j.contains("patch_height") || j.contains("patch_width")) {
+      return CorruptionError(
+          "field preprocess: max_patches and the patch size belong to stored_form \"patches\", "
+          "not \"page\"");
+    }
+    return Status::Ok();  // recorded as "" like a manifest without the key: one page form
+  }
+  if (form != kStoredFormPatches) {
+    return UnsupportedError("field preprocess.stored_form: \"" + form +
+                            "\" (this docfeed knows \"page\" and \"patches\")");
+  }
+  for (const char* key : {"max_patches", "patch_height", "patch_width"}) {
+    if (!j.contains(key)) {
+      return CorruptionError(std::string("field preprocess: stored_form \"patches\" without ") +
+                             key);
+    }
+  }
+  p->stored_form = form;
+  p->max_patches = j.at("max_patches").get<int32_t>();
+  p->patch_height = j.at("patch_height").get<int32_t>();
+  p->patch_width = j.at("patch_width").get<int32_t>();
+  if (p->max_patches < 1 || p->max_patches > 65536 || p->patch_height < 1 ||
+      p->patch_height > 256 || p->patch_width < 1 || p->patch_width > 256) {
+    return CorruptionError("field preprocess: max_patches " + std::to_string(p->max_patches) +
+                           " (1..65536) or patch size " + std::to_string(p->patch_height) + "x" +
+                           std::to_string(p->patch_width) + " (1..256 a side) out of range");
+  }
+  return Status::Ok();
+}
+
 Result<PreprocessInfo> PreprocessFromJson(const Json& j) {
   PreprocessInfo p;
   p.preset = j.at("preset").get<std::string>();
@@ -260,7 +304,12 @@ Result<PreprocessInfo> PreprocessFromJson(const Json& j) {
                               " with backend \"" + p.backend +
                               "\" for preset pix2struct (known: 4 or 5 with \"pil\")");
     }
+    DOCFEED_RETURN_IF_ERROR(Pix2StructFormFromJson(j, &p));
     return p;
+  }
+  if (j.contains("stored_form")) {
+    return UnsupportedError("field preprocess.stored_form: preset " + p.preset +
+                            " has one stored form (stored_form is pix2struct's)");
   }
   p.height = j.at("height").get<int32_t>();
   p.width = j.at("width").get<int32_t>();

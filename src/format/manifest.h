@@ -39,6 +39,11 @@ inline constexpr char kPreprocessIdefics3[] = "idefics3";
 // statistics, so it runs at load time). Recorded by hf_version only (backend "pil"): the pages
 // serve any max_patches and patch size.
 inline constexpr char kPreprocessPix2Struct[] = "pix2struct";
+// PreprocessInfo::stored_form of Pix2Struct: "page" (Prepare's page, the default, recorded by
+// no key) or "patches" (the final flattened_patches rows as grayscale float PFM; docs/format.md
+// section 10).
+inline constexpr char kStoredFormPage[] = "page";
+inline constexpr char kStoredFormPatches[] = "patches";
 
 // A byte range of an Arrow file with its XXH3-64.
 struct Region {
@@ -87,8 +92,15 @@ struct PreprocessInfo {
   int32_t longest_edge = 0;
   int32_t max_image_size = 0;
   bool do_image_splitting = false;
+  // Pix2Struct only: "" or kStoredFormPage (the prepared page) or kStoredFormPatches (the real
+  // flattened_patches rows, made for these max_patches and patch sides, which are 0 otherwise).
+  std::string stored_form = {};
+  int32_t max_patches = 0;
+  int32_t patch_height = 0;
+  int32_t patch_width = 0;
 
   bool preprocessed() const { return !preset.empty(); }
+  bool patches_form() const { return stored_form == kStoredFormPatches; }
   bool operator==(const PreprocessInfo&) const = default;
 };
 

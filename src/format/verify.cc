@@ -283,10 +283,9 @@ class Verifier {
     }
     DOCFEED_RETURN_IF_ERROR(CheckStoredCodec(r.codec, image));
     DOCFEED_RETURN_IF_ERROR(CheckPreprocessed(r));
-    Result<ImageInfo> info = ProbeImage(image);
-    if (!info.ok()) return info.status();
-    if (static_cast<uint32_t>(info->width) != r.width ||
-        static_cast<uint32_t>(info->height) != r.height) {
+    DOCFEED_ASSIGN_OR_RETURN(const StoredGeometry geometry, GeometryOf(r, image));
+    if (static_cast<uint32_t>(geometry.width) != r.width ||
+        static_cast<uint32_t>(geometry.height) != r.height) {
       return CorruptionError("index geometry " + std::to_string(r.width) + "x" +
                              std::to_string(r.height) + " differs from the image's");
     }
@@ -299,6 +298,39 @@ class Verifier {
       return CorruptionError("labels do not match their checksum");
     }
     return Status::Ok();
+  }
+
+  struct StoredGeometry {
+    int32_t width = 0;
+    int32_t height = 0;
+  };
+  // The header's sides: a float PFM (stored patch rows) is validated whole by ViewPfm, since no
+  // image decoder takes it; an image's header is probed.
+  static Result<StoredGeometry> GeometryOf(const IndexRecord& r, std::span<const uint8_t> image) {
+    if (r.codec == static_cast<uint8_t>(StoredCodec::kPfm)) {
+      DOCFEED_ASSIGN_OR_RETURN(const FloatRowsView rows, ViewPfm(image));
+      return StoredGeometry{rows.width, rows.height};
+    }
+    DOCFEED_ASSIGN_OR_RETURN(const ImageInfo info, ProbeImage(image));
+    return StoredGeometry{info.width, info.height};
+  }
+
+  // Pix2Struct's patches form (docs/format.md, section 10): a PFM of at most max_patches rows of
+  // 2 + 3 * ph * pw values, one channel, orientation 1.
+  static Status CheckPix2StructPatches(const IndexRecord& r, const PreprocessInfo& p) {
+    const uint64_t row_values = 2 + 3 * uint64_t{static_cast<uint32_t>(p.patch_height)} *
+                                        static_cast<uint32_t>(p.patch_width);
+    if (r.codec == static_cast<uint8_t>(StoredCodec::kPfm) && r.width == row_values &&
+        r.height >= 1 && r.height <= static_cast<uint32_t>(p.max_patches) && r.channels == 1 &&
+        (r.flags & 0xF) == 1) {
+      return Status::Ok();
+    }
+    return CorruptionError(
+        "stored " + std::string(StoredCodecName(static_cast<StoredCodec>(r.codec))) + " " +
+        std::to_string(r.width) + "x" + std::to_string(r.height) + ", " +
+        std::to_string(r.channels) + " channels, orientation " + std::to_string(r.flags & 0xF) +
+        " is not Pix2Struct's stored patches (a pfm of 1 to " + std::to_string(p.max_patches) +
+        " rows of " + std::to_string(row_values) + " values, 1 channel, orientation 1)");
   }
 
   // An Idefics3 prepared page (docs/format.md, section 10): whole tiles of max_image_size on each
@@ -326,6 +358,7 @@ class Verifier {
   Status CheckPreprocessed(const IndexRecord& r) const {
     const PreprocessInfo& p = manifest_.preprocess;
     if (!p.preprocessed()) return Status::Ok();
+    if (p.patches_form()) return CheckPix2StructPatches(r, p);
     if (r.codec != static_cast<uint8_t>(StoredCodec::kPpm)) {
       return CorruptionError("the manifest says the images were preprocessed, but this one is " +
                              std::string(StoredCodecName(static_cast<StoredCodec>(r.codec))) +
@@ -371,9 +404,11 @@ class Verifier {
   // The manifest's totals against what the samples hold.
   void CheckTotals() {
     const std::string manifest_path = JoinPath(dir_, kManifestFileName);
-    if (manifest_.preprocess.preprocessed() && manifest_.codec != "ppm") {
-      Problem(manifest_path + ": field codec is \"" + manifest_.codec +
-              "\", but a preprocessed dataset stores ppm");
+    const std::string stored = manifest_.preprocess.patches_form() ? "pfm" : "ppm";
+    if (manifest_.preprocess.preprocessed() && manifest_.codec != stored) {
+      Problem(manifest_path + ": field codec is \"" + manifest_.codec + "\", but a" +
+              (stored == "pfm" ? " patches-form Pix2Struct" : " preprocessed") +
+              " dataset stores " + stored);
     }
     if (report_.samples_checked != manifest_.num_samples || !report_.problems.empty()) return;
     std::map<std::string, uint64_t> claimed;

@@ -31,7 +31,22 @@ internal::TargetRecipe ToInternal(LabelRecipe recipe) {
                                        : internal::TargetRecipe::kNotebook;
 }
 
-internal::PackOptions ToInternal(const PackOptions& o) {
+// Pix2Struct's stored form: the page (no settings recorded) or the patches with the settings
+// they are made for (their bounds are checked when the preset is made, by Pack).
+Status ToPix2StructForm(const PackPreprocess& o, internal::PreprocessInfo* p) {
+  if (o.stored_form == internal::kStoredFormPage) return Status::Ok();
+  if (o.stored_form != internal::kStoredFormPatches) {
+    return InvalidArgumentError("stored form \"" + o.stored_form +
+                                "\" is neither page nor patches");
+  }
+  p->stored_form = o.stored_form;
+  p->max_patches = o.max_patches;
+  p->patch_height = o.patch_height;
+  p->patch_width = o.patch_width;
+  return Status::Ok();
+}
+
+Result<internal::PackOptions> ToInternal(const PackOptions& o) {
   internal::PackOptions p;
   p.source = o.source;
   p.output = o.output;
@@ -57,6 +72,14 @@ internal::PackOptions ToInternal(const PackOptions& o) {
     p.encode.preprocess.longest_edge = o.preprocess.longest_edge;
     p.encode.preprocess.max_image_size = o.preprocess.max_image_size;
     p.encode.preprocess.do_image_splitting = o.preprocess.do_image_splitting;
+  }
+  if (o.preprocess.preset == kPackPresetPix2Struct) {
+    DOCFEED_RETURN_IF_ERROR(ToPix2StructForm(o.preprocess, &p.encode.preprocess));
+  } else if (o.preprocess.stored_form != internal::kStoredFormPage) {
+    return InvalidArgumentError(
+        "stored_form \"" + o.preprocess.stored_form +
+        "\" applies to --preprocess pix2struct, not " +
+        (o.preprocess.preset.empty() ? std::string("original images") : o.preprocess.preset));
   }
   p.encode.keep_original = o.preprocess.keep_original;
   p.threads = o.threads;
@@ -154,13 +177,17 @@ Status ParsePackPart(std::string_view text, uint32_t* index, uint32_t* count) {
   return Status::Ok();
 }
 
-Result<PackSummary> Pack(const PackOptions& options) { return internal::Pack(ToInternal(options)); }
+Result<PackSummary> Pack(const PackOptions& options) {
+  DOCFEED_ASSIGN_OR_RETURN(internal::PackOptions p, ToInternal(options));
+  return internal::Pack(p);
+}
 
 Result<PackSummary> PackFrom(std::string_view rows, SampleSource& source,
                              const PackOptions& options) {
   DOCFEED_ASSIGN_OR_RETURN(internal::ImageFolder listing, internal::ParseSampleRows(rows));
   ListedSource listed(std::move(listing), &source);
-  return internal::PackFrom(listed, ToInternal(options));
+  DOCFEED_ASSIGN_OR_RETURN(internal::PackOptions p, ToInternal(options));
+  return internal::PackFrom(listed, p);
 }
 
 }  // namespace docfeed

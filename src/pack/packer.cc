@@ -258,7 +258,9 @@ Status WriteAll(SampleSource& source, const PackOptions& options, const std::str
       options.encode.codec == CodecChoice::kJpeg ? options.encode.jpeg_quality : 0;
   manifest.source_bytes = state.summary.source_bytes;
   manifest.preprocess = options.encode.preprocess;
-  if (manifest.preprocess.preprocessed()) manifest.codec = "ppm";
+  if (manifest.preprocess.preprocessed()) {
+    manifest.codec = manifest.preprocess.patches_form() ? "pfm" : "ppm";
+  }
   manifest.rejected = state.rejects.count;
   if (folder.pdf.documents > 0) {
     manifest.pdf = {folder.pdf.dpi, folder.pdf.first_page_only, PdfRendererName()};

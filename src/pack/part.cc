@@ -58,6 +58,13 @@ Json PreprocessSettings(const PreprocessInfo& p) {
     s["max_image_size"] = p.max_image_size;
     s["do_image_splitting"] = p.do_image_splitting;
   }
+  // Only in Pix2Struct's patches form, so page-form parts packed before it existed still merge.
+  if (p.patches_form()) {
+    s["stored_form"] = p.stored_form;
+    s["max_patches"] = p.max_patches;
+    s["patch_height"] = p.patch_height;
+    s["patch_width"] = p.patch_width;
+  }
   return s;
 }
 

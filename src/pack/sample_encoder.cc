@@ -80,6 +80,19 @@ Result<EncodedImage> Preprocess(std::span<const uint8_t> source, const ImageInfo
   DOCFEED_RETURN_IF_ERROR(preset->Prepare(source, request, &resized));
   EncodedImage out;
   out.decode_report = std::move(report);
+  if (options.preprocess.patches_form()) {
+    // The preset's final output (Pix2Struct's real patch rows), made from Prepare's page by the
+    // loader's own Finish, in float32 (preset.h EncodeStoredOutput).
+    DOCFEED_ASSIGN_OR_RETURN(Preset::StoredOutput stored,
+                             preset->EncodeStoredOutput(ViewOf(resized)));
+    out.bytes = std::move(stored.bytes);
+    out.codec = StoredCodec::kPfm;
+    out.width = static_cast<uint32_t>(stored.width);
+    out.height = static_cast<uint32_t>(stored.height);
+    out.channels = 1;
+    out.orientation = 1;
+    return out;
+  }
   DOCFEED_ASSIGN_OR_RETURN(out.bytes, EncodePpm(ViewOf(resized)));
   out.codec = StoredCodec::kPpm;
   out.width = static_cast<uint32_t>(resized.width);

@@ -47,7 +47,8 @@ struct EncodeOptions {
   // A preset ("donut"): store its Prepare output (preset/preset.h: EXIF orientation, colour
   // conversion, resize) as PPM (P5 for grayscale pages, P6 for RGB); `codec` is then ignored.
   // `preset` is PresetForStored(preprocess), made once by the caller (EncodeSample makes it
-  // per call when it is null).
+  // per call when it is null). With preprocess.patches_form() (Pix2Struct's patches form) the
+  // preset's final output is stored instead, as grayscale float PFM (codec pfm).
   PreprocessInfo preprocess;
   std::shared_ptr<const Preset> preset;
   bool keep_original = false;  // also return the source bytes in EncodedImage::original

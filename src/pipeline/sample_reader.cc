@@ -25,6 +25,7 @@ Result<std::unique_ptr<SampleReader>> SampleReader::Create(std::unique_ptr<Datas
   if (r->preprocessed_) {
     DOCFEED_RETURN_IF_ERROR(r->preset_->CheckStored(stored, r->dataset_->dir()));
   }
+  r->stored_output_ = stored.patches_form();
   DOCFEED_RETURN_IF_ERROR(r->SetUpLabels());
   DOCFEED_RETURN_IF_ERROR(r->SetUpTokenColumns());
   const Preset& p = *r->preset_;
@@ -185,6 +186,14 @@ Status SampleReader::Load(uint64_t id, uint64_t epoch, const SlotView& slot, Wor
   stats_->read.Add(NanosSince(start));
   stats_->stored_bytes.fetch_add(sample.image.size(), std::memory_order_relaxed);
 
+  if (stored_output_) {
+    // The stored form is the output itself (Pix2Struct's patches form; CheckStored matched its
+    // settings): copied into the fixed-size slot, no Prepare and no Finish.
+    start = Clock::now();
+    DOCFEED_ASSIGN_OR_RETURN(const Placement placed, FinishStoredOutput(id, sample, slot.pixels));
+    stats_->pad_normalize.Add(NanosSince(start));
+    return FillSlot(id, placed, sample, slot);
+  }
   DOCFEED_ASSIGN_OR_RETURN(const ImageView view, Prepared(id, sample, scratch));
   // A variable-size output must fit the slot sized from the index: a page larger than its
   // record says (a damaged or forged index) is an error, never a write past the slot. One larger
@@ -214,11 +223,30 @@ Status SampleReader::Load(uint64_t id, uint64_t epoch, const SlotView& slot, Wor
     slot.placement->spilled = out != slot.pixels;
   }
 
+  return FillSlot(id, *placed, sample, slot);
+}
+
+Result<Placement> SampleReader::FinishStoredOutput(uint64_t id, const SampleBytes& sample,
+                                                   void* out) const {
+  const IndexRecord record = dataset_->record(id);
+  if (record.codec != static_cast<uint8_t>(StoredCodec::kPfm)) {
+    return CorruptionError(SampleName(id) +
+                           ": the manifest says the samples hold the preset's stored output "
+                           "(float PFM), but this one is " +
+                           std::string(StoredCodecName(static_cast<StoredCodec>(record.codec))));
+  }
+  Result<Placement> placed = preset_->FinishStoredOutput(sample.image, options_.dtype, out);
+  if (!placed.ok()) return placed.status().WithContext(SampleName(id));
+  return *placed;
+}
+
+Status SampleReader::FillSlot(uint64_t id, const Placement& placed, const SampleBytes& sample,
+                              const SlotView& slot) const {
   *slot.sample_id = static_cast<int64_t>(id);
-  slot.pad_offset[0] = placed->top;
-  slot.pad_offset[1] = placed->left;
-  slot.content_size[0] = placed->height;
-  slot.content_size[1] = placed->width;
+  slot.pad_offset[0] = placed.top;
+  slot.pad_offset[1] = placed.left;
+  slot.content_size[0] = placed.height;
+  slot.content_size[1] = placed.width;
   if (has_labels()) DOCFEED_RETURN_IF_ERROR(CopyLabels(id, sample.labels, slot));
   if (!token_columns_.empty()) DOCFEED_RETURN_IF_ERROR(CopyTokens(id, sample.labels, slot));
   stats_->samples.fetch_add(1, std::memory_order_relaxed);

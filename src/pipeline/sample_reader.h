@@ -88,6 +88,11 @@ class SampleReader {
   Result<size_t> FindColumn(const std::string& name) const;
   Status CopyTokens(uint64_t id, const std::vector<Value>& values, const SlotView& slot) const;
   Result<ImageView> Prepared(uint64_t id, const SampleBytes& sample, WorkerScratch& scratch) const;
+  // A stored output (PreprocessInfo::patches_form) written to `out` by the preset.
+  Result<Placement> FinishStoredOutput(uint64_t id, const SampleBytes& sample, void* out) const;
+  // The slot's id, placement, labels and tokens, once its pixels are written.
+  Status FillSlot(uint64_t id, const Placement& placed, const SampleBytes& sample,
+                  const SlotView& slot) const;
   Status CopyLabels(uint64_t id, const std::vector<Value>& values, const SlotView& slot) const;
   std::string SampleName(uint64_t id) const;
   // Sample `id` read again from its whole record batch, fetched and checked against the
@@ -99,7 +104,8 @@ class SampleReader {
   SampleReaderOptions options_;
   StatsRecorder* stats_ = nullptr;
   bool preprocessed_ = false;
-  int label_column_ = -1;  // index into the manifest's columns; -1: no labels
+  bool stored_output_ = false;  // the samples are the preset's output (Pix2Struct patches form)
+  int label_column_ = -1;       // index into the manifest's columns; -1: no labels
   uint32_t label_capacity_ = 0;
   std::vector<size_t> token_columns_;  // indices into the manifest's columns
   size_t slot_bytes_ = 0;

@@ -124,6 +124,25 @@ class Preset {
   // the output); InvalidArgument for a bad view.
   virtual Result<Placement> Finish(const ImageView& prepared, const SampleKey& key, DType dtype,
                                    OutputLayout layout, void* out) const = 0;
+
+  // A stored form that holds the final output (Pix2Struct's patches form, PreprocessInfo::
+  // patches_form(): its output has no per-epoch randomness). What pack stores for a page that
+  // Prepare gave: the output's real rows in the container the format names (docs/format.md
+  // section 10), with the geometry the index records. Presets without such a form refuse
+  // (Unsupported).
+  struct StoredOutput {
+    std::vector<uint8_t> bytes;
+    int32_t width = 0;   // of the stored container (values a row)
+    int32_t height = 0;  // rows
+  };
+  virtual Result<StoredOutput> EncodeStoredOutput(const ImageView& prepared) const;
+  // The loader's side of it: writes one sample's output, every byte, at `out` (SampleBytes
+  // bytes, as Finish) from `stored`, bytes EncodeStoredOutput made for a preset that CheckStored
+  // accepted. Errors: Corruption for bytes that cannot be such an output (container, sizes);
+  // InvalidArgument for a dtype the preset does not write; Unsupported for presets without the
+  // form.
+  virtual Result<Placement> FinishStoredOutput(std::span<const uint8_t> stored, DType dtype,
+                                               void* out) const;
 };
 
 // Preset names besides kPreprocessDonut (format/manifest.h).
@@ -155,7 +174,8 @@ Result<std::unique_ptr<const Preset>> Idefics3PresetForStored(const PreprocessIn
 inline constexpr char kPresetPix2Struct[] = "pix2struct";  // = kPreprocessPix2Struct
 Result<std::unique_ptr<const Preset>> MakePix2StructPreset(const PresetParams& params);
 // The Pix2Struct preset whose Prepare made pages recorded as `stored` (its generation; max_patches
-// and the patch size, which only Finish uses, are the defaults).
+// and the patch size, which only Finish uses, are the defaults, or, for the patches form, those
+// the rows were made for).
 Result<std::unique_ptr<const Preset>> Pix2StructPresetForStored(const PreprocessInfo& stored);
 
 // What every preset's Prepare starts with: decode `bytes`, apply request.orientation, then the

@@ -50,6 +50,19 @@ Result<PageGrid> Preset::GridOf(int32_t /*height*/, int32_t /*width*/) const {
                               "idefics3 have)");
 }
 
+Result<Preset::StoredOutput> Preset::EncodeStoredOutput(const ImageView& /*prepared*/) const {
+  return UnsupportedError("the " + std::string(name()) +
+                          " preset stores prepared pages only (pix2struct also stores its "
+                          "patches)");
+}
+
+Result<Placement> Preset::FinishStoredOutput(std::span<const uint8_t> /*stored*/, DType /*dtype*/,
+                                             void* /*out*/) const {
+  return UnsupportedError("the " + std::string(name()) +
+                          " preset stores prepared pages only (pix2struct also stores its "
+                          "patches)");
+}
+
 }  // namespace internal
 
 Result<PageSize> ProbePageSize(std::span<const uint8_t> bytes) {

@@ -155,6 +155,47 @@ TEST_F(ForgeryTest, FalseIdefics3Claim) {
   EXPECT_TRUE(Has(ds.status().ToString(), "idefics3")) << ds.status().ToString();
 }
 
+// Pix2Struct's stored patches (max_patches 8, 2 x 2 patches: rows of 14 values) under forged
+// records: a smaller max_patches or another patch size is named by verify for every sample whose
+// rows it cannot hold; a page-form claim over the same samples is refused (they are not PPM),
+// and so is the patches form's manifest codec forged back to ppm.
+TEST_F(ForgeryTest, FalsePix2StructPatchesClaim) {
+  PackOptions o;
+  o.source = dir_.Join("src");
+  o.output = out_;
+  o.threads = 1;
+  o.overwrite = true;
+  o.encode.preprocess.preset = kPreprocessPix2Struct;
+  o.encode.preprocess.stored_form = kStoredFormPatches;
+  o.encode.preprocess.max_patches = 8;
+  o.encode.preprocess.patch_height = 2;
+  o.encode.preprocess.patch_width = 2;
+  ASSERT_TRUE(Pack(o).ok());
+  EXPECT_EQ(Problems(), "");
+  EditManifest([](Manifest& m) { m.preprocess.max_patches = 1; });
+  std::string problems = Problems();
+  EXPECT_TRUE(Has(problems, "is not Pix2Struct's stored patches (a pfm of 1 to 1 rows of 14"))
+      << problems;
+  EditManifest([](Manifest& m) {
+    m.preprocess.max_patches = 8;
+    m.preprocess.patch_width = 3;
+  });
+  EXPECT_TRUE(Has(Problems(), "rows of 20 values")) << Problems();
+  EditManifest([](Manifest& m) {
+    m.preprocess.patch_width = 2;
+    m.codec = "ppm";
+  });
+  EXPECT_TRUE(Has(Problems(),
+                  "field codec is \"ppm\", but a patches-form Pix2Struct dataset "
+                  "stores pfm"))
+      << Problems();
+  EditManifest([](Manifest& m) {
+    m.preprocess.stored_form.clear();
+    m.preprocess.max_patches = m.preprocess.patch_height = m.preprocess.patch_width = 0;
+  });
+  EXPECT_TRUE(Has(Problems(), "not the PPM/PGM that preprocessing stores")) << Problems();
+}
+
 // Sample 2's record given sample 0's image range, size, geometry and checksum (both are in the
 // one record batch): the image-only read would serve sample 0's pixels as sample 2.
 TEST_F(ForgeryTest, IndexRangeAgainstTheArrowRow) {

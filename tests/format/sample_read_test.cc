@@ -7,7 +7,9 @@
 #include <fstream>
 
 #include "base/hash.h"
+#include "codec/codec.h"
 #include "format/dataset.h"
+#include "format/index.h"
 #include "format/manifest.h"
 #include "pack/packer.h"
 #include "pack/test_folder.h"
@@ -340,6 +342,85 @@ TEST(ManifestPreprocessTest, Pix2StructRecordHasNoSizes) {
     EXPECT_NE(back.status().message().find("pix2struct"), std::string::npos)
         << back.status().ToString();
   }
+}
+
+// `--stored-form patches` records the form and the settings the rows were made for; the page
+// form (and every manifest written before the key existed) has no key.
+TEST(ManifestPreprocessTest, Pix2StructPatchesFormRoundTripsAndIsValidated) {
+  Manifest m;
+  m.preprocess.preset = kPreprocessPix2Struct;
+  m.preprocess.stored_form = kStoredFormPatches;
+  m.preprocess.max_patches = 512;
+  m.preprocess.patch_height = 16;
+  m.preprocess.patch_width = 8;
+  std::string text = EncodeManifest(m);
+  EXPECT_NE(text.find("\"stored_form\": \"patches\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"max_patches\": 512"), std::string::npos) << text;
+  Result<Manifest> back = DecodeManifest(text, "docfeed.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->preprocess, m.preprocess);
+  EXPECT_TRUE(back->preprocess.patches_form());
+
+  // Written "page" explicitly, the record reads as the page form (as without the key).
+  std::string page = text;
+  page.replace(page.find("\"patches\""), 9, "\"page\"");
+  Reseal(page);
+  back = DecodeManifest(page, "x/docfeed.json");
+  ASSERT_FALSE(back.ok());  // max_patches has no meaning for the page
+  EXPECT_EQ(back.status().code(), StatusCode::kCorruption) << back.status().ToString();
+
+  struct Bad {
+    std::string from, to;
+    StatusCode code;
+    std::string message;
+  };
+  for (const Bad& bad :
+       {Bad{"\"patches\"", "\"tiles\"", StatusCode::kUnsupported, "tiles"},
+        Bad{"\"max_patches\": 512", "\"max_patches\": 0", StatusCode::kCorruption, "max_patches 0"},
+        Bad{"\"patch_width\": 8", "\"patch_width\": 257", StatusCode::kCorruption, "16x257"},
+        Bad{"\"max_patches\": 512,", "", StatusCode::kCorruption, "without max_patches"}}) {
+    std::string broken = text;
+    const size_t at = broken.find(bad.from);
+    ASSERT_NE(at, std::string::npos) << bad.from;
+    broken.replace(at, bad.from.size(), bad.to);
+    Reseal(broken);
+    back = DecodeManifest(broken, "x/docfeed.json");
+    ASSERT_FALSE(back.ok()) << broken;
+    EXPECT_EQ(back.status().code(), bad.code) << back.status().ToString();
+    EXPECT_NE(back.status().message().find(bad.message), std::string::npos)
+        << back.status().ToString();
+  }
+
+  // The page form writes no key: its manifests are what they were before the patches form.
+  m.preprocess.stored_form.clear();
+  m.preprocess.max_patches = m.preprocess.patch_height = m.preprocess.patch_width = 0;
+  EXPECT_EQ(EncodeManifest(m).find("stored_form"), std::string::npos);
+
+  // Only Pix2Struct has a stored form.
+  Manifest donut;
+  donut.preprocess = {kPreprocessDonut, 1553, 1200, true};
+  std::string donut_text = EncodeManifest(donut);
+  donut_text.insert(donut_text.find("\"height\""), "\"stored_form\": \"patches\", ");
+  Reseal(donut_text);
+  back = DecodeManifest(donut_text, "x/docfeed.json");
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), StatusCode::kUnsupported) << back.status().ToString();
+}
+
+// The index's codec byte 6 is a float PFM, checked against the stored bytes' signature.
+TEST(StoredCodecTest, PfmHasItsOwnByte) {
+  const float value = 0.5f;
+  Result<std::vector<uint8_t>> pfm = EncodePfm(&value, 1, 1);
+  ASSERT_TRUE(pfm.ok());
+  EXPECT_EQ(static_cast<int>(StoredCodec::kPfm), 6);
+  EXPECT_EQ(StoredCodecName(StoredCodec::kPfm), "pfm");
+  EXPECT_TRUE(CheckStoredCodec(6, *pfm).ok());
+  const Status ppm_byte = CheckStoredCodec(static_cast<uint8_t>(StoredCodec::kPpm), *pfm);
+  EXPECT_EQ(ppm_byte.code(), StatusCode::kCorruption);
+  EXPECT_NE(ppm_byte.message().find("stored bytes are pfm"), std::string::npos)
+      << ppm_byte.ToString();
+  const std::vector<uint8_t> ppm = {'P', '5', '\n', '1', ' ', '1', '\n', '2', '5', '5', '\n', 0};
+  EXPECT_EQ(CheckStoredCodec(6, ppm).code(), StatusCode::kCorruption);
 }
 
 TEST(ManifestNormalizationTest, RoundTripsAndIsAbsentByDefault) {

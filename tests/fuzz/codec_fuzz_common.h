@@ -1,6 +1,7 @@
-// Shared body of the codec fuzzers (jpeg/png/webp/gif/ppm/tiff_decode_fuzz.cc): probe and decode
-// arbitrary bytes and check the invariants callers rely on. Any crash, sanitizer report or failed
-// check is a bug. Limits are lowered so the fuzzer spends its time on parsing, not on huge buffers.
+// Shared body of the codec fuzzers (jpeg/png/webp/gif/ppm/pfm/tiff_decode_fuzz.cc): probe and
+// decode arbitrary bytes and check the invariants callers rely on. Any crash, sanitizer report or
+// failed check is a bug. Limits are lowered so the fuzzer spends its time on parsing, not on huge
+// buffers.
 #ifndef DOCFEED_TESTS_FUZZ_CODEC_FUZZ_COMMON_H_
 #define DOCFEED_TESTS_FUZZ_CODEC_FUZZ_COMMON_H_
 

@@ -41,7 +41,7 @@ if [[ ! -e "${lib}" || -n "$(find "${root}/src/codec" "${root}/src/base" "${root
 fi
 
 status=0
-for target in jpeg png webp gif ppm tiff; do
+for target in jpeg png webp gif ppm pfm tiff; do
   bin="${out}/${target}_decode_fuzz"
   if [[ ! -x "${bin}" || "${lib}" -nt "${bin}" || "${root}/tests/fuzz/${target}_decode_fuzz.cc" -nt "${bin}" || "${root}/tests/fuzz/codec_fuzz_common.h" -nt "${bin}" ]]; then
     echo "== building ${target}_decode_fuzz"
@@ -60,6 +60,10 @@ for target in jpeg png webp gif ppm tiff; do
       mkdir -p "${corpus}"
       printf 'P6\n2 1\n255\n\x01\x02\x03\x04\x05\x06' > "${corpus}/rgb.ppm"
       printf 'P5 # gray\n3 1\n255\n\x10\x20\x30' > "${corpus}/gray.pgm" ;;
+    pfm)  # Two tiny hand-written float PFMs: 2 x 1 values, and 1 x 2 with "-1" as the scale.
+      mkdir -p "${corpus}"
+      printf 'Pf\n2 1\n-1.0\n\x00\x00\x80\x3f\x00\x00\x00\xc0' > "${corpus}/row.pfm"
+      printf 'Pf 1 2 -1\n\x00\x00\x80\x3f\x00\x00\x00\x00' > "${corpus}/column.pfm" ;;
   esac
   # The corpus the long campaign kept (tests/fuzz/run_fuzz_long.sh).
   cp -f "${root}/tests/fuzz/corpus/${target}"/* "${corpus}/" 2>/dev/null || true

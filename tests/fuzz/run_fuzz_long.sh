@@ -28,6 +28,7 @@ targets=(
   "webp ${out}/webp_decode_fuzz ${out}/webp/corpus 262144"
   "gif ${out}/gif_decode_fuzz ${out}/gif/corpus 262144"
   "ppm ${out}/ppm_decode_fuzz ${out}/ppm/corpus 262144"
+  "pfm ${out}/pfm_decode_fuzz ${out}/pfm/corpus 262144"
   "tiff ${out}/tiff_decode_fuzz ${out}/tiff/corpus 262144"
   "arrow_stream ${out}/arrow_stream_fuzz ${out}/corpus_arrow 262144"
   "manifest ${out}/manifest_fuzz ${out}/manifest/corpus 65536"

@@ -174,9 +174,15 @@ Status SizeFromDataset(BenchConfig* c) {
     o.preset.idefics3.hf_version = info.hf_version;
     return Status::Ok();
   }
-  if (info.preset == "pix2struct") {  // pages at their own size: max_patches is the default
+  if (info.preset == "pix2struct") {
     o.preset.name = info.preset;
     o.preset.pix2struct.hf_version = info.hf_version;
+    // Pages at their own size: max_patches is the default; stored patches: their settings.
+    if (info.stored_form == "patches") {
+      o.preset.pix2struct.max_patches = info.max_patches;
+      o.preset.pix2struct.patch_height = info.patch_height;
+      o.preset.pix2struct.patch_width = info.patch_width;
+    }
     return Status::Ok();
   }
   if (!info.preset.empty()) {
@@ -245,11 +251,12 @@ Result<double> MeasureBaseline(const LoaderOptions& o, int n) {
     for (uint64_t id = 0; id < count; ++id) {
       DOCFEED_ASSIGN_OR_RETURN(const StoredSample s, reader->Read(id));
       if (preprocessed) {
-        // Read() validated the PGM/PPM header and located the raster, as the loader's ViewPpm;
-        // a page stored in another container would need a decode the loader does too.
+        // Read() validated the PGM/PPM (or, for Pix2Struct's stored patches, PFM) header and
+        // located the raster, as the loader's ViewPpm / ViewPfm; a page stored in another
+        // container would need a decode the loader does too.
         if (s.pixels.empty()) {
           return UnsupportedError(o.path + ": sample " + std::to_string(id) +
-                                  ": preprocessed page not stored as PGM/PPM");
+                                  ": preprocessed page not stored as PGM/PPM or PFM");
         }
         checksum += s.pixels[0];
         continue;

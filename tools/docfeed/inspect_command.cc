@@ -47,6 +47,13 @@ void PrintText(const DatasetStats& s) {
         m.preset.c_str(), static_cast<long long>(m.min_pixels),
         static_cast<long long>(m.max_pixels), m.patch_size, m.merge_size, m.hf_version,
         m.backend.c_str(), originals.c_str());
+  } else if (m.preset == "pix2struct" && m.stored_form == "patches") {
+    std::printf(
+        "\npreprocessing   pix2struct flattened_patches rows (the processor's output without its "
+        "zero rows) for max_patches %d, patch %dx%d, transformers %d.x %s, stored as float "
+        "PFM%s",
+        m.max_patches, m.patch_height, m.patch_width, m.hf_version, m.backend.c_str(),
+        originals.c_str());
   } else if (m.preset == "pix2struct") {
     std::printf(
         "\npreprocessing   pix2struct decoded pages at their own size (patches are cut at load "

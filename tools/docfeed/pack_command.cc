@@ -104,6 +104,12 @@ constexpr char kPackHelp[] =
     "                         EXIF-oriented, RGB as --hf-version converts them) at their own\n"
     "                         size, so loading skips the decode; any max_patches loads them\n"
     "                         (docs/pix2struct-preprocessing.md)\n"
+    "  --stored-form page|patches  pix2struct only: page (default, as above) or patches: the\n"
+    "                         processor's whole output, each page's real flattened_patches\n"
+    "                         rows (no zero rows) as a float PFM (Pillow mode F), for\n"
+    "                         --max-patches N (default 2048) --patch-size N|HxW (default 16);\n"
+    "                         loading only copies them, and a loader must ask for the same\n"
+    "                         max_patches, patch size and --hf-version\n"
     "\n"
     "Donut labels (the columns labels and target_sequence, and OUT/tokenizer/):\n"
     "  --tokenizer DIR        XLM-RoBERTa tokenizer folder: tokenizer.json (wins) or\n"
@@ -148,6 +154,48 @@ Status ParseIdefics3Sizes(const ParsedArgs& parsed, bool has_qwen_flags, PackPre
   return Status::Ok();
 }
 
+bool HasPix2StructFlags(const ParsedArgs& parsed) {
+  return parsed.options.count("--stored-form") > 0 || parsed.options.count("--max-patches") > 0;
+}
+
+// --preprocess pix2struct: --stored-form page (the page at its own size; max_patches is the
+// loader's) or patches, with --max-patches and --patch-size N|HxW (the bounds of
+// ValidatePix2StructConfig and of `docfeed preprocess --preset pix2struct`).
+Status ParsePix2StructForm(const ParsedArgs& parsed, PackPreprocess* p) {
+  if (parsed.options.count("--size") > 0 || parsed.Has("--align-long-axis") ||
+      parsed.options.count("--min-pixels") > 0 || parsed.options.count("--max-pixels") > 0 ||
+      parsed.options.count("--merge-size") > 0) {
+    return InvalidArgumentError(
+        "--size, --align-long-axis and the Qwen2-VL sizes are other presets', not pix2struct's "
+        "(it stores the decoded page at its own size, or with --stored-form patches its "
+        "patches for --max-patches and --patch-size)");
+  }
+  p->stored_form = parsed.Get("--stored-form", "page");
+  if (p->stored_form != "page" && p->stored_form != "patches") {
+    return InvalidArgumentError("--stored-form must be page or patches, not " + p->stored_form);
+  }
+  const bool patches = p->stored_form == "patches";
+  if (!patches &&
+      (parsed.options.count("--max-patches") > 0 || parsed.options.count("--patch-size") > 0)) {
+    return InvalidArgumentError(
+        "--max-patches and --patch-size need --stored-form patches (the page form serves any "
+        "max_patches: give it to the loader)");
+  }
+  if (!patches) return Status::Ok();
+  DOCFEED_ASSIGN_OR_RETURN(
+      p->max_patches, ParseInt("--max-patches", parsed.Get("--max-patches", "2048"), 1, 65536));
+  const std::string patch = parsed.Get("--patch-size", "16");
+  const size_t x = patch.find('x');
+  DOCFEED_ASSIGN_OR_RETURN(p->patch_height,
+                           ParseInt("--patch-size height", patch.substr(0, x), 1, 256));
+  p->patch_width = p->patch_height;
+  if (x != std::string::npos) {
+    DOCFEED_ASSIGN_OR_RETURN(p->patch_width,
+                             ParseInt("--patch-size width", patch.substr(x + 1), 1, 256));
+  }
+  return Status::Ok();
+}
+
 Status ParsePreprocess(const ParsedArgs& parsed, PackPreprocess* p) {
   const std::string preset = parsed.Get("--preprocess", "");
   const bool has_size = parsed.options.count("--size") > 0;
@@ -157,12 +205,12 @@ Status ParsePreprocess(const ParsedArgs& parsed, PackPreprocess* p) {
   const bool has_flags = has_size || has_qwen_flags || HasIdefics3Flags(parsed) ||
                          parsed.Has("--align-long-axis") || parsed.Has("--keep-original") ||
                          parsed.options.count("--hf-version") > 0 ||
-                         parsed.options.count("--backend") > 0;
+                         parsed.options.count("--backend") > 0 || HasPix2StructFlags(parsed);
   if (preset.empty()) {
     if (has_flags) {
       return InvalidArgumentError(
-          "--size, --align-long-axis, --hf-version, --backend, --keep-original and the "
-          "Qwen2-VL and Idefics3 sizes need --preprocess");
+          "--size, --align-long-axis, --hf-version, --backend, --keep-original, --stored-form and "
+          "the Qwen2-VL, Idefics3 and Pix2Struct sizes need --preprocess");
     }
     return Status::Ok();
   }
@@ -180,6 +228,10 @@ Status ParsePreprocess(const ParsedArgs& parsed, PackPreprocess* p) {
         "--codec does not apply with --preprocess (pages are stored as "
         "PGM/PPM)");
   }
+  if (!pix2struct && HasPix2StructFlags(parsed)) {
+    return InvalidArgumentError(
+        "--stored-form and --max-patches are the pix2struct preset's, not " + preset + "'s");
+  }
   if (!idefics3 && HasIdefics3Flags(parsed)) {
     return InvalidArgumentError(
         "--longest-edge, --max-image-size and --no-image-splitting are the idefics3 preset's, "
@@ -190,12 +242,7 @@ Status ParsePreprocess(const ParsedArgs& parsed, PackPreprocess* p) {
   if (idefics3) {
     DOCFEED_RETURN_IF_ERROR(ParseIdefics3Sizes(parsed, has_qwen_flags, p));
   } else if (pix2struct) {
-    // The page is stored at its own size; max_patches is the loader's.
-    if (has_size || parsed.Has("--align-long-axis") || has_qwen_flags) {
-      return InvalidArgumentError(
-          "--size, --align-long-axis and the Qwen2-VL sizes are other presets', not pix2struct's "
-          "(it stores the decoded page at its own size; max_patches is the loader's)");
-    }
+    DOCFEED_RETURN_IF_ERROR(ParsePix2StructForm(parsed, p));
   } else if (qwen) {
     if (has_size || parsed.Has("--align-long-axis")) {
       return InvalidArgumentError("--size and --align-long-axis are Donut's, not " + preset +
@@ -409,7 +456,9 @@ int RunPack(const Args& args) {
                     "--pages",
                     "--part",
                     "--longest-edge",
-                    "--max-image-size"},
+                    "--max-image-size",
+                    "--stored-form",
+                    "--max-patches"},
                    kPackHelp, &ToOptions);
   if (const int* exit_code = std::get_if<int>(&start)) return *exit_code;
   PackOptions* options = &std::get<PackOptions>(start);
