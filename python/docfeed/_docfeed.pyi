@@ -1,5 +1,5 @@
 """Type stubs of the nanobind extension (python/src/docfeed_ext.cc). Internal: use docfeed.Loader."""
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -109,10 +109,13 @@ def pack_rows(output: str, rows: str, fetch: Callable[[], List[Any]], *, codec: 
               hf_version: Optional[int] = None, backend: str = "pil",
               keep_original: bool = False, max_file_mb: int = 500, validate: str = "auto",
               min_pixels: Optional[int] = None, max_pixels: Optional[int] = None,
-              patch_size: Optional[int] = None, merge_size: Optional[int] = None,
+              patch_size: Union[None, int, Tuple[int, int], Dict[str, int]] = None,
+              merge_size: Optional[int] = None,
               longest_edge: Optional[int] = None, max_image_size: Optional[int] = None,
               do_image_splitting: Optional[bool] = None,
-              part: Optional[Tuple[int, int]] = None, chat_labels: str = "") -> Dict[str, Any]: ...
+              part: Optional[Tuple[int, int]] = None, chat_labels: str = "",
+              stored_form: Optional[str] = None,
+              max_patches: Optional[int] = None) -> Dict[str, Any]: ...
 
 def pack_path(source: str, output: str, *, codec: str = "keep", jpeg_quality: int = 90,
               threads: int = 0, overwrite: bool = False, skip_bad: bool = False,
@@ -122,10 +125,12 @@ def pack_path(source: str, output: str, *, codec: str = "keep", jpeg_quality: in
               keep_original: bool = False, max_file_mb: int = 500, split: str = "",
               image_root: str = "", dpi: int = 200, pages: str = "auto",
               validate: str = "auto", min_pixels: Optional[int] = None,
-              max_pixels: Optional[int] = None, patch_size: Optional[int] = None,
+              max_pixels: Optional[int] = None,
+              patch_size: Union[None, int, Tuple[int, int], Dict[str, int]] = None,
               merge_size: Optional[int] = None, longest_edge: Optional[int] = None,
               max_image_size: Optional[int] = None, do_image_splitting: Optional[bool] = None,
-              part: Optional[Tuple[int, int]] = None) -> Dict[str, Any]: ...
+              part: Optional[Tuple[int, int]] = None, stored_form: Optional[str] = None,
+              max_patches: Optional[int] = None) -> Dict[str, Any]: ...
 
 # docfeed/merge.h Merge: the parts of a split pack joined into `output`; releases the GIL.
 def merge(parts: Sequence[str], output: str, *, overwrite: bool = False) -> Dict[str, Any]: ...

@@ -387,7 +387,9 @@ class DocfeedDataset:
             found = {"max_patches": int(stored["max_patches"]),
                      "patch_size": {"height": int(stored["patch_height"]),
                                     "width": int(stored["patch_width"])}}
-        elif stored is not None:  # nougat's stored pages: their size and alignment
+        elif stored is not None and self.preset == "nougat":
+            # Nougat's stored pages: their size and alignment. Pix2Struct's page form keeps each
+            # page at its own size (its record's height and width are 0): the loader's settings.
             found = {"image_size": (int(stored["height"]), int(stored["width"])),
                      "align_long_axis": bool(stored.get("align_long_axis", False))}
         image_size = self.image_size or found.pop("image_size", None)

@@ -285,9 +285,11 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
          image_root: "Optional[str | os.PathLike[str]]" = None, dpi: int = _DEFAULT_DPI,
          pages: Union[str, int] = "auto", validate: str = "auto",
          min_pixels: Optional[int] = None, max_pixels: Optional[int] = None,
-         patch_size: Optional[int] = None, merge_size: Optional[int] = None,
+         patch_size: "Optional[int | Tuple[int, int] | Dict[str, int]]" = None,
+         merge_size: Optional[int] = None,
          longest_edge: Optional[int] = None, max_image_size: Optional[int] = None,
-         do_image_splitting: Optional[bool] = None,
+         do_image_splitting: Optional[bool] = None, stored_form: Optional[str] = None,
+         max_patches: Optional[int] = None,
          part: Optional[Tuple[int, int]] = None, processor: Any = None,
          prompt: Optional[str] = None, prompt_column: Optional[str] = None,
          _summary_out: Optional[Dict[str, Any]] = None) -> str:
@@ -358,6 +360,15 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
       Pix2StructImageProcessor starts from: decoded, EXIF-oriented and converted to RGB as that
       generation does, at their own size (`docfeed pack --preprocess pix2struct`), so the loader
       skips the decode; docfeed.Loader(preset="pix2struct") loads them at any max_patches.
+      stored_form ("page", the default, or "patches"; pix2struct only) with "patches" stores
+      instead the processor's whole output: each page's real flattened_patches rows (its zero
+      padding rows left out) as a float PFM that `datasets` opens as a mode "F" image, for
+      max_patches (1..65536, default 2048) and patch_size (an int, (height, width) or the
+      processor's {"height": h, "width": w}; 1..256 each, default 16 x 16) (`docfeed pack
+      --stored-form patches --max-patches N --patch-size HxW`); the loader then only copies the
+      rows, and docfeed.Loader(preset="pix2struct") must ask for the same max_patches,
+      patch_size and hf_version (others are refused). max_patches and patch_size need
+      stored_form="patches"; stored_form and max_patches are refused for other presets.
       hf_version (4 or 5, default 4;
       with processor=, its image processor's generation and backend) and backend ("pil", default, or
       "torchvision" with 5): the DonutImageProcessor generation to reproduce (`--hf-version`,
@@ -393,6 +404,7 @@ def pack(dataset: Any, output: "str | os.PathLike[str]", *, image_column: str = 
         "max_image_size": max_image_size,
         "do_image_splitting": None if do_image_splitting is None else bool(do_image_splitting),
         "part": None if part is None else tuple(part),
+        "stored_form": stored_form, "max_patches": max_patches,
     }
     extra = list(extra_args)
     if extra:

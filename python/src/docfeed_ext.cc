@@ -778,6 +778,68 @@ void SetIdefics3Sizes(const Idefics3PackSizes& sizes, bool other_sizes, PackPrep
   }
 }
 
+// pack_rows' / pack_path's stored_form and max_patches (None: not given); patch_size is shared
+// with the Qwen presets and read by the preset that takes it.
+struct Pix2StructPackForm {
+  nb::handle stored_form, max_patches;
+
+  bool given() const { return !stored_form.is_none() || !max_patches.is_none(); }
+};
+
+// Pix2Struct's patch_size: an int (square), (height, width), or the processor's
+// {"height": h, "width": w}, with the bounds of `docfeed pack --patch-size`.
+void SetPix2StructPatchSize(nb::handle patch_size, PackPreprocess* p) {
+  nb::handle height = patch_size;
+  nb::handle width = patch_size;
+  nb::object h_item, w_item;  // keep items taken out of a dict or sequence alive
+  if (nb::isinstance<nb::dict>(patch_size)) {
+    nb::dict d = nb::borrow<nb::dict>(patch_size);
+    if (d.size() != 2 || !d.contains("height") || !d.contains("width")) {
+      RaiseInvalid("patch_size must be an int, (height, width) or {\"height\": h, \"width\": w}");
+    }
+    h_item = d["height"];
+    w_item = d["width"];
+    height = h_item;
+    width = w_item;
+  } else if (nb::isinstance<nb::tuple>(patch_size) || nb::isinstance<nb::list>(patch_size)) {
+    if (nb::len(patch_size) != 2) {
+      RaiseInvalid("patch_size must be an int, (height, width) or {\"height\": h, \"width\": w}");
+    }
+    h_item = patch_size[0];
+    w_item = patch_size[1];
+    height = h_item;
+    width = w_item;
+  }
+  p->patch_height = ToInt<int32_t>("patch_size height", height, 1, 256);
+  p->patch_width = ToInt<int32_t>("patch_size width", width, 1, 256);
+}
+
+// preprocess="pix2struct": stored_form "page" (default: the page at its own size; max_patches
+// is the loader's) or "patches" with max_patches and patch_size (unset ones keep
+// PackPreprocess's defaults, the processor's), checked as `docfeed pack --stored-form ...`.
+void SetPix2StructForm(const Pix2StructPackForm& form, nb::handle patch_size, PackPreprocess* p) {
+  if (!form.stored_form.is_none()) {
+    std::string stored;
+    if (!nb::try_cast(form.stored_form, stored) || (stored != "page" && stored != "patches")) {
+      RaiseInvalid("stored_form must be \"page\" or \"patches\", not " +
+                   nb::cast<std::string>(nb::repr(form.stored_form)));
+    }
+    p->stored_form = stored;
+  }
+  if (p->stored_form != "patches") {
+    if (!form.max_patches.is_none() || !patch_size.is_none()) {
+      RaiseInvalid(
+          "max_patches and patch_size need stored_form=\"patches\" (the page form serves any "
+          "max_patches: give it to the loader)");
+    }
+    return;
+  }
+  if (!form.max_patches.is_none()) {
+    p->max_patches = ToInt<int32_t>("max_patches", form.max_patches, 1, 65536);
+  }
+  if (!patch_size.is_none()) SetPix2StructPatchSize(patch_size, p);
+}
+
 // The one place that turns pack_rows' typed keyword arguments into PackOptions, with the
 // checks and defaults of `docfeed pack` (tools/docfeed/pack_command.cc).
 PackOptions MakePackOptions(const std::string& output, const std::string& codec,
@@ -789,7 +851,8 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
                             nb::handle hf_version, const std::string& backend, bool keep_original,
                             nb::handle max_file_mb, const std::string& validate,
                             nb::handle min_pixels, nb::handle max_pixels, nb::handle patch_size,
-                            nb::handle merge_size, const Idefics3PackSizes& idefics3) {
+                            nb::handle merge_size, const Idefics3PackSizes& idefics3,
+                            const Pix2StructPackForm& pix2struct_form) {
   PackOptions o;
   o.output = output;
   Result<PackCodec> parsed_codec = ParsePackCodec(codec);
@@ -806,13 +869,17 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
   o.validate = parsed_validate.value();
   const bool has_qwen_sizes = !min_pixels.is_none() || !max_pixels.is_none() ||
                               !patch_size.is_none() || !merge_size.is_none();
+  // Pix2Struct takes patch_size too: only these are the Qwen presets' alone.
+  const bool has_qwen_only_sizes =
+      !min_pixels.is_none() || !max_pixels.is_none() || !merge_size.is_none();
   const bool qwen = preprocess == kPackPresetQwen2VL || preprocess == kPackPresetQwen25VL;
   if (preprocess.empty()) {
     if (size || align_long_axis || keep_original || !hf_version.is_none() || backend != "pil" ||
-        has_qwen_sizes || idefics3.given()) {
+        has_qwen_sizes || idefics3.given() || pix2struct_form.given()) {
       RaiseInvalid(
           "size, align_long_axis, hf_version, backend, keep_original, min_pixels, max_pixels, "
-          "patch_size, merge_size, longest_edge, max_image_size and do_image_splitting need "
+          "patch_size, merge_size, longest_edge, max_image_size, do_image_splitting, "
+          "stored_form and max_patches need "
           "preprocess= (\"donut\", \"nougat\", \"qwen2-vl\", \"qwen2.5-vl\", \"idefics3\" or "
           "\"pix2struct\")");
     }
@@ -835,15 +902,21 @@ PackOptions MakePackOptions(const std::string& output, const std::string& codec,
           "preset's, not " +
           preprocess + "'s");
     }
+    if (!pix2struct && pix2struct_form.given()) {
+      RaiseInvalid("stored_form and max_patches are the pix2struct preset's, not " + preprocess +
+                   "'s");
+    }
     o.preprocess.preset = preprocess;
     if (tiled) {
       SetIdefics3Sizes(idefics3, size || align_long_axis || has_qwen_sizes, &o.preprocess);
     } else if (pix2struct) {
-      if (size || align_long_axis || has_qwen_sizes) {
+      if (size || align_long_axis || has_qwen_only_sizes) {
         RaiseInvalid(
-            "size, align_long_axis and the Qwen2-VL sizes are other presets', not pix2struct's "
-            "(it stores the decoded page at its own size; max_patches is the loader's)");
+            "size, align_long_axis, min_pixels, max_pixels and merge_size are other presets', "
+            "not pix2struct's (it stores the decoded page at its own size, or with "
+            "stored_form=\"patches\" its patches for max_patches and patch_size)");
       }
+      SetPix2StructForm(pix2struct_form, patch_size, &o.preprocess);
     } else if (qwen) {
       if (size || align_long_axis) {
         RaiseInvalid("size and align_long_axis are Donut's, not " + preprocess +
@@ -965,11 +1038,13 @@ nb::dict PackRows(const std::string& output, const std::string& rows, nb::object
                   bool keep_original, nb::int_ max_file_mb, const std::string& validate,
                   nb::object min_pixels, nb::object max_pixels, nb::object patch_size,
                   nb::object merge_size, nb::object longest_edge, nb::object max_image_size,
-                  nb::object do_image_splitting, nb::object part, const std::string& chat_labels) {
+                  nb::object do_image_splitting, nb::object part, const std::string& chat_labels,
+                  nb::object stored_form, nb::object max_patches) {
   PackOptions options = MakePackOptions(
       output, codec, jpeg_quality, threads, overwrite, skip_bad, strict, compression, preprocess,
       size, align_long_axis, hf_version, backend, keep_original, max_file_mb, validate, min_pixels,
-      max_pixels, patch_size, merge_size, {longest_edge, max_image_size, do_image_splitting});
+      max_pixels, patch_size, merge_size, {longest_edge, max_image_size, do_image_splitting},
+      {stored_form, max_patches});
   SetPart(part, &options);
   options.chat_labels = chat_labels;
   PyRowSource source(CountRows(rows), std::move(fetch));
@@ -992,11 +1067,13 @@ nb::dict PackPath(const std::string& source, const std::string& output, const st
                   const std::string& image_root, nb::int_ dpi, const std::string& pages,
                   const std::string& validate, nb::object min_pixels, nb::object max_pixels,
                   nb::object patch_size, nb::object merge_size, nb::object longest_edge,
-                  nb::object max_image_size, nb::object do_image_splitting, nb::object part) {
+                  nb::object max_image_size, nb::object do_image_splitting, nb::object part,
+                  nb::object stored_form, nb::object max_patches) {
   PackOptions options = MakePackOptions(
       output, codec, jpeg_quality, threads, overwrite, skip_bad, strict, compression, preprocess,
       size, align_long_axis, hf_version, backend, keep_original, max_file_mb, validate, min_pixels,
-      max_pixels, patch_size, merge_size, {longest_edge, max_image_size, do_image_splitting});
+      max_pixels, patch_size, merge_size, {longest_edge, max_image_size, do_image_splitting},
+      {stored_form, max_patches});
   SetPart(part, &options);
   options.source = source;
   options.split = split;
@@ -1289,7 +1366,7 @@ NB_MODULE(_docfeed, m) {
         "validate"_a = "auto", "min_pixels"_a = nb::none(), "max_pixels"_a = nb::none(),
         "patch_size"_a = nb::none(), "merge_size"_a = nb::none(), "longest_edge"_a = nb::none(),
         "max_image_size"_a = nb::none(), "do_image_splitting"_a = nb::none(), "part"_a = nb::none(),
-        "chat_labels"_a = "",
+        "chat_labels"_a = "", "stored_form"_a = nb::none(), "max_patches"_a = nb::none(),
         "Packs rows into `output` (docfeed.pack's engine): `rows` is one JSON object per line "
         "(file_name and the other columns, as metadata.jsonl), `fetch()` returns the next "
         "rows' images. The GIL is released while encoding and writing. Returns the summary.");
@@ -1301,7 +1378,8 @@ NB_MODULE(_docfeed, m) {
         "image_root"_a = "", "dpi"_a = 200, "pages"_a = "auto", "validate"_a = "auto",
         "min_pixels"_a = nb::none(), "max_pixels"_a = nb::none(), "patch_size"_a = nb::none(),
         "merge_size"_a = nb::none(), "longest_edge"_a = nb::none(), "max_image_size"_a = nb::none(),
-        "do_image_splitting"_a = nb::none(), "part"_a = nb::none(),
+        "do_image_splitting"_a = nb::none(), "part"_a = nb::none(), "stored_form"_a = nb::none(),
+        "max_patches"_a = nb::none(),
         "Packs the image folder or Hugging Face dataset on disk (save_to_disk output, or a "
         "load_dataset cache directory) at `source` into `output`, as `docfeed pack` does "
         "(dpi, pages: its --dpi and --pages). The GIL is released while packing. Returns the "

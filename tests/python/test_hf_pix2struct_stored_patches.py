@@ -223,3 +223,85 @@ def test_pack_options_are_checked(packs, tmp_path):
         result = run_docfeed("pack", source, "-o", tmp_path / "bad", *args, check=False)
         assert result.returncode != 0, args
         assert message in result.stderr, (args, result.stderr)
+
+
+def test_docfeed_dataset_on_the_page_form(packs):
+    """DocfeedDataset(preset="pix2struct") on a page-form dataset with no processor takes the
+    loader's settings (given, else the preset's 2048 and 16 x 16). The page form records no page
+    size (height and width are 0), which DocfeedDataset once read as the nougat image_size: the
+    loader was then refused with "height must be an integer in 1..65535, not 0"."""
+    for options, want_args in [({}, {"max_patches": 2048, "patch_size": 16}),
+                               ({"max_patches": MAX_PATCHES, "patch_size": PATCH}, {})]:
+        dataset = docfeed.hf.DocfeedDataset(str(packs["page"]), preset="pix2struct", **options)
+        got = batches(dataset.loader(batch_size=2, shuffle=False, drop_last=False))
+        want = batches(make_loader(packs["page"], batch_size=2, shuffle=False, **want_args))
+        assert len(got) == len(want) == 3
+        for a, b in zip(got, want):
+            for key in ("flattened_patches", "attention_mask", "sample_ids"):
+                assert torch.equal(a[key], b[key]), key
+
+
+def stored_bytes(path):
+    rows = datasets.load_from_disk(str(path)).cast_column("image", datasets.Image(decode=False))
+    return [r["bytes"] for r in rows["image"]]
+
+
+def test_python_pack_stores_the_patches(packs, tmp_path):
+    """docfeed.pack(..., preprocess="pix2struct", stored_form="patches", max_patches=,
+    patch_size=) from a path (pack_path) and from a datasets.Dataset (pack_rows) stores what the
+    CLI stores, and its batches are the processor's for the original pages."""
+    source = packs["patches"].parent / "src"
+    originals = datasets.load_from_disk(str(packs["originals"]))
+    from_path = docfeed.pack(source, tmp_path / "from-path", preprocess="pix2struct",
+                             stored_form="patches", max_patches=MAX_PATCHES,
+                             patch_size=(PATCH["height"], PATCH["width"]), hf_version=HF_VERSION)
+    from_rows = docfeed.pack(originals, tmp_path / "from-rows", preprocess="pix2struct",
+                             stored_form="patches", max_patches=MAX_PATCHES, patch_size=PATCH,
+                             hf_version=HF_VERSION)
+    cli = stored_bytes(packs["patches"])
+    for out in (from_path, from_rows):
+        manifest = json.loads((tmp_path / out / "docfeed.json").read_text())
+        assert manifest["preprocess"] == {
+            "preset": "pix2struct", "stored_form": "patches", "max_patches": MAX_PATCHES,
+            "patch_height": PATCH["height"], "patch_width": PATCH["width"],
+            "hf_version": HF_VERSION, "backend": "pil"}, manifest["preprocess"]
+        assert stored_bytes(out) == cli
+    # A square patch_size given as an int: 16 x 16 rows.
+    square = docfeed.pack(source, tmp_path / "square", preprocess="pix2struct",
+                          stored_form="patches", max_patches=64, patch_size=16)
+    assert np.asarray(datasets.load_from_disk(square)[0]["image"]).shape[1] == 2 + 3 * 16 * 16
+    needs_avx2()
+    proc = Processor(max_patches=MAX_PATCHES, patch_size=PATCH)
+    for out in (from_path, from_rows):
+        got = batches(make_loader(out))
+        assert sum(len(b["sample_ids"]) for b in got) == 6
+        for b in got:
+            want = proc([originals[int(i)]["image"] for i in b["sample_ids"]],
+                        return_tensors="pt")
+            assert torch.equal(b["flattened_patches"], want["flattened_patches"])
+            assert torch.equal(b["attention_mask"], want["attention_mask"])
+
+
+def test_python_pack_options_are_checked(packs, tmp_path):
+    source = packs["patches"].parent / "src"
+    for kwargs, message in [
+            ({"preprocess": "pix2struct", "stored_form": "tiles"},
+             'stored_form must be "page" or "patches"'),
+            ({"preprocess": "pix2struct", "max_patches": 64}, 'need stored_form="patches"'),
+            ({"preprocess": "pix2struct", "stored_form": "page", "patch_size": 8},
+             'need stored_form="patches"'),
+            ({"preprocess": "donut", "size": (64, 64), "stored_form": "patches"},
+             "stored_form and max_patches are the pix2struct preset's, not donut's"),
+            ({"preprocess": "idefics3", "max_patches": 64},
+             "stored_form and max_patches are the pix2struct preset's, not idefics3's"),
+            ({"stored_form": "patches"}, "need preprocess="),
+            ({"preprocess": "pix2struct", "stored_form": "patches", "max_patches": 0},
+             "max_patches"),
+            ({"preprocess": "pix2struct", "stored_form": "patches", "patch_size": (16, 300)},
+             "patch_size width"),
+            ({"preprocess": "pix2struct", "stored_form": "patches", "patch_size": {"h": 4}},
+             "patch_size must be an int, (height, width)")]:
+        with pytest.raises(docfeed.InvalidArgumentError) as e:
+            docfeed.pack(source, tmp_path / "bad", **kwargs)
+        assert message in str(e.value), (kwargs, str(e.value))
+        assert not (tmp_path / "bad").exists(), kwargs
