@@ -15,17 +15,12 @@
 
 #include "codec/codec.h"
 #include "codec/internal/formats.h"
+#include "codec/internal/netpbm_header.h"
 
 namespace docfeed::internal {
 namespace {
 
-constexpr size_t kMaxHeaderBytes = 4096;      // as ppm.cc: a real header is ~20 bytes
-constexpr uint64_t kMaxDecimal = 0x7FFFFFFF;  // width and height fit in int32
 constexpr size_t kMaxScaleChars = 32;
-
-bool IsSpace(uint8_t c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
 
 struct PfmHeader {
   int32_t width = 0;
@@ -33,110 +28,53 @@ struct PfmHeader {
   size_t raster_offset = 0;
 };
 
-class PfmHeaderParser {
- public:
-  explicit PfmHeaderParser(std::span<const uint8_t> bytes)
-      : bytes_(bytes.first(std::min(bytes.size(), kMaxHeaderBytes))),
-        whole_input_(bytes.size() <= kMaxHeaderBytes) {}
-
-  Result<PfmHeader> Parse() {
-    DOCFEED_RETURN_IF_ERROR(ParseMagic());
-    PfmHeader header;
-    DOCFEED_ASSIGN_OR_RETURN(header.width, ParseNumber("width"));
-    DOCFEED_ASSIGN_OR_RETURN(header.height, ParseNumber("height"));
-    DOCFEED_RETURN_IF_ERROR(ParseScale());
-    if (pos_ >= bytes_.size()) return EndOfHeader("the whitespace after the scale");
-    if (!IsSpace(bytes_[pos_])) return CorruptionError("PFM header: no whitespace after scale");
-    header.raster_offset = pos_ + 1;
-    return header;
+// The magic: "Pf" (grayscale) only.
+Status CheckPfmMagic(std::span<const uint8_t> bytes) {
+  if (bytes.size() < 2 || bytes[0] != 'P') return CorruptionError("not a PFM file");
+  if (bytes[1] == 'f') return Status::Ok();
+  if (bytes[1] == 'F') {
+    return UnsupportedError(
+        "colour PFM (\"PF\", three floats a pixel) is not supported (only grayscale \"Pf\", "
+        "the container of stored patch rows)");
   }
+  return CorruptionError("not a PFM file");
+}
 
- private:
-  Status ParseMagic() {
-    if (bytes_.size() < 2 || bytes_[0] != 'P') return CorruptionError("not a PFM file");
-    pos_ = 2;
-    if (bytes_[1] == 'f') return Status::Ok();
-    if (bytes_[1] == 'F') {
-      return UnsupportedError(
-          "colour PFM (\"PF\", three floats a pixel) is not supported (only grayscale \"Pf\", "
-          "the container of stored patch rows)");
-    }
-    return CorruptionError("not a PFM file");
+// The scale token: -1 with an optional fraction of zeros ("-1", "-1.", "-1.0", "-1.000000"),
+// i.e. little-endian at scale 1.
+Status CheckPfmScale(std::string_view word) {
+  const std::string token(word);
+  char* end = nullptr;
+  const double scale = std::strtod(token.c_str(), &end);
+  if (token.empty() || end != token.c_str() + token.size() || !(scale == scale) ||
+      token.find_first_not_of("+-.0123456789eE") != std::string::npos) {
+    return CorruptionError("PFM header: scale \"" + token + "\" is not a real number");
   }
-
-  Status EndOfHeader(std::string_view what) const {
-    if (!whole_input_) {
-      return CorruptionError("PFM header longer than " + std::to_string(kMaxHeaderBytes) +
-                             " bytes");
-    }
-    return CorruptionError("PFM file is truncated in its header (before " + std::string(what) +
-                           ")");
+  if (scale == 0) return CorruptionError("PFM header: scale is 0 (its sign gives the byte order)");
+  if (scale > 0) {
+    return UnsupportedError("PFM scale " + token +
+                            " says big-endian floats; docfeed reads little-endian PFM only "
+                            "(a negative scale)");
   }
-
-  // At least one whitespace byte separates tokens (PFM has no comments).
-  Status SkipSeparator(std::string_view next) {
-    const size_t start = pos_;
-    while (pos_ < bytes_.size() && IsSpace(bytes_[pos_])) ++pos_;
-    if (pos_ >= bytes_.size()) return EndOfHeader(next);
-    if (pos_ == start) {
-      return CorruptionError("PFM header: no whitespace before " + std::string(next));
-    }
-    return Status::Ok();
+  if (scale != -1.0) {
+    return UnsupportedError("PFM scale " + token +
+                            " is not supported (docfeed reads the values as they are: scale "
+                            "-1.0 only)");
   }
+  return Status::Ok();
+}
 
-  Result<int32_t> ParseNumber(std::string_view field) {
-    DOCFEED_RETURN_IF_ERROR(SkipSeparator(field));
-    uint64_t value = 0;
-    const size_t start = pos_;
-    while (pos_ < bytes_.size() && bytes_[pos_] >= '0' && bytes_[pos_] <= '9') {
-      value = value * 10 + (bytes_[pos_] - '0');
-      if (value > kMaxDecimal) {
-        return CorruptionError("PFM header: " + std::string(field) + " is too large");
-      }
-      ++pos_;
-    }
-    if (pos_ == start) {
-      return CorruptionError("PFM header: " + std::string(field) + " is not a decimal number");
-    }
-    return static_cast<int32_t>(value);
-  }
-
-  // The scale token, up to the next whitespace byte. Accepted: -1 with an optional fraction of
-  // zeros ("-1", "-1.", "-1.0", "-1.000000"), i.e. little-endian at scale 1.
-  Status ParseScale() {
-    DOCFEED_RETURN_IF_ERROR(SkipSeparator("scale"));
-    const size_t start = pos_;
-    while (pos_ < bytes_.size() && !IsSpace(bytes_[pos_])) {
-      if (pos_ - start >= kMaxScaleChars) return CorruptionError("PFM header: scale is too long");
-      ++pos_;
-    }
-    const std::string token(bytes_.begin() + static_cast<ptrdiff_t>(start),
-                            bytes_.begin() + static_cast<ptrdiff_t>(pos_));
-    char* end = nullptr;
-    const double scale = std::strtod(token.c_str(), &end);
-    if (token.empty() || end != token.c_str() + token.size() || !(scale == scale) ||
-        token.find_first_not_of("+-.0123456789eE") != std::string::npos) {
-      return CorruptionError("PFM header: scale \"" + token + "\" is not a real number");
-    }
-    if (scale == 0)
-      return CorruptionError("PFM header: scale is 0 (its sign gives the byte order)");
-    if (scale > 0) {
-      return UnsupportedError("PFM scale " + token +
-                              " says big-endian floats; docfeed reads little-endian PFM only "
-                              "(a negative scale)");
-    }
-    if (scale != -1.0) {
-      return UnsupportedError("PFM scale " + token +
-                              " is not supported (docfeed reads the values as they are: scale "
-                              "-1.0 only)");
-    }
-    return Status::Ok();
-  }
-
-  std::span<const uint8_t> bytes_;
-  bool whole_input_;  // bytes_ is the whole input (not cut at kMaxHeaderBytes)
-  size_t pos_ = 0;
-};
+Result<PfmHeader> ParsePfmHeader(std::span<const uint8_t> bytes) {
+  DOCFEED_RETURN_IF_ERROR(CheckPfmMagic(bytes));
+  NetpbmHeaderTokens tokens(bytes, "PFM", /*comments=*/false);
+  PfmHeader header;
+  DOCFEED_ASSIGN_OR_RETURN(header.width, tokens.ParseNumber("width"));
+  DOCFEED_ASSIGN_OR_RETURN(header.height, tokens.ParseNumber("height"));
+  DOCFEED_ASSIGN_OR_RETURN(const std::string_view scale, tokens.ParseWord("scale", kMaxScaleChars));
+  DOCFEED_RETURN_IF_ERROR(CheckPfmScale(scale));
+  DOCFEED_ASSIGN_OR_RETURN(header.raster_offset, tokens.EndOfFields("scale"));
+  return header;
+}
 
 }  // namespace
 
@@ -146,7 +84,7 @@ Result<FloatRowsView> ViewPfm(std::span<const uint8_t> bytes, const DecodeLimits
                                   " bytes exceeds the limit of " +
                                   std::to_string(limits.max_input_bytes) + " bytes");
   }
-  DOCFEED_ASSIGN_OR_RETURN(const PfmHeader header, PfmHeaderParser(bytes).Parse());
+  DOCFEED_ASSIGN_OR_RETURN(const PfmHeader header, ParsePfmHeader(bytes));
   DOCFEED_RETURN_IF_ERROR(CheckGeometry(static_cast<uint64_t>(header.width),
                                         static_cast<uint64_t>(header.height), limits));
   // Sides are below 2^31, so the product with 4 bytes a value fits in 64 bits.

@@ -10,18 +10,10 @@
 
 #include "codec/codec.h"
 #include "codec/internal/formats.h"
+#include "codec/internal/netpbm_header.h"
 
 namespace docfeed::internal {
 namespace {
-
-// A real header is ~20 bytes; comments make it longer. Anything above this is refused, so a
-// stream of whitespace or comment bytes is never scanned for long.
-constexpr size_t kMaxHeaderBytes = 4096;
-constexpr uint64_t kMaxDecimal = 0x7FFFFFFF;  // width/height/maxval must fit in int32.
-
-bool IsSpace(uint8_t c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
 
 struct PpmHeader {
   int32_t width = 0;
@@ -30,98 +22,38 @@ struct PpmHeader {
   size_t raster_offset = 0;
 };
 
+// The magic, P5 (gray) or P6 (RGB): the channels.
+Result<int32_t> PpmChannels(std::span<const uint8_t> bytes) {
+  if (bytes.size() < 2 || bytes[0] != 'P') return CorruptionError("not a PPM/PGM file");
+  const uint8_t kind = bytes[1];
+  if (kind == '5') return 1;
+  if (kind == '6') return 3;
+  if (kind >= '1' && kind <= '7') {
+    return UnsupportedError(std::string("Netpbm variant P") + static_cast<char>(kind) +
+                            " is not supported (only binary P5 gray and P6 RGB, maxval 255)");
+  }
+  return CorruptionError("not a PPM/PGM file (magic P" + std::to_string(kind) + ")");
+}
+
 // Parses the header strictly from `bytes`; see the file comment for the grammar.
-class HeaderParser {
- public:
-  explicit HeaderParser(std::span<const uint8_t> bytes)
-      : bytes_(bytes.first(std::min(bytes.size(), kMaxHeaderBytes))),
-        truncated_input_(bytes.size() <= kMaxHeaderBytes) {}
-
-  Result<PpmHeader> Parse() {
-    DOCFEED_ASSIGN_OR_RETURN(int32_t channels, ParseMagic());
-    PpmHeader header;
-    header.channels = channels;
-    DOCFEED_ASSIGN_OR_RETURN(header.width, ParseNumber("width"));
-    DOCFEED_ASSIGN_OR_RETURN(header.height, ParseNumber("height"));
-    DOCFEED_ASSIGN_OR_RETURN(int32_t maxval, ParseNumber("maxval"));
-    if (maxval != 255) {
-      return UnsupportedError("PPM maxval " + std::to_string(maxval) +
-                              " is not supported (only 255, 8 bits per sample)");
-    }
-    // ParseNumber stopped at the byte after the digits, which must be one whitespace byte.
-    if (pos_ >= bytes_.size()) return EndOfHeader("the whitespace after maxval");
-    if (!IsSpace(bytes_[pos_])) return CorruptionError("PPM header: no whitespace after maxval");
-    header.raster_offset = pos_ + 1;
-    return header;
+Result<PpmHeader> ParsePpmHeader(std::span<const uint8_t> bytes) {
+  PpmHeader header;
+  DOCFEED_ASSIGN_OR_RETURN(header.channels, PpmChannels(bytes));
+  NetpbmHeaderTokens tokens(bytes, "PPM", /*comments=*/true);
+  DOCFEED_ASSIGN_OR_RETURN(header.width, tokens.ParseNumber("width"));
+  DOCFEED_ASSIGN_OR_RETURN(header.height, tokens.ParseNumber("height"));
+  DOCFEED_ASSIGN_OR_RETURN(const int32_t maxval, tokens.ParseNumber("maxval"));
+  if (maxval != 255) {
+    return UnsupportedError("PPM maxval " + std::to_string(maxval) +
+                            " is not supported (only 255, 8 bits per sample)");
   }
-
- private:
-  Result<int32_t> ParseMagic() {
-    if (bytes_.size() < 2 || bytes_[0] != 'P') return CorruptionError("not a PPM/PGM file");
-    const uint8_t kind = bytes_[1];
-    pos_ = 2;
-    if (kind == '5') return 1;
-    if (kind == '6') return 3;
-    if (kind >= '1' && kind <= '7') {
-      return UnsupportedError(std::string("Netpbm variant P") + static_cast<char>(kind) +
-                              " is not supported (only binary P5 gray and P6 RGB, maxval 255)");
-    }
-    return CorruptionError("not a PPM/PGM file (magic P" + std::to_string(kind) + ")");
-  }
-
-  Status EndOfHeader(std::string_view what) const {
-    if (!truncated_input_) {
-      return CorruptionError("PPM header longer than " + std::to_string(kMaxHeaderBytes) +
-                             " bytes");
-    }
-    return CorruptionError("PPM file is truncated in its header (before " + std::string(what) +
-                           ")");
-  }
-
-  // Skips whitespace and comments; at least one whitespace byte or comment must separate tokens.
-  Status SkipSeparator(std::string_view next) {
-    const size_t start = pos_;
-    while (pos_ < bytes_.size()) {
-      if (IsSpace(bytes_[pos_])) {
-        ++pos_;
-      } else if (bytes_[pos_] == '#') {
-        while (pos_ < bytes_.size() && bytes_[pos_] != '\n' && bytes_[pos_] != '\r') ++pos_;
-      } else {
-        break;
-      }
-    }
-    if (pos_ >= bytes_.size()) return EndOfHeader(next);
-    if (pos_ == start) {
-      return CorruptionError("PPM header: no whitespace before " + std::string(next));
-    }
-    return Status::Ok();
-  }
-
-  Result<int32_t> ParseNumber(std::string_view field) {
-    DOCFEED_RETURN_IF_ERROR(SkipSeparator(field));
-    uint64_t value = 0;
-    const size_t start = pos_;
-    while (pos_ < bytes_.size() && bytes_[pos_] >= '0' && bytes_[pos_] <= '9') {
-      value = value * 10 + (bytes_[pos_] - '0');
-      if (value > kMaxDecimal) {
-        return CorruptionError("PPM header: " + std::string(field) + " is too large");
-      }
-      ++pos_;
-    }
-    if (pos_ == start) {
-      return CorruptionError("PPM header: " + std::string(field) + " is not a decimal number");
-    }
-    return static_cast<int32_t>(value);
-  }
-
-  std::span<const uint8_t> bytes_;
-  bool truncated_input_;  // bytes_ is the whole input (not cut at kMaxHeaderBytes)
-  size_t pos_ = 0;
-};
+  DOCFEED_ASSIGN_OR_RETURN(header.raster_offset, tokens.EndOfFields("maxval"));
+  return header;
+}
 
 // Parses the header and checks that the input holds exactly the raster it announces.
 Result<PpmHeader> ParseWholePpm(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
-  DOCFEED_ASSIGN_OR_RETURN(PpmHeader header, HeaderParser(bytes).Parse());
+  DOCFEED_ASSIGN_OR_RETURN(PpmHeader header, ParsePpmHeader(bytes));
   DOCFEED_RETURN_IF_ERROR(CheckGeometry(static_cast<uint64_t>(header.width),
                                         static_cast<uint64_t>(header.height), limits));
   // Sides are below 2^31, so the product with 3 channels fits in 64 bits.
@@ -144,7 +76,7 @@ Result<PpmHeader> ParseWholePpm(std::span<const uint8_t> bytes, const DecodeLimi
 }  // namespace
 
 Result<ImageInfo> ProbePpm(std::span<const uint8_t> bytes) {
-  DOCFEED_ASSIGN_OR_RETURN(PpmHeader header, HeaderParser(bytes).Parse());
+  DOCFEED_ASSIGN_OR_RETURN(PpmHeader header, ParsePpmHeader(bytes));
   ImageInfo info;
   info.width = header.width;
   info.height = header.height;
