@@ -19,15 +19,9 @@ from conftest import SAMPLE_DOCS, run_docfeed
 
 torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
-transformers = pytest.importorskip("transformers")
 import docfeed  # noqa: E402
 
-HF_VERSION = int(transformers.__version__.split(".")[0])
-if HF_VERSION >= 5:
-    from transformers.models.pix2struct.image_processing_pil_pix2struct import (
-        Pix2StructImageProcessorPil as Processor)
-else:
-    from transformers import Pix2StructImageProcessor as Processor
+from pix2struct_reference import HF_VERSION, Processor, skip_unless_exact_kernels  # noqa: E402
 
 MAX_PATCHES = 128  # small, to keep the reference fast
 
@@ -53,9 +47,7 @@ def batches(loader):
 
 
 def test_batches_equal_the_processor(packed):
-    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
-        pytest.skip("torch's DEFAULT CPU kernels round the resize differently; docfeed "
-                    "reproduces the AVX2 / AVX512 ones")
+    skip_unless_exact_kernels()
     rows = datasets.load_from_disk(str(packed))
     proc = Processor(max_patches=MAX_PATCHES)
     got = batches(make_loader(packed, drop_last=False))
@@ -129,9 +121,7 @@ def prepared_pair(request, tmp_path_factory):
 
 
 def test_pack_preprocess_pix2struct_loads_the_processors_batches(prepared_pair):
-    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
-        pytest.skip("torch's DEFAULT CPU kernels round the resize differently; docfeed "
-                    "reproduces the AVX2 / AVX512 ones")
+    skip_unless_exact_kernels()
     _, originals, prepared = prepared_pair
     run_docfeed("verify", prepared)
     manifest = json.loads((prepared / "docfeed.json").read_text())

@@ -20,18 +20,10 @@ from PIL import Image
 from conftest import SAMPLE_DOCS, run_docfeed
 from test_donut_parity import SAMPLES, make_image
 
-transformers = pytest.importorskip("transformers")
-HF_VERSION = int(transformers.__version__.split(".")[0])
-if HF_VERSION >= 5:
-    from transformers.models.pix2struct.image_processing_pil_pix2struct import (
-        Pix2StructImageProcessorPil as Processor)
-else:
-    from transformers import Pix2StructImageProcessor as Processor
+from pix2struct_reference import DEFAULT_KERNELS, EXACT_KERNELS, HF_VERSION, Processor  # noqa: E402
 
-if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
-    pytest.skip("torch dispatches its DEFAULT CPU kernels here, whose resize rounds every term "
-                "separately; docfeed reproduces the AVX2 / AVX512 kernels",
-                allow_module_level=True)
+if not EXACT_KERNELS:
+    pytest.skip(DEFAULT_KERNELS, allow_module_level=True)
 
 # (name, width, height, mode, max_patches). Heights 1, 3 and 4 are avoided: the 4.x processor
 # then takes the first axis for channels (infer_channel_dimension_format) and fails.

@@ -29,28 +29,16 @@ from conftest import SAMPLE_DOCS, run_docfeed
 np = pytest.importorskip("numpy")
 torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
-transformers = pytest.importorskip("transformers")
 from PIL import Image  # noqa: E402
 
 import docfeed  # noqa: E402
 import docfeed.hf  # noqa: E402
 
-HF_VERSION = int(transformers.__version__.split(".")[0])
-if HF_VERSION >= 5:
-    from transformers.models.pix2struct.image_processing_pil_pix2struct import (
-        Pix2StructImageProcessorPil as Processor)
-else:
-    from transformers import Pix2StructImageProcessor as Processor
+from pix2struct_reference import HF_VERSION, Processor, skip_unless_exact_kernels  # noqa: E402
 
 MAX_PATCHES = 128  # small, to keep the reference fast
 PATCH = {"height": 16, "width": 8}  # not square, so height and width cannot be swapped unseen
 ROW_VALUES = 2 + 3 * PATCH["height"] * PATCH["width"]
-
-
-def needs_avx2():
-    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
-        pytest.skip("torch's DEFAULT CPU kernels round the resize differently; docfeed "
-                    "reproduces the AVX2 / AVX512 ones")
 
 
 def write_source(folder):
@@ -128,7 +116,7 @@ def test_manifest_index_and_cli_describe_the_patches(packs):
 
 
 def test_datasets_opens_the_processors_patch_rows(packs):
-    needs_avx2()
+    skip_unless_exact_kernels()
     originals = datasets.load_from_disk(str(packs["originals"]))
     stored = datasets.load_from_disk(str(packs["patches"]))
     raw = stored.cast_column("image", datasets.Image(decode=False))
@@ -164,7 +152,7 @@ def test_loader_batches_equal_the_page_form_and_the_processor(packs):
         for key in a:
             assert a[key].dtype == b[key].dtype and torch.equal(a[key], b[key]), key
     assert tuple(got[0]["flattened_patches"].shape) == (4, MAX_PATCHES, ROW_VALUES)
-    needs_avx2()
+    skip_unless_exact_kernels()
     originals = datasets.load_from_disk(str(packs["originals"]))
     proc = Processor(max_patches=MAX_PATCHES, patch_size=PATCH)
     for b in got:
@@ -270,7 +258,7 @@ def test_python_pack_stores_the_patches(packs, tmp_path):
     square = docfeed.pack(source, tmp_path / "square", preprocess="pix2struct",
                           stored_form="patches", max_patches=64, patch_size=16)
     assert np.asarray(datasets.load_from_disk(square)[0]["image"]).shape[1] == 2 + 3 * 16 * 16
-    needs_avx2()
+    skip_unless_exact_kernels()
     proc = Processor(max_patches=MAX_PATCHES, patch_size=PATCH)
     for out in (from_path, from_rows):
         got = batches(make_loader(out))
