@@ -23,3 +23,20 @@ def skip_unless_exact_kernels():
     """Skips (saying why) a comparison with the processor that this CPU's torch cannot pass."""
     if not EXACT_KERNELS:
         pytest.skip(DEFAULT_KERNELS)
+
+
+def write_generated_pages(folder, seed):
+    """Pages for each generation's conversions into `folder`: a half-transparent RGBA page with
+    colour behind the transparent half, a grayscale page and a JPEG with an EXIF quarter turn."""
+    import numpy as np
+    from PIL import Image
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    rgba = rng.integers(0, 256, (300, 220, 4), dtype=np.uint8)
+    rgba[:, :110, 3] = 0
+    Image.fromarray(rgba, "RGBA").save(folder / "transparent.png")
+    Image.fromarray(rng.integers(0, 256, (90, 410), dtype=np.uint8), "L").save(folder / "gray.png")
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotate 90 degrees clockwise to display
+    Image.fromarray(rng.integers(0, 256, (160, 250, 3), dtype=np.uint8)).save(
+        folder / "turned.jpg", exif=exif, quality=92)

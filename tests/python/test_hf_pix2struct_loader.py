@@ -21,7 +21,8 @@ torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
 import docfeed  # noqa: E402
 
-from pix2struct_reference import HF_VERSION, Processor, skip_unless_exact_kernels  # noqa: E402
+from pix2struct_reference import (HF_VERSION, Processor, skip_unless_exact_kernels,  # noqa: E402
+                                  write_generated_pages)
 
 MAX_PATCHES = 128  # small, to keep the reference fast
 
@@ -89,21 +90,6 @@ def test_options_are_checked(packed):
 # original pages. The sample documents, plus generated pages for the generation's conversions:
 # a transparent RGBA page (4.x drops alpha, 5.x composites onto white), a grayscale page and a
 # JPEG whose EXIF orientation turns it a quarter.
-def write_generated_pages(folder):
-    import numpy as np
-    from PIL import Image
-    folder.mkdir(parents=True)
-    rng = np.random.default_rng(11)
-    rgba = rng.integers(0, 256, (300, 220, 4), dtype=np.uint8)
-    rgba[:, :110, 3] = 0  # half the page transparent, with colour behind it
-    Image.fromarray(rgba, "RGBA").save(folder / "transparent.png")
-    Image.fromarray(rng.integers(0, 256, (90, 410), dtype=np.uint8), "L").save(folder / "gray.png")
-    exif = Image.Exif()
-    exif[0x0112] = 6  # rotate 90 degrees clockwise to display
-    Image.fromarray(rng.integers(0, 256, (160, 250, 3), dtype=np.uint8)).save(
-        folder / "turned.jpg", exif=exif, quality=92)
-
-
 @pytest.fixture(scope="module", params=["sample-docs", "generated"])
 def prepared_pair(request, tmp_path_factory):
     """(source, originals, prepared): one source folder, packed as it is and with --preprocess
@@ -112,7 +98,7 @@ def prepared_pair(request, tmp_path_factory):
     source = SAMPLE_DOCS
     if request.param == "generated":
         source = root / "src"
-        write_generated_pages(source)
+        write_generated_pages(source, seed=11)
     originals, prepared = root / "originals", root / "prepared"
     run_docfeed("pack", source, "-o", originals)
     run_docfeed("pack", source, "-o", prepared, "--preprocess", "pix2struct", "--hf-version",

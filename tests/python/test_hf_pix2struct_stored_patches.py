@@ -34,7 +34,8 @@ from PIL import Image  # noqa: E402
 import docfeed  # noqa: E402
 import docfeed.hf  # noqa: E402
 
-from pix2struct_reference import HF_VERSION, Processor, skip_unless_exact_kernels  # noqa: E402
+from pix2struct_reference import (HF_VERSION, Processor, skip_unless_exact_kernels,  # noqa: E402
+                                  write_generated_pages)
 
 MAX_PATCHES = 128  # small, to keep the reference fast
 PATCH = {"height": 16, "width": 8}  # not square, so height and width cannot be swapped unseen
@@ -43,20 +44,12 @@ ROW_VALUES = 2 + 3 * PATCH["height"] * PATCH["width"]
 
 def write_source(folder):
     """Three sample documents and three generated pages for the generation's conversions."""
-    rng = np.random.default_rng(5)
     folder.mkdir(parents=True)
     for name in ("invoice_sample.jpg", "simple-invoice.png"):
         (folder / name).write_bytes((SAMPLE_DOCS / "invoices" / name).read_bytes())
     (folder / "receipt.png").write_bytes(
         sorted((SAMPLE_DOCS / "receipts").glob("*.png"))[0].read_bytes())
-    rgba = rng.integers(0, 256, (300, 220, 4), dtype=np.uint8)
-    rgba[:, :110, 3] = 0  # half the page transparent, with colour behind it
-    Image.fromarray(rgba, "RGBA").save(folder / "transparent.png")
-    Image.fromarray(rng.integers(0, 256, (90, 410), dtype=np.uint8), "L").save(folder / "gray.png")
-    exif = Image.Exif()
-    exif[0x0112] = 6  # rotate 90 degrees clockwise to display
-    Image.fromarray(rng.integers(0, 256, (160, 250, 3), dtype=np.uint8)).save(
-        folder / "turned.jpg", exif=exif, quality=92)
+    write_generated_pages(folder, seed=5)
 
 
 @pytest.fixture(scope="module")
