@@ -164,6 +164,22 @@ def test_a_killed_upload_leaves_nothing_that_opens(s3, local_pack):
     assert s3_state(s3, prefix) == {"objects": local_state(local_pack), "uploads": []}
 
 
+def staged_data_bytes(staging):
+    """The bytes of the data files under `staging` now. The pack removes each file, and its
+    per-upload directory, once sent, so either may vanish mid-walk: os.walk skips a directory it
+    can no longer list (pathlib's rglob raised FileNotFoundError there) and a file gone before its
+    stat counts nothing."""
+    held = 0
+    for folder, _, names in os.walk(staging):
+        for name in names:
+            if name.startswith("data-"):
+                try:
+                    held += os.stat(os.path.join(folder, name)).st_size
+                except FileNotFoundError:  # removed once sent
+                    pass
+    return held
+
+
 def test_data_files_go_up_while_the_pack_runs(s3, tmp_path):
     """With 1 MB data files (--max-file-mb 1: 5 of them, 8.4 MB in all) and 50 ms added each way by the proxy,
     the staging directory, watched while the pack runs, never holds more than two data files
@@ -185,13 +201,7 @@ def test_data_files_go_up_while_the_pack_runs(s3, tmp_path):
         deadline = time.monotonic() + 240
         while proc.poll() is None:
             assert time.monotonic() < deadline, "pack did not finish"
-            held = 0
-            for p in staging.rglob("data-*"):
-                try:
-                    held += p.stat().st_size
-                except FileNotFoundError:  # removed once sent
-                    pass
-            most = max(most, held)
+            most = max(most, staged_data_bytes(staging))
             time.sleep(0.005)
         out, err = proc.communicate()
     assert proc.returncode == 0, err
