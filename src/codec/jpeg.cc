@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/recycled_bytes.h"
 #include "codec/codec.h"
 #include "codec/internal/exif.h"
 #include "codec/internal/formats.h"
@@ -209,7 +210,8 @@ Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, const DecodeLimits& lim
   JpegDecompressor decoder;
   DOCFEED_ASSIGN_OR_RETURN(const ImageInfo info, OpenForDecode(decoder, bytes, limits));
   Image image{.width = info.width, .height = info.height, .channels = info.channels, .pixels = {}};
-  image.pixels.resize(image.stride_bytes() * static_cast<size_t>(image.height));
+  // Every scanline is written (or the decode fails), so a recycled buffer may hold anything.
+  image.pixels = TakeBytes(image.stride_bytes() * static_cast<size_t>(image.height));
   std::vector<uint8_t> cmyk_row(info.cmyk ? static_cast<size_t>(info.width) * 4 : 0);
   DecodeArgs args{decoder.cinfo(), OutColorSpace(info), image.pixels.data(), image.stride_bytes(),
                   info.cmyk ? cmyk_row.data() : nullptr};

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "base/recycled_bytes.h"
 #include "codec/codec.h"
 
 namespace docfeed::internal {
@@ -44,7 +45,7 @@ Image ApplyOrientation(const Image& image, int32_t exif_orientation) {
   Image out{.width = swaps_axes ? image.height : image.width,
             .height = swaps_axes ? image.width : image.height,
             .channels = image.channels,
-            .pixels = std::vector<uint8_t>(image.pixels.size())};
+            .pixels = TakeBytes(image.pixels.size())};  // every pixel written below
   const size_t channels = static_cast<size_t>(image.channels);
   for (int32_t y = 0; y < out.height; ++y) {
     uint8_t* dst = out.pixels.data() + static_cast<size_t>(y) * out.stride_bytes();

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "base/recycled_bytes.h"
 #include "codec/codec.h"
 #include "codec/internal/exif.h"
 #include "codec/internal/formats.h"
@@ -363,15 +364,17 @@ Status DecodeRows(std::span<const uint8_t> bytes, PngHeader& header, const Image
   std::vector<uint8_t>& scratch = Scratch();
   uint8_t* filtered = nullptr;
   size_t filtered_size = 0;
+  // Each row ends up written, by this path or libspng's below (or the decode fails), so the
+  // pixels may start in a recycled buffer holding anything.
   if (in_place) {
-    image.pixels.resize(stride * height + height);
+    image.pixels = TakeBytes(stride * height + height);
     filtered = image.pixels.data();
     filtered_size = image.pixels.size();
   } else {
     scratch.resize((rows.row_bytes() + 1) * height);
     filtered = scratch.data();
     filtered_size = scratch.size();
-    image.pixels.resize(stride * height);
+    image.pixels = TakeBytes(stride * height);
   }
   const uint8_t* raw = filtered;
   bool decoded = InflatePngRows(bytes, rows, filtered, filtered_size);
@@ -416,7 +419,7 @@ Status DecodeWithLibspng(PngHeader& header, const ImageInfo& info, Image& image)
   const spng_ihdr& ihdr = header.ihdr;
   const auto [fmt, flags] = OutputFor(info);
   DOCFEED_ASSIGN_OR_RETURN(const size_t size_bytes, DecodedSizeBytes(header, fmt));
-  image.pixels.resize(image.stride_bytes() * static_cast<size_t>(image.height));
+  image.pixels = TakeBytes(image.stride_bytes() * static_cast<size_t>(image.height));
   if (!NeedsConversion(ihdr)) {
     if (size_bytes != image.pixels.size()) return InternalError("PNG: unexpected decoded size");
     int e = spng_decode_image(header.ctx.get(), image.pixels.data(), size_bytes, fmt, flags);

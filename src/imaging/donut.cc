@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "imaging/drop_alpha.h"
+#include "imaging/recycled_image.h"
 
 namespace docfeed {
 
@@ -66,9 +67,8 @@ Status CheckImage(const Image& image, const char* what) {
 template <int32_t kIn>
 Image DropAlpha(const Image& image) {
   constexpr int32_t kKeep = kIn - 1;
-  Image out{.width = image.width, .height = image.height, .channels = kKeep, .pixels = {}};
+  Image out = ImageToOverwrite(image.width, image.height, kKeep);  // every byte written below
   const size_t n = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
-  out.pixels.resize(n * kKeep);
   const uint8_t* src = image.pixels.data();
   uint8_t* dst = out.pixels.data();
   if constexpr (kIn == 4) {
@@ -249,9 +249,10 @@ Result<DonutGeometry> ComputeDonutGeometry(int32_t width, int32_t height,
 
 Result<Image> ToDonutInput(Image image) {
   DOCFEED_RETURN_IF_ERROR(CheckImage(image, "input image"));
-  if (image.channels == 4) return DropAlpha<4>(image);
-  if (image.channels == 2) return DropAlpha<2>(image);
-  return image;
+  if (image.channels != 4 && image.channels != 2) return image;
+  Image out = image.channels == 4 ? DropAlpha<4>(image) : DropAlpha<2>(image);
+  RecyclePixels(image);
+  return out;
 }
 
 uint8_t CompositeOnWhite(uint8_t value, uint8_t alpha) {
@@ -311,7 +312,7 @@ Result<Image> ToDonutInput(Image image, const DonutConfig& config,
   }
   if (image.channels != 2 && image.channels != 4) return image;
   const int32_t keep = image.channels - 1;
-  Image out = NewImage(image.width, image.height, keep);
+  Image out = ImageToOverwrite(image.width, image.height, keep);  // every byte written below
   const size_t n = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
   const uint8_t* src = image.pixels.data();
   uint8_t* dst = out.pixels.data();
@@ -319,6 +320,7 @@ Result<Image> ToDonutInput(Image image, const DonutConfig& config,
     const uint8_t alpha = src[keep];
     for (int32_t c = 0; c < keep; ++c) dst[c] = CompositeOnWhite(src[c], alpha);
   }
+  RecyclePixels(image);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "imaging/donut.h"
+#include "imaging/recycled_image.h"
 
 namespace docfeed::internal {
 namespace {
@@ -86,15 +87,6 @@ Status ResizeInto(const ImageView& src, const MutableImageView& dst, ResampleFil
   return Resize(src, dst, filter);
 }
 
-Image NewImage(int32_t height, int32_t width, int32_t channels) {
-  Image image;
-  image.width = width;
-  image.height = height;
-  image.channels = channels;
-  image.pixels.assign(image.stride_bytes() * static_cast<size_t>(height), 0);
-  return image;
-}
-
 // The rectangle of `image` at (top, left) of height x width, as a view.
 MutableImageView SubView(Image& image, int32_t top, int32_t left, int32_t height, int32_t width) {
   const auto stride = static_cast<ptrdiff_t>(image.stride_bytes());
@@ -109,11 +101,7 @@ ImageView Const(const MutableImageView& v) {
 // The processor's convert_to_rgb of an RGBA page: alpha_composite onto opaque white, alpha
 // dropped.
 Image CompositeRgba(const Image& rgba) {
-  Image rgb;
-  rgb.width = rgba.width;
-  rgb.height = rgba.height;
-  rgb.channels = 3;
-  rgb.pixels.resize(rgb.stride_bytes() * static_cast<size_t>(rgb.height));
+  Image rgb = ImageToOverwrite(rgba.width, rgba.height, 3);  // every byte written below
   const size_t pixels = static_cast<size_t>(rgba.width) * static_cast<size_t>(rgba.height);
   for (size_t i = 0; i < pixels; ++i) {
     const uint8_t alpha = rgba.pixels[4 * i + 3];
@@ -134,11 +122,7 @@ std::optional<Image> OpaqueRgb(const Image& rgba) {
   for (size_t i = 0; i < pixels; ++i) {
     if (rgba.pixels[4 * i + 3] != 255) return std::nullopt;
   }
-  Image rgb;
-  rgb.width = rgba.width;
-  rgb.height = rgba.height;
-  rgb.channels = 3;
-  rgb.pixels.resize(rgb.stride_bytes() * static_cast<size_t>(rgb.height));
+  Image rgb = ImageToOverwrite(rgba.width, rgba.height, 3);  // every byte written below
   for (size_t i = 0; i < pixels; ++i) {
     for (size_t c = 0; c < 3; ++c) rgb.pixels[3 * i + c] = rgba.pixels[4 * i + c];
   }
@@ -269,7 +253,12 @@ Result<Idefics3Input> ToIdefics3Input(Image decoded, std::string_view pillow_mod
                                   std::to_string(decoded.channels) + " channels");
     }
     std::optional<Image> opaque = decoded.channels == 4 ? OpaqueRgb(decoded) : std::nullopt;
-    in.image = opaque ? std::move(*opaque) : std::move(decoded);
+    if (opaque) {
+      RecyclePixels(decoded);
+      in.image = std::move(*opaque);
+    } else {
+      in.image = std::move(decoded);
+    }
     return in;
   }
   if (config.hf_version == 4 && pillow_mode == "CMYK") {
@@ -294,7 +283,8 @@ Status Idefics3Resize(const Image& input, ResampleFilter filter, const Idefics3C
                            ComputeIdefics3Geometry(input.height, input.width, config));
   const int32_t s = config.max_image_size;
   const int32_t ch = input.channels;
-  Image resized = NewImage(g.resized_height, g.resized_width, ch);
+  // The resize writes every byte.
+  Image resized = ImageToOverwrite(g.resized_width, g.resized_height, ch);
   DOCFEED_RETURN_IF_ERROR(ResizeInto(ViewOf(input), MutableViewOf(resized), filter));
   // The page is written in place into `out` (4 channels: into a page composited afterwards).
   Image rgba;
@@ -318,7 +308,12 @@ Status Idefics3Resize(const Image& input, ResampleFilter filter, const Idefics3C
                   0, rest);
     }
   }
-  if (ch == 4) *out = CompositeRgba(rgba);
+  RecyclePixels(resized);
+  if (ch == 4) {
+    RecyclePixels(*out);
+    *out = CompositeRgba(rgba);
+    RecyclePixels(rgba);
+  }
   return Status::Ok();
 }
 

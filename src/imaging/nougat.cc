@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "imaging/recycled_image.h"
+
 namespace docfeed::internal {
 namespace {
 
@@ -215,7 +217,9 @@ Status NougatResizeInto(Image image, const NougatConfig& config, Image* out) {
   if (config.do_crop_margin) {
     DOCFEED_ASSIGN_OR_RETURN(image, NougatCropMargin(std::move(image)));
   }
-  return DonutResizeInto(image, NougatGeometry(config), out);
+  DOCFEED_RETURN_IF_ERROR(DonutResizeInto(image, NougatGeometry(config), out));
+  RecyclePixels(image);
+  return Status::Ok();
 }
 
 Result<Image> NougatResize(Image image, const NougatConfig& config) {

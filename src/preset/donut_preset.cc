@@ -5,6 +5,7 @@
 
 #include "base/clock.h"
 #include "imaging/jpeg_scaled.h"
+#include "imaging/recycled_image.h"
 #include "preset/preset.h"
 
 namespace docfeed::internal {
@@ -46,6 +47,7 @@ class DonutPreset final : public Preset {
     DOCFEED_ASSIGN_OR_RETURN(Image input, DecodeToRgb(bytes, request, config_, times));
     start = Clock::now();
     DOCFEED_RETURN_IF_ERROR(DonutResizeInto(input, config_, out));
+    RecyclePixels(input);
     if (times != nullptr) times->resize += NanosSince(start);
     return Status::Ok();
   }

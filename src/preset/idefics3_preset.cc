@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "imaging/idefics3.h"
+#include "imaging/recycled_image.h"
 #include "preset/preset.h"
 
 namespace docfeed::internal {
@@ -71,7 +72,7 @@ class Idefics3Preset final : public Preset {
     Clock::time_point start = Clock::now();
     DOCFEED_ASSIGN_OR_RETURN(const ImageInfo info, ProbeImage(bytes));
     DOCFEED_ASSIGN_OR_RETURN(Image decoded, DecodeImage(bytes, request.limits, request.report));
-    if (request.orientation > 1) decoded = ApplyOrientation(decoded, request.orientation);
+    OrientPage(request.orientation, decoded);
     DonutConfig conversion;
     conversion.hf_version = config_.hf_version;
     DOCFEED_ASSIGN_OR_RETURN(Idefics3Input input,
@@ -80,6 +81,7 @@ class Idefics3Preset final : public Preset {
     if (times != nullptr) times->decode += NanosSince(start);
     start = Clock::now();
     DOCFEED_RETURN_IF_ERROR(Idefics3Resize(input.image, input.filter, config_, out));
+    RecyclePixels(input.image);
     if (times != nullptr) times->resize += NanosSince(start);
     return Status::Ok();
   }

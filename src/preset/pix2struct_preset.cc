@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "imaging/pix2struct.h"
+#include "imaging/recycled_image.h"
 #include "preset/preset.h"
 
 namespace docfeed::internal {
@@ -41,6 +42,7 @@ class Pix2StructPreset final : public Preset {
                  PrepareTimes* times) const override {
     DonutConfig conversion;
     conversion.hf_version = config_.hf_version;
+    RecyclePixels(*out);  // the last page's, which the decode below may reuse
     DOCFEED_ASSIGN_OR_RETURN(*out, DecodeToRgb(bytes, request, conversion, times));
     return ComputePix2StructGrid(out->height, out->width, config_).status();
   }

@@ -178,6 +178,10 @@ Result<std::unique_ptr<const Preset>> MakePix2StructPreset(const PresetParams& p
 // the rows were made for).
 Result<std::unique_ptr<const Preset>> Pix2StructPresetForStored(const PreprocessInfo& stored);
 
+// `page` turned by EXIF `orientation` (codec.h ApplyOrientation; 0 and 1 leave it), its old
+// pixel storage recycled for the thread's next page.
+void OrientPage(int32_t orientation, Image& page);
+
 // What every preset's Prepare starts with: decode `bytes`, apply request.orientation, then the
 // RGB conversion of `conversion`'s processor generation (donut.h ToDonutInput: 4.x drops alpha,
 // 5.x composites it onto white; gray stays one channel). The time goes to times->decode.

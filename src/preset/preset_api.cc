@@ -6,16 +6,24 @@
 #include "base/clock.h"
 #include "codec/codec.h"
 #include "docfeed/preprocess.h"
+#include "imaging/recycled_image.h"
 #include "preset/preset.h"
 
 namespace docfeed {
 namespace internal {
 
+void OrientPage(int32_t orientation, Image& page) {
+  if (orientation <= 1) return;
+  Image turned = ApplyOrientation(page, orientation);
+  RecyclePixels(page);
+  page = std::move(turned);
+}
+
 Result<Image> DecodeToRgb(std::span<const uint8_t> bytes, const PrepareRequest& request,
                           const DonutConfig& conversion, PrepareTimes* times) {
   const Clock::time_point start = Clock::now();
   DOCFEED_ASSIGN_OR_RETURN(Image decoded, DecodeImage(bytes, request.limits, request.report));
-  if (request.orientation > 1) decoded = ApplyOrientation(decoded, request.orientation);
+  OrientPage(request.orientation, decoded);
   Result<Image> rgb =
       ToDonutInput(std::move(decoded), conversion, DonutTransparencyKey(bytes, conversion));
   if (times != nullptr) times->decode += NanosSince(start);

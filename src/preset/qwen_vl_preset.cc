@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "imaging/qwen_vl.h"
+#include "imaging/recycled_image.h"
 #include "preset/preset.h"
 
 namespace docfeed::internal {
@@ -74,6 +75,7 @@ class QwenVLPreset final : public Preset {
     DOCFEED_ASSIGN_OR_RETURN(const QwenGeometry g,
                              QwenSmartResize(input.height, input.width, config_));
     if (g.height == input.height && g.width == input.width) {
+      RecyclePixels(*out);
       *out = std::move(input);  // PIL's resize to the same size is a copy
     } else {
       out->width = g.width;
@@ -85,6 +87,7 @@ class QwenVLPreset final : public Preset {
                                                 : ResampleArithmetic::kPillow;
       DOCFEED_RETURN_IF_ERROR(Resize(ViewOf(input), MutableViewOf(*out), ResampleFilter::kBicubic,
                                      nullptr, 0, arithmetic));
+      RecyclePixels(input);
     }
     if (times != nullptr) times->resize += NanosSince(start);
     return Status::Ok();

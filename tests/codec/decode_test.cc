@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "base/hash.h"
+#include "base/recycled_bytes.h"
 #include "codec/codec.h"
 #include "codec_test_util.h"
 
@@ -131,6 +134,29 @@ TEST(DecodeImage, PixelsIdenticalToPillow) {
     EXPECT_EQ(HexHash(image->pixels), entry["xxh3"].get<std::string>())
         << file << " (Pillow mode " << entry["decoded_mode"] << ")";
   }
+}
+
+// The JPEG and PNG decoders write into the thread's recycled buffers (base/recycled_bytes.h),
+// whose bytes are whatever an earlier page left: every byte must be written again. Each golden
+// image large enough to be given one decodes into a buffer filled with 0xA5 first, which must
+// be taken (the thread keeps nothing afterwards) and must not show through.
+TEST(DecodeImage, PixelsIdenticalToPillowInRecycledBuffers) {
+  int decoded_into_recycled = 0;
+  for (const nlohmann::json& entry : DecodableGoldenImages()) {
+    const size_t bytes = entry["width"].get<size_t>() * entry["height"].get<size_t>() *
+                         entry["channels"].get<size_t>();
+    if (bytes < kMinRecycledBytes) continue;
+    const std::string file = entry["file"];
+    std::thread([&] {
+      RecycleBytes(std::vector<uint8_t>(bytes + (size_t{64} << 10), 0xA5));
+      Result<Image> image = DecodeImage(ReadImage(file));
+      ASSERT_TRUE(image.ok()) << file << ": " << image.status().ToString();
+      EXPECT_EQ(RecycledBytesHeld(), 0u) << file << ": the decode did not take the buffer";
+      EXPECT_EQ(HexHash(image->pixels), entry["xxh3"].get<std::string>()) << file;
+    }).join();
+    ++decoded_into_recycled;
+  }
+  EXPECT_GE(decoded_into_recycled, 4);  // JPEG (gray, RGB) and PNG (RGB, RGBA)
 }
 
 TEST(DecodeImage, ChannelsMatchProbe) {
