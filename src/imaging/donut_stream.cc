@@ -14,6 +14,7 @@
 
 #include "codec/internal/jpeg_guard.h"
 #include "imaging/jpeg_scaled.h"
+#include "imaging/recycled_image.h"
 
 namespace docfeed::internal {
 namespace {
@@ -176,9 +177,10 @@ Status DecodeAndResizeForDonut(std::span<const uint8_t> bytes, const DonutConfig
   if (report != nullptr) *report = DecodeReport{};
   const Result<bool> streamed = StreamJpeg(bytes, config, mode, limits, out, report);
   if (streamed.ok() && *streamed) return Status::Ok();
-  DOCFEED_ASSIGN_OR_RETURN(const ScaledSource source,
+  DOCFEED_ASSIGN_OR_RETURN(ScaledSource source,
                            DecodeForDonut(bytes, config, mode, limits, report));
   DOCFEED_ASSIGN_OR_RETURN(*out, DonutResizeScaled(source, config));
+  RecyclePixels(source.image);  // the full-size page, for the thread's next one
   return Status::Ok();
 }
 
