@@ -310,10 +310,42 @@ struct FillRowsScalar {
   }
 };
 
-template <typename FillRows>
+// The horizontal pass's arithmetic on one channel's block (`t`, laid out as FillRows fills it):
+// output column x of row r (r < lanes) to dst[r * stride + x], one column after the other.
+struct ColumnsScalar {
+  ColumnsScalar(const AaAxis& /*ax*/, int64_t /*out_w*/) {}
+
+  [[gnu::always_inline]] void operator()(const float* t, const AaAxis& ax, int64_t out_w,
+                                         int64_t lanes, float* dst, int64_t stride) const {
+    for (int64_t x = 0; x < out_w; ++x) {
+      const float* w = ax.weights.data() + x * ax.taps;
+      const float* src = t + ax.first[static_cast<size_t>(x)] * kLanes;
+      const int64_t count = ax.count[static_cast<size_t>(x)];
+      const int64_t unfused = Unfused(count);
+      float acc[kLanes];
+      for (int64_t r = 0; r < kLanes; ++r) acc[r] = src[r] * w[0];
+      for (int64_t j = 1; j < count; ++j) {
+        const float* v = src + j * kLanes;
+        const float wj = w[j];
+        if (j > unfused) {
+          for (int64_t r = 0; r < kLanes; ++r) acc[r] = std::fma(v[r], wj, acc[r]);
+        } else {
+          for (int64_t r = 0; r < kLanes; ++r) acc[r] += v[r] * wj;
+        }
+      }
+      for (int64_t r = 0; r < lanes; ++r) dst[r * stride + x] = acc[r];
+    }
+  }
+};
+
+// Row y of channel c of the horizontal pass's result goes to planes + (c * ring + y % ring) *
+// out_w: with ring = in_h the whole planes, with a smaller multiple of kLanes (ResizeBody) a ring
+// of the last rows. After each block of rows, done(rows made so far).
+template <typename FillRows, typename Columns, typename Done>
 [[gnu::always_inline]] inline void HorizontalPass(const uint8_t* rgb, int64_t in_h, int64_t in_w,
                                                   const Standardization& st, bool gray,
-                                                  const AaAxis& ax, int64_t out_w, float* wide) {
+                                                  const AaAxis& ax, int64_t out_w, float* planes,
+                                                  int64_t ring, Done&& done) {
   const int channels = gray ? 1 : 3;
   // Eight rows of each channel, standardized and transposed: column x of row y0 + r of channel c
   // at blocks[c][x * 8 + r]. One sweep over the eight rows fills the three channels' blocks.
@@ -321,105 +353,140 @@ template <typename FillRows>
   storage.resize(static_cast<size_t>(3 * in_w * kLanes));
   float* const blocks[3] = {storage.data(), storage.data() + in_w * kLanes,
                             storage.data() + 2 * in_w * kLanes};
+  Columns columns(ax, out_w);
   for (int64_t y0 = 0; y0 < in_h; y0 += kLanes) {
     const int64_t lanes = std::min(kLanes, in_h - y0);
     FillRows()(rgb, in_w, y0, lanes, st, 0, gray, blocks);
     for (int64_t c = 0; c < channels; ++c) {
-      const float* t = blocks[c];
-      for (int64_t x = 0; x < out_w; ++x) {
-        const float* w = ax.weights.data() + x * ax.taps;
-        const float* src = t + ax.first[static_cast<size_t>(x)] * kLanes;
-        const int64_t count = ax.count[static_cast<size_t>(x)];
-        const int64_t unfused = Unfused(count);
-        float acc[kLanes];
-        for (int64_t r = 0; r < kLanes; ++r) acc[r] = src[r] * w[0];
-        for (int64_t j = 1; j < count; ++j) {
-          const float* v = src + j * kLanes;
-          const float wj = w[j];
-          if (j > unfused) {
-            for (int64_t r = 0; r < kLanes; ++r) acc[r] = std::fma(v[r], wj, acc[r]);
-          } else {
-            for (int64_t r = 0; r < kLanes; ++r) acc[r] += v[r] * wj;
-          }
+      columns(blocks[c], ax, out_w, lanes, planes + (c * ring + y0 % ring) * out_w, out_w);
+    }
+    done(y0 + lanes);
+  }
+}
+
+// One output row of the vertical pass: dst = sum of the `count` source rows `rows` times their
+// weights, in order, the first Unfused(count) terms after the first rounded twice and the rest
+// fused. Columns go kLanes at a time through loops of a constant count (which GCC vectorizes at
+// -O2; it leaves loops of a variable count scalar there), then one by one.
+struct VerticalRowScalar {
+  [[gnu::always_inline]] void operator()(float* dst, const float* const* rows, const float* w,
+                                         int64_t count, int64_t width) const {
+    const int64_t unfused = Unfused(count);
+    int64_t x = 0;
+    for (; x + kLanes <= width; x += kLanes) {
+      float acc[kLanes];
+      for (int64_t k = 0; k < kLanes; ++k) acc[k] = rows[0][x + k] * w[0];
+      for (int64_t j = 1; j < count; ++j) {
+        const float* v = rows[j] + x;
+        const float wj = w[j];
+        if (j > unfused) {
+          for (int64_t k = 0; k < kLanes; ++k) acc[k] = std::fma(v[k], wj, acc[k]);
+        } else {
+          for (int64_t k = 0; k < kLanes; ++k) acc[k] += v[k] * wj;
         }
-        for (int64_t r = 0; r < lanes; ++r) wide[(c * in_h + y0 + r) * out_w + x] = acc[r];
+      }
+      for (int64_t k = 0; k < kLanes; ++k) dst[x + k] = acc[k];
+    }
+    for (; x < width; ++x) {
+      float acc = rows[0][x] * w[0];
+      for (int64_t j = 1; j < count; ++j) acc = Accumulate(j > unfused, acc, rows[j][x], w[j]);
+      dst[x] = acc;
+    }
+  }
+};
+
+// The vertical pass, output row after output row as their source rows become available: the
+// rows of the horizontal pass (or of the table) at planes + (c * ring + y % ring) * out_w.
+template <typename VerticalRow>
+class VerticalPass {
+ public:
+  VerticalPass(int64_t in_h, int64_t out_h, int channels, int64_t out_w, float* out)
+      : ax_(AntialiasWeights(in_h, out_h)),
+        out_h_(out_h),
+        channels_(channels),
+        out_w_(out_w),
+        out_(out),
+        rows_(static_cast<size_t>(std::max<int64_t>(ax_.taps, 1))) {}
+
+  // The ring rows, a multiple of kLanes, that cover any output row's sources from the block that
+  // completes them on: an output row is made after the first block whose end passes its last
+  // source row, when at most count + kLanes - 1 rows since its first have been made.
+  int64_t RingRows() const { return (ax_.taps + 2 * kLanes - 1) / kLanes * kLanes; }
+
+  // Makes the output rows whose source rows are all among the first `ready`.
+  [[gnu::always_inline]] void Rows(const float* planes, int64_t ring, int64_t ready) {
+    for (; next_ < out_h_; ++next_) {
+      const auto y = static_cast<size_t>(next_);
+      const int64_t first = ax_.first[y], count = ax_.count[y];
+      if (first + std::max<int64_t>(count, 1) > ready) return;
+      for (int64_t c = 0; c < channels_; ++c) {
+        for (int64_t j = 0; j < std::max<int64_t>(count, 1); ++j) {
+          rows_[static_cast<size_t>(j)] = planes + (c * ring + (first + j) % ring) * out_w_;
+        }
+        VerticalRow()(out_ + (c * out_h_ + next_) * out_w_, rows_.data(),
+                      ax_.weights.data() + next_ * ax_.taps, count, out_w_);
       }
     }
   }
-}
 
-// One output row of the vertical pass: dst = sum of the `count` source rows at `src` (`stride`
-// apart) times their weights, in order, the first Unfused(count) terms after the first rounded
-// twice and the rest fused. Columns go kLanes at a time through loops of a constant count (which
-// GCC vectorizes at -O2; it leaves loops of a variable count scalar there), then one by one.
-[[gnu::always_inline]] inline void VerticalRow(float* dst, const float* src, int64_t stride,
-                                               const float* w, int64_t count, int64_t width) {
-  const int64_t unfused = Unfused(count);
-  int64_t x = 0;
-  for (; x + kLanes <= width; x += kLanes) {
-    float acc[kLanes];
-    for (int64_t k = 0; k < kLanes; ++k) acc[k] = src[x + k] * w[0];
-    for (int64_t j = 1; j < count; ++j) {
-      const float* v = src + j * stride + x;
-      const float wj = w[j];
-      if (j > unfused) {
-        for (int64_t k = 0; k < kLanes; ++k) acc[k] = std::fma(v[k], wj, acc[k]);
-      } else {
-        for (int64_t k = 0; k < kLanes; ++k) acc[k] += v[k] * wj;
-      }
-    }
-    for (int64_t k = 0; k < kLanes; ++k) dst[x + k] = acc[k];
-  }
-  for (; x < width; ++x) {
-    float acc = src[x] * w[0];
-    for (int64_t j = 1; j < count; ++j) {
-      acc = Accumulate(j > unfused, acc, src[j * stride + x], w[j]);
-    }
-    dst[x] = acc;
-  }
-}
-
-[[gnu::always_inline]] inline void VerticalPass(const float* wide, int64_t in_h, int channels,
-                                                const AaAxis& ax, int64_t out_h, int64_t out_w,
-                                                float* out) {
-  for (int64_t c = 0; c < channels; ++c) {
-    const float* plane = wide + c * in_h * out_w;
-    for (int64_t y = 0; y < out_h; ++y) {
-      VerticalRow(out + (c * out_h + y) * out_w, plane + ax.first[static_cast<size_t>(y)] * out_w,
-                  out_w, ax.weights.data() + y * ax.taps, ax.count[static_cast<size_t>(y)], out_w);
-    }
-  }
-}
+ private:
+  AaAxis ax_;
+  int64_t out_h_;
+  int channels_;
+  int64_t out_w_;
+  float* out_;
+  std::vector<const float*> rows_;  // one output row's source rows
+  int64_t next_ = 0;                // the next output row to make
+};
 
 // ATen resizes the width first (the contiguous dimension), then the height, skipping a
 // dimension whose size does not change. Planes are channel-major, as the CHW tensor. Returns
 // the resized planes (in `wide` or `resized`). With `gray`, `rgb` is a contiguous gray page (one
 // byte a pixel): its three channels are equal, so are their resized planes, and the first is
-// computed and copied twice.
-template <typename FillRows>
+// computed and copied twice. When both dimensions change, the height is resized as soon as the
+// width's rows it needs are made, which then need only a ring of the last rows (a few hundred
+// KB, in cache) rather than whole planes (25 MB for an A4 scan at 300 dpi, written out to memory
+// and read back); the same arithmetic on the same values.
+template <typename FillRows, typename Columns, typename VerticalRow>
 [[gnu::always_inline]] inline const float* ResizeBody(const uint8_t* rgb, int64_t in_h,
                                                       int64_t in_w, const Standardization& st,
                                                       bool gray, int64_t out_h, int64_t out_w,
                                                       std::vector<float>& wide,
                                                       std::vector<float>& resized) {
   const int channels = gray ? 1 : 3;
-  wide.resize(static_cast<size_t>(3 * in_h * out_w));
-  if (out_w == in_w) {
+  const auto table_planes = [&] {  // the width unchanged: the standardized page as CHW planes
+    wide.resize(static_cast<size_t>(3 * in_h * out_w));
     for (int64_t c = 0; c < channels; ++c) {
       float* plane = wide.data() + c * in_h * out_w;
       const int64_t step = gray ? 1 : 3;
       for (int64_t i = 0; i < in_h * in_w; ++i) plane[i] = st.table[rgb[step * i + c]];
     }
-  } else {
-    HorizontalPass<FillRows>(rgb, in_h, in_w, st, gray, AntialiasWeights(in_w, out_w), out_w,
-                             wide.data());
-  }
+  };
   float* out = wide.data();
   int64_t plane = in_h * out_w;
-  if (out_h != in_h) {
+  if (out_h == in_h) {
+    if (out_w == in_w) {
+      table_planes();
+    } else {
+      wide.resize(static_cast<size_t>(3 * in_h * out_w));
+      HorizontalPass<FillRows, Columns>(rgb, in_h, in_w, st, gray, AntialiasWeights(in_w, out_w),
+                                        out_w, wide.data(), in_h, [](int64_t) {});
+    }
+    out = wide.data();
+  } else {
     resized.resize(static_cast<size_t>(3 * out_h * out_w));
-    VerticalPass(wide.data(), in_h, channels, AntialiasWeights(in_h, out_h), out_h, out_w,
-                 resized.data());
+    VerticalPass<VerticalRow> vertical(in_h, out_h, channels, out_w, resized.data());
+    if (out_w == in_w) {
+      table_planes();
+      vertical.Rows(wide.data(), in_h, in_h);
+    } else {
+      const int64_t ring = std::min(vertical.RingRows(), in_h);
+      wide.resize(static_cast<size_t>(3 * ring * out_w));
+      float* const planes = wide.data();
+      HorizontalPass<FillRows, Columns>(rgb, in_h, in_w, st, gray, AntialiasWeights(in_w, out_w),
+                                        out_w, planes, ring,
+                                        [&](int64_t ready) { vertical.Rows(planes, ring, ready); });
+    }
     out = resized.data();
     plane = out_h * out_w;
   }
@@ -511,6 +578,7 @@ struct FillRowsAvx2 {
       const __m128i hi_shuffle = _mm_load_si128(reinterpret_cast<const __m128i*>(kHi[c]));
       for (int64_t x = 0; x < whole; x += kLanes) {
         __m256 m[kLanes];
+#pragma GCC unroll 8
         for (int64_t r = 0; r < kLanes; ++r) {
           __m128i v;
           if (gray) {  // eight bytes of the row
@@ -525,10 +593,180 @@ struct FillRowsAvx2 {
                                std_dev);
         }
         Transpose8(m);
+#pragma GCC unroll 8
         for (int64_t k = 0; k < kLanes; ++k) _mm256_storeu_ps(blocks[c] + (x + k) * kLanes, m[k]);
       }
     }
     if (whole < in_w) FillRowsScalar()(rgb, in_w, y0, lanes, st, whole, gray, blocks);
+  }
+};
+
+// ColumnsScalar with AVX2, several columns at a time. Each output value is one dependent chain of
+// `count` multiply-adds on one vector (a column's eight rows): one column after the other, the
+// FMA latency bounded the loop, not the FMA units, and the loop's exit, on a count that changes
+// between neighbouring columns, was often mispredicted. Columns that share a count (hence the
+// same unfused and fused terms) go kGroup (else four) at a time, their chains interleaved: each
+// chain has its own terms in its own order, so the bits are the one-column loop's. The columns
+// are visited sorted by count (the rest, at the page's edges or left over, one at a time), each
+// into `cols_` laid out as the block (column x of row r at x * 8 + r); 8 x 8 tiles of that are
+// then transposed into eight rows of `dst`, a vector store per row instead of a scalar store per
+// value.
+struct ColumnsAvx2 {
+  static constexpr int64_t kGroup = 8;
+  struct Group {
+    int64_t size, count;
+  };
+  std::vector<Group> groups_;     // in the order visited
+  std::vector<int64_t> columns_;  // the columns visited, group after group
+  std::vector<int64_t> firsts_;   // their first source column's offset in the block
+  std::vector<float> weights_;    // per group: tap j of its column k at [j * size + k]
+  std::vector<float> cols_;       // one block's results, column x of row r at x * 8 + r
+
+  ColumnsAvx2(const AaAxis& ax, int64_t out_w)
+      : columns_(static_cast<size_t>(out_w)),
+        firsts_(static_cast<size_t>(out_w)),
+        cols_(static_cast<size_t>(out_w * kLanes)) {
+    const auto count = [&](int64_t x) { return ax.count[static_cast<size_t>(x)]; };
+    for (int64_t x = 0; x < out_w; ++x) columns_[static_cast<size_t>(x)] = x;
+    std::stable_sort(columns_.begin(), columns_.end(),
+                     [&](int64_t a, int64_t b) { return count(a) < count(b); });
+    for (int64_t i = 0; i < out_w;) {
+      const int64_t n = count(columns_[static_cast<size_t>(i)]);
+      const auto shared = [&](int64_t size) {
+        return i + size <= out_w && count(columns_[static_cast<size_t>(i + size - 1)]) == n;
+      };
+      const int64_t size = shared(kGroup) ? kGroup : shared(4) ? 4 : 1;
+      groups_.push_back({size, n});
+      for (int64_t j = 0; j < std::max<int64_t>(n, 1); ++j) {
+        for (int64_t k = 0; k < size; ++k) {
+          weights_.push_back(
+              ax.weights[static_cast<size_t>(columns_[static_cast<size_t>(i + k)] * ax.taps + j)]);
+        }
+      }
+      for (int64_t k = 0; k < size; ++k, ++i) {
+        firsts_[static_cast<size_t>(i)] =
+            ax.first[static_cast<size_t>(columns_[static_cast<size_t>(i)])] * kLanes;
+      }
+    }
+  }
+
+  // The chains of `size` columns sharing `count`: src of column k at t + first[k], its taps at
+  // w[j * size + k]; results to cols_ at column[k] * 8.
+  template <int64_t size>
+  [[gnu::target("avx2,fma"), gnu::always_inline]] static inline void Chains(
+      const float* t, const int64_t* first, const float* w, int64_t count, const int64_t* column,
+      float* cols) {
+    const int64_t unfused = Unfused(count);
+    __m256 acc[size];
+#pragma GCC unroll 8
+    for (int64_t k = 0; k < size; ++k) {
+      acc[k] = _mm256_mul_ps(_mm256_loadu_ps(t + first[k]), _mm256_broadcast_ss(w + k));
+    }
+    int64_t j = 1;
+    for (; j <= unfused; ++j) {
+      const float* v = t + j * kLanes;
+      const float* wj = w + j * size;
+#pragma GCC unroll 8
+      for (int64_t k = 0; k < size; ++k) {
+        acc[k] = _mm256_add_ps(
+            acc[k], _mm256_mul_ps(_mm256_loadu_ps(v + first[k]), _mm256_broadcast_ss(wj + k)));
+      }
+    }
+    for (; j < count; ++j) {
+      const float* v = t + j * kLanes;
+      const float* wj = w + j * size;
+#pragma GCC unroll 8
+      for (int64_t k = 0; k < size; ++k) {
+        acc[k] =
+            _mm256_fmadd_ps(_mm256_loadu_ps(v + first[k]), _mm256_broadcast_ss(wj + k), acc[k]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int64_t k = 0; k < size; ++k) _mm256_storeu_ps(cols + column[k] * kLanes, acc[k]);
+  }
+
+  [[gnu::target("avx2,fma")]] void operator()(const float* t, const AaAxis& /*ax*/, int64_t out_w,
+                                              int64_t lanes, float* dst, int64_t stride) {
+    const int64_t* column = columns_.data();
+    const int64_t* first = firsts_.data();
+    const float* w = weights_.data();
+    float* cols = cols_.data();
+    for (const Group& g : groups_) {
+      if (g.size == kGroup) {
+        Chains<kGroup>(t, first, w, g.count, column, cols);
+      } else if (g.size == 4) {
+        Chains<4>(t, first, w, g.count, column, cols);
+      } else {
+        Chains<1>(t, first, w, g.count, column, cols);
+      }
+      column += g.size;
+      first += g.size;
+      w += g.size * std::max<int64_t>(g.count, 1);
+    }
+    int64_t x = 0;
+    for (; x + kLanes <= out_w; x += kLanes) {
+      // (Loaded one by one: a loop of loads into the array became 16-byte copies into it, which
+      // then stalled the transpose's 32-byte loads.)
+      const float* tile = cols + x * kLanes;
+      __m256 m[kLanes] = {_mm256_loadu_ps(tile),      _mm256_loadu_ps(tile + 8),
+                          _mm256_loadu_ps(tile + 16), _mm256_loadu_ps(tile + 24),
+                          _mm256_loadu_ps(tile + 32), _mm256_loadu_ps(tile + 40),
+                          _mm256_loadu_ps(tile + 48), _mm256_loadu_ps(tile + 56)};
+      FillRowsAvx2::Transpose8(m);
+      for (int64_t r = 0; r < lanes; ++r) _mm256_storeu_ps(dst + r * stride + x, m[r]);
+    }
+    for (; x < out_w; ++x) {
+      for (int64_t r = 0; r < lanes; ++r) dst[r * stride + x] = cols[x * kLanes + r];
+    }
+  }
+};
+
+// VerticalRowScalar with AVX2: all of a row's columns share the taps, so four vectors of columns
+// go at a time, four independent chains (as in ColumnsAvx2), then one vector, then one by one.
+struct VerticalRowAvx2 {
+  // Columns x .. x + 8 * chains - 1.
+  template <int64_t chains>
+  [[gnu::target("avx2,fma"), gnu::always_inline]] static inline void Block(
+      float* dst, const float* const* rows, const float* w, int64_t count, int64_t x) {
+    const int64_t unfused = Unfused(count);
+    __m256 acc[chains];
+    const __m256 w0 = _mm256_broadcast_ss(w);
+#pragma GCC unroll 8
+    for (int64_t k = 0; k < chains; ++k) {
+      acc[k] = _mm256_mul_ps(_mm256_loadu_ps(rows[0] + x + k * kLanes), w0);
+    }
+    int64_t j = 1;
+    for (; j <= unfused; ++j) {
+      const float* v = rows[j] + x;
+      const __m256 wj = _mm256_broadcast_ss(w + j);
+#pragma GCC unroll 8
+      for (int64_t k = 0; k < chains; ++k) {
+        acc[k] = _mm256_add_ps(acc[k], _mm256_mul_ps(_mm256_loadu_ps(v + k * kLanes), wj));
+      }
+    }
+    for (; j < count; ++j) {
+      const float* v = rows[j] + x;
+      const __m256 wj = _mm256_broadcast_ss(w + j);
+#pragma GCC unroll 8
+      for (int64_t k = 0; k < chains; ++k) {
+        acc[k] = _mm256_fmadd_ps(_mm256_loadu_ps(v + k * kLanes), wj, acc[k]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int64_t k = 0; k < chains; ++k) _mm256_storeu_ps(dst + x + k * kLanes, acc[k]);
+  }
+
+  [[gnu::target("avx2,fma")]] void operator()(float* dst, const float* const* rows, const float* w,
+                                              int64_t count, int64_t width) const {
+    int64_t x = 0;
+    for (; x + 4 * kLanes <= width; x += 4 * kLanes) Block<4>(dst, rows, w, count, x);
+    for (; x + kLanes <= width; x += kLanes) Block<1>(dst, rows, w, count, x);
+    const int64_t unfused = Unfused(count);
+    for (; x < width; ++x) {
+      float acc = rows[0][x] * w[0];
+      for (int64_t j = 1; j < count; ++j) acc = Accumulate(j > unfused, acc, rows[j][x], w[j]);
+      dst[x] = acc;
+    }
   }
 };
 
@@ -537,7 +775,8 @@ struct FillRowsAvx2 {
                                                     int64_t out_h, int64_t out_w,
                                                     std::vector<float>& wide,
                                                     std::vector<float>& resized) {
-  return ResizeBody<FillRowsAvx2>(rgb, in_h, in_w, st, gray, out_h, out_w, wide, resized);
+  return ResizeBody<FillRowsAvx2, ColumnsAvx2, VerticalRowAvx2>(rgb, in_h, in_w, st, gray, out_h,
+                                                                out_w, wide, resized);
 }
 
 // SquareLeafScalar with AVX2: the eight running sums are the eight lanes of one vector; each
@@ -690,7 +929,8 @@ const float* Resize(const uint8_t* rgb, int64_t in_h, int64_t in_w, const Standa
 #ifdef DOCFEED_PIX2STRUCT_AVX2
   if (UseAvx2()) return ResizeAvx2(rgb, in_h, in_w, st, gray, out_h, out_w, wide, resized);
 #endif
-  return ResizeBody<FillRowsScalar>(rgb, in_h, in_w, st, gray, out_h, out_w, wide, resized);
+  return ResizeBody<FillRowsScalar, ColumnsScalar, VerticalRowScalar>(rgb, in_h, in_w, st, gray,
+                                                                      out_h, out_w, wide, resized);
 }
 
 float* WritePatchRows(const float* resized, int64_t out_w, int64_t plane,

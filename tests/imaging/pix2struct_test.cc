@@ -107,6 +107,42 @@ TEST(Pix2StructPatches, SimdAndScalarPathsAreBitIdentical) {
   }
 }
 
+// The AVX2 horizontal pass runs the columns that share a tap count eight (or four) chains at a
+// time, the rest one by one, and transposes 8 x 8 tiles into the rows; the vertical pass runs
+// four vectors of columns at a time, then one, then single columns. Shrinking and growing pages
+// whose widths leave every kind of remainder (groups, tiles, vectors), whose neighbouring columns
+// differ in count, whose heights are not a multiple of eight, narrow and gray: the same bits as
+// the scalar path.
+TEST(Pix2StructPatches, SimdColumnGroupsMatchTheScalarPathAtTheEdges) {
+  std::mt19937 rng(11);
+  struct Case {
+    int32_t width, height, channels, max_patches, patch_height, patch_width;
+  };
+  for (const Case& k :
+       {Case{1000, 999, 3, 100, 16, 16}, Case{997, 61, 3, 2048, 5, 13}, Case{640, 480, 3, 4, 16, 1},
+        Case{33, 7, 3, 512, 3, 3}, Case{2, 1, 3, 64, 16, 16}, Case{1, 500, 1, 64, 7, 5},
+        Case{803, 1203, 1, 777, 11, 9}, Case{4099, 57, 3, 64, 1, 37}, Case{300, 300, 3, 36, 16, 16},
+        Case{77, 1001, 1, 2048, 2, 3}, Case{1280, 17, 3, 200, 16, 8}}) {
+    std::vector<uint8_t> pixels(static_cast<size_t>(k.width * k.height * k.channels));
+    for (uint8_t& v : pixels) v = static_cast<uint8_t>(rng() % 256);
+    Pix2StructConfig config;
+    config.max_patches = k.max_patches;
+    config.patch_height = k.patch_height;
+    config.patch_width = k.patch_width;
+    const size_t values = static_cast<size_t>(config.max_patches * Pix2StructRowValues(config));
+    const ImageView page{pixels.data(), k.width, k.height, k.channels, k.width * k.channels};
+    std::vector<float> simd(values), scalar(values);
+    ASSERT_TRUE(Pix2StructPatches(page, config, simd.data()).ok());
+    SetSimdModeOverride(SimdMode::kScalar);
+    const Status s = Pix2StructPatches(page, config, scalar.data());
+    ClearSimdModeOverride();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(std::memcmp(simd.data(), scalar.data(), values * sizeof(float)), 0)
+        << k.width << "x" << k.height << "x" << k.channels << " patches " << k.patch_height << "x"
+        << k.patch_width << " max " << k.max_patches;
+  }
+}
+
 // A gray page is its value thrice (the processor's RGB array): computing one channel and copying
 // it must give the bits the three-channel path gives for the same page expanded to RGB.
 TEST(Pix2StructPatches, AGrayPageEqualsItsRgbExpansion) {
