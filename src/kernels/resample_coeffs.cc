@@ -6,7 +6,10 @@
 #include "kernels/resample_coeffs.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 
@@ -129,8 +132,11 @@ double FilterSupport(ResampleFilter filter) {
   return 0.0;
 }
 
-Status ComputeCoeffs(int32_t in_size, float in0, float in1, int32_t out_size, ResampleFilter filter,
-                     CoeffTable* table, ResampleArithmetic arithmetic) {
+namespace {
+
+Status ComputeCoeffsUncached(int32_t in_size, float in0, float in1, int32_t out_size,
+                             ResampleFilter filter, CoeffTable* table,
+                             ResampleArithmetic arithmetic) {
   const KernelFn kernel = KernelOf(filter);
   if (kernel == nullptr || out_size < 1) {
     return InvalidArgumentError("ComputeCoeffs: filter has no kernel or out_size < 1");
@@ -174,6 +180,60 @@ Status ComputeCoeffs(int32_t in_size, float in0, float in1, int32_t out_size, Re
   const int32_t p = TorchWeightsPrecision(max_weight);
   for (size_t i = 0; i < all.size(); ++i) {
     table->weights[i] = ToFixedPoint(all[i], p) * (int32_t{1} << (kPrecisionBits - p));
+  }
+  return Status::Ok();
+}
+
+// The tables a thread computed last, by everything they depend on. Pages of one dataset often
+// share their geometry (scans of one size at one resolution), and a LANCZOS table costs two
+// glibc sin() calls a tap: 3-5 % of an Idefics3 page, whose three resizes need six tables.
+struct CoeffKey {
+  int32_t in_size = 0, out_size = 0;
+  uint32_t in0 = 0, in1 = 0;  // the box's floats by their bits: the same bits, the same table
+  ResampleFilter filter = ResampleFilter::kNearest;
+  ResampleArithmetic arithmetic = ResampleArithmetic::kPillow;
+
+  bool operator==(const CoeffKey&) const = default;
+};
+
+struct CachedCoeffs {
+  CoeffKey key;
+  uint64_t last_use = 0;  // 0: empty
+  CoeffTable table;
+};
+
+constexpr size_t kCachedTables = 8;
+// Tables of more weights than this (1 MiB of them) are not kept.
+constexpr size_t kMaxCachedWeights = size_t{1} << 18;
+
+}  // namespace
+
+Status ComputeCoeffs(int32_t in_size, float in0, float in1, int32_t out_size, ResampleFilter filter,
+                     CoeffTable* table, ResampleArithmetic arithmetic) {
+  thread_local std::array<CachedCoeffs, kCachedTables> cache;
+  thread_local uint64_t uses = 0;
+  ++uses;
+  const CoeffKey key{.in_size = in_size,
+                     .out_size = out_size,
+                     .in0 = std::bit_cast<uint32_t>(in0),
+                     .in1 = std::bit_cast<uint32_t>(in1),
+                     .filter = filter,
+                     .arithmetic = arithmetic};
+  CachedCoeffs* oldest = &cache[0];
+  for (CachedCoeffs& entry : cache) {
+    if (entry.last_use != 0 && entry.key == key) {
+      entry.last_use = uses;
+      *table = entry.table;
+      return Status::Ok();
+    }
+    if (entry.last_use < oldest->last_use) oldest = &entry;
+  }
+  DOCFEED_RETURN_IF_ERROR(
+      ComputeCoeffsUncached(in_size, in0, in1, out_size, filter, table, arithmetic));
+  if (table->weights.size() <= kMaxCachedWeights) {
+    oldest->key = key;
+    oldest->last_use = uses;
+    oldest->table = *table;
   }
   return Status::Ok();
 }

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/resample_coeffs.h"
@@ -174,6 +177,74 @@ std::string TargetParamName(const ::testing::TestParamInfo<int64_t>& info) {
 
 INSTANTIATE_TEST_SUITE_P(AllTargets, ResamplePerTarget,
                          ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()), TargetParamName);
+
+}  // namespace
+}  // namespace docfeed::internal
+
+namespace docfeed::internal {
+namespace {
+
+bool SameTable(const CoeffTable& a, const CoeffTable& b) {
+  return a.out_size == b.out_size && a.ksize == b.ksize && a.bounds == b.bounds &&
+         a.weights == b.weights;
+}
+
+// ComputeCoeffs keeps a thread's last tables (resample_coeffs.cc). Geometries that differ in one
+// key field each (the box's float bits, the filter, the arithmetic, the sizes), more of them than
+// the cache holds, asked for over and over in changing orders, must each give the table a fresh
+// thread (nothing cached) computes.
+TEST(ComputeCoeffsCache, EveryGeometryGetsItsOwnTable) {
+  struct Geometry {
+    int32_t in_size;
+    float in0, in1;
+    int32_t out_size;
+    ResampleFilter filter;
+    ResampleArithmetic arithmetic;
+  };
+  const std::vector<Geometry> geometries = {
+      {2481, 0, 2481, 1448, ResampleFilter::kLanczos, ResampleArithmetic::kPillow},
+      {2481, 0, 2481, 1449, ResampleFilter::kLanczos, ResampleArithmetic::kPillow},
+      {2482, 0, 2482, 1448, ResampleFilter::kLanczos, ResampleArithmetic::kPillow},
+      {2481, 0, std::nextafter(2481.0f, 0.0f), 1448, ResampleFilter::kLanczos,
+       ResampleArithmetic::kPillow},
+      {2481, 0.5f, 2481, 1448, ResampleFilter::kLanczos, ResampleArithmetic::kPillow},
+      {2481, 0, 2481, 1448, ResampleFilter::kBicubic, ResampleArithmetic::kPillow},
+      {2481, 0, 2481, 1448, ResampleFilter::kBicubic, ResampleArithmetic::kTorchUint8},
+      {2481, 0, 2481, 1448, ResampleFilter::kBilinear, ResampleArithmetic::kPillow},
+      {2481, 0, 2481, 1448, ResampleFilter::kBilinear, ResampleArithmetic::kTorchUint8},
+      {1448, 0, 1448, 1536, ResampleFilter::kLanczos, ResampleArithmetic::kPillow},
+      {3508, 0, 3508, 2048, ResampleFilter::kHamming, ResampleArithmetic::kPillow},
+      {100, 0, 100, 7, ResampleFilter::kBox, ResampleArithmetic::kPillow},
+  };
+  std::vector<CoeffTable> fresh(geometries.size());
+  for (size_t i = 0; i < geometries.size(); ++i) {
+    const Geometry& g = geometries[i];
+    std::thread([&] {
+      ASSERT_TRUE(
+          ComputeCoeffs(g.in_size, g.in0, g.in1, g.out_size, g.filter, &fresh[i], g.arithmetic)
+              .ok());
+    }).join();
+  }
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    for (size_t j = i + 1; j < fresh.size(); ++j) {
+      ASSERT_FALSE(SameTable(fresh[i], fresh[j])) << i << " and " << j << " are not distinct";
+    }
+  }
+  std::mt19937 rng(7);
+  std::vector<size_t> order;
+  for (int round = 0; round < 6; ++round) {
+    for (size_t i = 0; i < geometries.size(); ++i) order.push_back(i);
+  }
+  for (size_t i = 0; i < geometries.size(); ++i) order.push_back(i % 3);  // repeats in a row
+  std::shuffle(order.begin(), order.begin() + static_cast<ptrdiff_t>(geometries.size()) * 3, rng);
+  CoeffTable table;  // reused, as the callers reuse theirs
+  for (const size_t i : order) {
+    const Geometry& g = geometries[i];
+    ASSERT_TRUE(
+        ComputeCoeffs(g.in_size, g.in0, g.in1, g.out_size, g.filter, &table, g.arithmetic).ok());
+    ASSERT_TRUE(SameTable(table, fresh[i])) << "geometry " << i;
+  }
+}
 
 }  // namespace
 }  // namespace docfeed::internal
