@@ -8,7 +8,9 @@
 #include <string>
 #include <utility>
 
+#include "imaging/luma_range.h"
 #include "imaging/recycled_image.h"
+#include "kernels/simd_mode.h"
 
 namespace docfeed::internal {
 namespace {
@@ -26,19 +28,27 @@ inline uint8_t GrayAt(const uint8_t* row, int32_t x) {
   }
 }
 
+// The range of the page's gray values, row by row; an RGB row's luma through the SIMD scan
+// (luma_range.h; 0.6 of a 3.4 ms Nougat page one pixel at a time) unless the scalar mode is
+// forced, which the tests compare it with.
 template <int kChannels>
 void GrayRange(const ImageView& image, uint8_t& min_out, uint8_t& max_out) {
+  const bool simd = kChannels == 3 && CurrentSimdMode() != SimdMode::kScalar;
   uint8_t lo = 255, hi = 0;
   for (int32_t y = 0; y < image.height; ++y) {
     const uint8_t* row = image.data + y * image.stride_bytes;
-    uint8_t row_lo = 255, row_hi = 0;
-    for (int32_t x = 0; x < image.width; ++x) {
-      const uint8_t g = GrayAt<kChannels>(row, x);
-      row_lo = std::min(row_lo, g);
-      row_hi = std::max(row_hi, g);
+    if (simd) {
+      ExtendLumaRangeRgb(row, static_cast<size_t>(image.width), &lo, &hi);
+    } else {
+      uint8_t row_lo = 255, row_hi = 0;
+      for (int32_t x = 0; x < image.width; ++x) {
+        const uint8_t g = GrayAt<kChannels>(row, x);
+        row_lo = std::min(row_lo, g);
+        row_hi = std::max(row_hi, g);
+      }
+      lo = std::min(lo, row_lo);
+      hi = std::max(hi, row_hi);
     }
-    lo = std::min(lo, row_lo);
-    hi = std::max(hi, row_hi);
     if (lo == 0 && hi == 255) break;  // the full range: the rest cannot change it
   }
   min_out = lo;

@@ -11,6 +11,8 @@
 #include <random>
 #include <vector>
 
+#include "imaging/luma_range.h"
+
 namespace docfeed::internal {
 namespace {
 
@@ -74,6 +76,56 @@ TEST(PillowLuma, IsPillowsConvertL) {
   EXPECT_EQ(PillowLuma(0, 255, 0), 150);
   EXPECT_EQ(PillowLuma(0, 0, 255), 29);
   EXPECT_EQ(PillowLuma(200, 40, 90), 94);
+}
+
+// The SIMD scan crop_margin runs on RGB rows (luma_range.h) against PillowLuma pixel by pixel:
+// random rows of every width up to a few vectors (the last pixels go one at a time), rows of
+// one colour for every gray and 100,000 random colours (every lane must give that colour's exact
+// luma), and a range that it must only ever widen.
+TEST(ExtendLumaRangeRgb, EqualsPillowLumaPixelByPixel) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const size_t width = 1 + rng() % 70;
+    std::vector<uint8_t> row(3 * width);
+    for (uint8_t& v : row) v = static_cast<uint8_t>(rng());
+    uint8_t want_lo = 255, want_hi = 0;
+    for (size_t x = 0; x < width; ++x) {
+      const uint8_t g = PillowLuma(row[3 * x], row[3 * x + 1], row[3 * x + 2]);
+      want_lo = std::min(want_lo, g);
+      want_hi = std::max(want_hi, g);
+    }
+    uint8_t lo = 255, hi = 0;
+    ExtendLumaRangeRgb(row.data(), width, &lo, &hi);
+    ASSERT_EQ(lo, want_lo) << "trial " << trial << " width " << width;
+    ASSERT_EQ(hi, want_hi) << "trial " << trial << " width " << width;
+  }
+  std::vector<uint8_t> row(3 * 64);
+  for (int trial = 0; trial < 100000 + 256; ++trial) {
+    // Every gray v, v, v first (luma v, black and white among them), then random colours.
+    const uint32_t colour =
+        trial < 256 ? 0x010101u * static_cast<uint32_t>(trial) : rng() & 0xFFFFFF;
+    const auto r = static_cast<uint8_t>(colour), g = static_cast<uint8_t>(colour >> 8),
+               b = static_cast<uint8_t>(colour >> 16);
+    for (size_t x = 0; x < 64; ++x) {
+      row[3 * x] = r;
+      row[3 * x + 1] = g;
+      row[3 * x + 2] = b;
+    }
+    uint8_t lo = 255, hi = 0;
+    ExtendLumaRangeRgb(row.data(), 64, &lo, &hi);
+    const uint8_t want = PillowLuma(r, g, b);
+    ASSERT_EQ(lo, want) << int{r} << "," << int{g} << "," << int{b};
+    ASSERT_EQ(hi, want) << int{r} << "," << int{g} << "," << int{b};
+  }
+  const std::vector<uint8_t> mid(3 * 40, 128);  // luma 128 everywhere
+  uint8_t lo = 10, hi = 20;
+  ExtendLumaRangeRgb(mid.data(), 40, &lo, &hi);
+  EXPECT_EQ(lo, 10);
+  EXPECT_EQ(hi, 128);
+  lo = 200, hi = 250;
+  ExtendLumaRangeRgb(mid.data(), 40, &lo, &hi);
+  EXPECT_EQ(lo, 128);
+  EXPECT_EQ(hi, 250);
 }
 
 TEST(NougatDarkValues, ThresholdOfTheNormalizedGray) {
