@@ -26,21 +26,49 @@ std::string Dims(int64_t height, int64_t width) {
 // numpy's pairwise float32 summation of n values (FLOAT_pairwise_sum, which np.sum, np.mean
 // and np.var use on a contiguous float32 array; np.add.reduce starts from 0): blocks of at most
 // 128 values are leaves; larger runs split at half, rounded down to a multiple of 8, and the
-// halves' sums are added. PairwiseLeaves lists the leaves in order (they depend on n only);
-// PairwiseCombine adds their sums back up the same tree.
-struct Leaf {
-  int64_t begin, count;
+// halves' sums are added. LeafPlan lists the leaves' sizes in order (they depend on n only, and
+// follow each other from value 0); CombineLeafSums adds their sums back up the same tree.
+struct LeafPlan {
+  std::vector<uint8_t> counts;  // each leaf's size, 1..128
+  int depth = -1;               // the leaves' depth when all are equally deep, else -1
 };
 
-void PairwiseLeaves(int64_t begin, int64_t n, std::vector<Leaf>& leaves) {
+// A run's leaves depend on its size only, and the halving makes few sizes (two or three a level),
+// so each size's leaves are listed once and copied where it recurs: the quarter of a million
+// leaves of an A4 page at 300 dpi cost a few copies, not a call each (a sixth of the statistics).
+struct LeafRun {
+  int64_t n;
+  size_t first, count;
+  int depth;
+};
+
+int AppendLeaves(int64_t n, std::vector<uint8_t>& counts, std::vector<LeafRun>& runs) {
   if (n <= 128) {
-    leaves.push_back({begin, n});
-    return;
+    counts.push_back(static_cast<uint8_t>(n));
+    return 0;
   }
+  for (const LeafRun& run : runs) {
+    if (run.n != n) continue;
+    const size_t at = counts.size();
+    counts.resize(at + run.count);
+    std::memcpy(counts.data() + at, counts.data() + run.first, run.count);
+    return run.depth;
+  }
+  const size_t first = counts.size();
   int64_t half = n / 2;
   half -= half % 8;
-  PairwiseLeaves(begin, half, leaves);
-  PairwiseLeaves(begin + half, n - half, leaves);
+  const int left = AppendLeaves(half, counts, runs);
+  const int right = AppendLeaves(n - half, counts, runs);
+  const int depth = left >= 0 && left == right ? left + 1 : -1;
+  runs.push_back({n, first, counts.size() - first, depth});
+  return depth;
+}
+
+void PlanLeaves(int64_t n, LeafPlan& plan) {
+  thread_local std::vector<LeafRun> runs;
+  runs.clear();
+  plan.counts.clear();
+  plan.depth = AppendLeaves(n, plan.counts, runs);
 }
 
 float PairwiseCombine(int64_t n, const float*& leaf_sums) {
@@ -50,6 +78,22 @@ float PairwiseCombine(int64_t n, const float*& leaf_sums) {
   const float first = PairwiseCombine(half, leaf_sums);
   const float second = PairwiseCombine(n - half, leaf_sums);
   return first + second;
+}
+
+// The tree's sum over the leaf sums (`sums`, overwritten). When all leaves are equally deep the
+// tree is complete, each node's halves are neighbours on the level below, and the levels are
+// summed pair by pair without the recursion's calls; otherwise the recursion.
+float CombineLeafSums(int64_t n, const LeafPlan& plan, float* sums) {
+  if (plan.depth >= 0) {
+    size_t m = plan.counts.size();
+    for (int level = 0; level < plan.depth; ++level) {
+      m /= 2;
+      for (size_t i = 0; i < m; ++i) sums[i] = sums[2 * i] + sums[2 * i + 1];
+    }
+    return sums[0];
+  }
+  const float* next = sums;
+  return PairwiseCombine(n, next);
 }
 
 // numpy's leaf of at most 128 values: fewer than 8 summed in order from 0; otherwise eight
@@ -117,12 +161,36 @@ struct SquareLeafScalar {
   }
 };
 
+// All the leaves' sums in order (`counts`, the leaves from value 0 on) through the source's
+// sums of one leaf (Leaves::Bytes and Leaves::Squares), for StandardizeTable.
+template <typename Leaves>
+struct OneLeafAtATime {
+  [[gnu::always_inline]] void ByteSums(const uint8_t* counts, size_t leaves, float* sums) const {
+    const auto& source = static_cast<const Leaves&>(*this);
+    int64_t begin = 0;
+    for (size_t l = 0; l < leaves; ++l) {
+      sums[l] = static_cast<float>(source.Bytes(begin, counts[l]));
+      begin += counts[l];
+    }
+  }
+  [[gnu::always_inline]] void SquareSums(const uint8_t* counts, size_t leaves, const float* square,
+                                         float mean, float* sums) const {
+    const auto& source = static_cast<const Leaves&>(*this);
+    int64_t begin = 0;
+    for (size_t l = 0; l < leaves; ++l) {
+      sums[l] = source.Squares(begin, counts[l], square, mean);
+      begin += counts[l];
+    }
+  }
+};
+
 // The leaf sums of a gray page's HWC array without making it: value e of the array is g[e / 3]
 // (each gray value thrice). Byte sums from the gray run under the leaf (its end pixels counted
 // as often as they appear); squared deviations in the array's order, through the same leaf
 // arithmetic (SquareLeaf::GraySquares).
 template <typename SquareLeaf>
-struct GrayLeaves {
+struct GrayLeaves : OneLeafAtATime<GrayLeaves<SquareLeaf>> {
+  GrayLeaves(const uint8_t* gray, int64_t n_pixels) : g(gray), pixels(n_pixels) {}
   const uint8_t* g;
   int64_t pixels;
   [[gnu::always_inline]] int32_t Bytes(int64_t begin, int64_t count) const {
@@ -148,7 +216,8 @@ struct Standardization {
 
 // The leaf sums of the HWC array itself (`p`, n values), for StandardizeTable.
 template <typename SquareLeaf>
-struct RgbLeaves {
+struct RgbLeaves : OneLeafAtATime<RgbLeaves<SquareLeaf>> {
+  explicit RgbLeaves(const uint8_t* rgb) : p(rgb) {}
   const uint8_t* p;
   [[gnu::always_inline]] int32_t Bytes(int64_t begin, int64_t count) const {
     return SquareLeaf::ByteSum(p + begin, count);
@@ -159,22 +228,20 @@ struct RgbLeaves {
   }
 };
 
-// Over the n values of the HWC array (`source`: its leaves' byte sums and squared-deviation
-// sums, RgbLeaves or GrayLeaves).
+// Over the n values of the HWC array (`source`: all its leaves' byte sums and squared-deviation
+// sums, RgbLeaves, GrayLeaves or, with AVX-512, RgbGroups and GrayGroups).
 template <typename Leaves>
 [[gnu::always_inline]] inline Standardization StandardizeTable(const Leaves& source, int64_t n) {
   // Per thread and kept, as the resize's scratch (Pix2StructPatches): a leaf per 128 values is
-  // 3 MB of Leaf for an A4 scan at 300 dpi, which a fresh vector would page-fault in every time.
-  thread_local std::vector<Leaf> leaves;
+  // a megabyte of sums for an A4 scan at 300 dpi, which a fresh vector would page-fault in every
+  // time.
+  thread_local LeafPlan plan;
   thread_local std::vector<float> sums;
-  leaves.clear();
-  PairwiseLeaves(0, n, leaves);
-  sums.resize(leaves.size());
-  for (size_t l = 0; l < leaves.size(); ++l) {
-    sums[l] = static_cast<float>(source.Bytes(leaves[l].begin, leaves[l].count));
-  }
-  const float* next = sums.data();
-  const float sum = PairwiseCombine(n, next);
+  PlanLeaves(n, plan);
+  const size_t leaves = plan.counts.size();
+  sums.resize(leaves);
+  source.ByteSums(plan.counts.data(), leaves, sums.data());
+  const float sum = CombineLeafSums(n, plan, sums.data());
   const auto mean = static_cast<float>(static_cast<double>(sum) / static_cast<double>(n));
   // (The mean's leaves above: every partial sum inside a leaf of uint8 values is an integer
   // below 2^24, so numpy's float32 leaf is the exact integer sum.)
@@ -184,11 +251,8 @@ template <typename Leaves>
     const float d = static_cast<float>(v) - mean;
     square[static_cast<size_t>(v)] = d * d;
   }
-  for (size_t l = 0; l < leaves.size(); ++l) {
-    sums[l] = source.Squares(leaves[l].begin, leaves[l].count, square.data(), mean);
-  }
-  next = sums.data();
-  const float squares = PairwiseCombine(n, next);
+  source.SquareSums(plan.counts.data(), leaves, square.data(), mean, sums.data());
+  const float squares = CombineLeafSums(n, plan, sums.data());
   const auto var = static_cast<float>(static_cast<double>(squares) / static_cast<double>(n));
   float std_dev = std::sqrt(var);
   const double floor = 1.0 / std::sqrt(static_cast<double>(n));
@@ -876,6 +940,134 @@ struct SquareLeafAvx2 {
   return StandardizeTable(GrayLeaves<SquareLeafAvx2>{gray, pixels}, 3 * pixels);
 }
 
+// The statistics' leaves with AVX-512 (BW for the byte loads and sums, VL for the 128-bit
+// masked forms, VBMI for the gray page's byte permute), picked at run time as the AVX2 passes.
+#define DOCFEED_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma"
+// GCC 12's headers start some AVX-512 intrinsics from _mm512_undefined_*, which its
+// -Wmaybe-uninitialized takes for a read of an uninitialized value (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// SquareLeafAvx2 over all the leaves: each leaf's byte sum from two masked 64-byte loads
+// (masked-off bytes are not read, so no leaf reads past its end) without a branch on its size.
+struct SquareLeafAvx512 {
+  [[gnu::target(DOCFEED_AVX512_TARGET)]] static void ByteSums(const uint8_t* p,
+                                                              const uint8_t* counts, size_t leaves,
+                                                              float* sums) {
+    const __m512i zero = _mm512_setzero_si512();
+    for (size_t l = 0; l < leaves; ++l) {
+      const unsigned c = counts[l];  // 1..128
+      const __mmask64 low = c >= 64 ? ~__mmask64{0} : (__mmask64{1} << c) - 1;
+      const __mmask64 high = c > 64 ? ~__mmask64{0} >> (128 - c) : 0;
+      const __m512i s = _mm512_add_epi64(
+          _mm512_sad_epu8(_mm512_maskz_loadu_epi8(low, p), zero),
+          _mm512_sad_epu8(_mm512_maskz_loadu_epi8(high, p + (c > 64 ? 64 : 0)), zero));
+      sums[l] = static_cast<float>(_mm512_reduce_add_epi64(s));
+      p += c;
+    }
+  }
+
+  // The squared-deviation sums of the leaves over p, one by one as SquareLeafAvx2: the float
+  // work (widen, convert, subtract, multiply, add: five operations a chunk) bounds it, and
+  // neither 16-lane vectors of two leaves nor eight leaves' chains interleaved went faster.
+  [[gnu::target(DOCFEED_AVX512_TARGET)]] static void SquareSums(const uint8_t* p,
+                                                                const uint8_t* counts,
+                                                                size_t leaves, const float* square,
+                                                                float mean, float* sums) {
+    for (size_t l = 0; l < leaves; ++l) {
+      sums[l] = SquareLeafAvx2()(p, counts[l], square, mean);
+      p += counts[l];
+    }
+  }
+};
+
+// The HWC array's leaves (SquareLeafAvx512), for StandardizeTable.
+struct RgbGroups {
+  const uint8_t* p;
+  [[gnu::target(DOCFEED_AVX512_TARGET)]] void ByteSums(const uint8_t* counts, size_t leaves,
+                                                       float* sums) const {
+    SquareLeafAvx512::ByteSums(p, counts, leaves, sums);
+  }
+  [[gnu::target(DOCFEED_AVX512_TARGET)]] void SquareSums(const uint8_t* counts, size_t leaves,
+                                                         const float* square, float mean,
+                                                         float* sums) const {
+    SquareLeafAvx512::SquareSums(p, counts, leaves, square, mean, sums);
+  }
+};
+
+// A gray page's leaves (value e of its HWC array is g[e / 3]): the array is made a few thousand
+// values at a time in a buffer that stays in L1, and its leaves summed there as RgbGroups does.
+struct GrayGroups {
+  const uint8_t* g;
+  int64_t pixels;
+
+  static constexpr int64_t kChunk = 8192;  // values made at a time (whole leaves)
+
+  // Values b .. b + count - 1 of the array into out (and up to 16 bytes past them): 48 at a time,
+  // picked from the 17 gray bytes they come from by one byte permute, whose pattern depends on
+  // b % 3 only; the last few one by one.
+  [[gnu::target(DOCFEED_AVX512_TARGET)]] void Expand(int64_t b, int64_t count, uint8_t* out) const {
+    alignas(64) static constexpr auto kSpread = [] {
+      std::array<std::array<uint8_t, 64>, 3> spread{};
+      for (int phase = 0; phase < 3; ++phase) {
+        for (int j = 0; j < 64; ++j) spread[phase][j] = static_cast<uint8_t>((phase + j) / 3);
+      }
+      return spread;
+    }();
+    const __m512i spread = _mm512_load_si512(kSpread[static_cast<size_t>(b % 3)].data());
+    int64_t i = 0, q = b / 3;
+    for (; i + 48 <= count && q + 17 <= pixels; i += 48, q += 16) {
+      const __m512i bytes = _mm512_maskz_loadu_epi8(0x1FFFF, g + q);
+      _mm512_storeu_si512(out + i, _mm512_permutexvar_epi8(spread, bytes));
+    }
+    for (; i < count; ++i) out[i] = g[(b + i) / 3];
+  }
+
+  // Calls sum(buffer, counts, leaves, first sum) on runs of whole leaves.
+  template <typename Sum>
+  [[gnu::target(DOCFEED_AVX512_TARGET)]] void Chunks(const uint8_t* counts, size_t leaves,
+                                                     float* sums, Sum sum) const {
+    alignas(64) uint8_t buffer[kChunk + 64];  // Expand writes up to 16 bytes past
+    int64_t b = 0;
+    size_t l = 0;
+    while (l < leaves) {
+      size_t k = l;
+      int64_t count = 0;
+      while (k < leaves && count + counts[k] <= kChunk) count += counts[k++];
+      Expand(b, count, buffer);
+      sum(buffer, counts + l, k - l, sums + l);
+      b += count;
+      l = k;
+    }
+  }
+
+  [[gnu::target(DOCFEED_AVX512_TARGET)]] void ByteSums(const uint8_t* counts, size_t leaves,
+                                                       float* sums) const {
+    Chunks(counts, leaves, sums, [](const uint8_t* p, const uint8_t* c, size_t k, float* s) {
+      SquareLeafAvx512::ByteSums(p, c, k, s);
+    });
+  }
+  [[gnu::target(DOCFEED_AVX512_TARGET)]] void SquareSums(const uint8_t* counts, size_t leaves,
+                                                         const float* square, float mean,
+                                                         float* sums) const {
+    Chunks(counts, leaves, sums, [=](const uint8_t* p, const uint8_t* c, size_t k, float* s) {
+      SquareLeafAvx512::SquareSums(p, c, k, square, mean, s);
+    });
+  }
+};
+
+[[gnu::target(DOCFEED_AVX512_TARGET)]] Standardization StandardizeAvx512(const uint8_t* rgb,
+                                                                         int64_t n) {
+  return StandardizeTable(RgbGroups{rgb}, n);
+}
+
+[[gnu::target(DOCFEED_AVX512_TARGET)]] Standardization StandardizeGrayAvx512(const uint8_t* gray,
+                                                                             int64_t pixels) {
+  return StandardizeTable(GrayGroups{gray, pixels}, 3 * pixels);
+}
+#pragma GCC diagnostic pop
+#undef DOCFEED_AVX512_TARGET
+
 // InterleaveScalar eight values at a time: each output vector of eight gathers its lanes from
 // the three runs with one permute each and two blends. Copies only: the same bits.
 struct InterleaveAvx2 {
@@ -921,6 +1113,14 @@ bool UseAvx2() {
   static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return supported && CurrentSimdMode() != SimdMode::kScalar;
 }
+
+bool UseAvx512() {
+  static const bool supported =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return supported && CurrentSimdMode() != SimdMode::kScalar;
+}
 #endif
 
 const float* Resize(const uint8_t* rgb, int64_t in_h, int64_t in_w, const Standardization& st,
@@ -945,6 +1145,9 @@ float* WritePatchRows(const float* resized, int64_t out_w, int64_t plane,
 // of its values thrice.
 Standardization Standardize(const uint8_t* pixels, int64_t n, bool gray) {
 #ifdef DOCFEED_PIX2STRUCT_AVX2
+  if (UseAvx512()) {
+    return gray ? StandardizeGrayAvx512(pixels, n / 3) : StandardizeAvx512(pixels, n);
+  }
   if (UseAvx2()) return gray ? StandardizeGrayAvx2(pixels, n / 3) : StandardizeAvx2(pixels, n);
 #endif
   if (gray) return StandardizeTable(GrayLeaves<SquareLeafScalar>{pixels, n / 3}, n);
@@ -952,6 +1155,29 @@ Standardization Standardize(const uint8_t* pixels, int64_t n, bool gray) {
 }
 
 }  // namespace
+
+bool Pix2StructStatisticsForTesting(const uint8_t* pixels, int64_t n, bool gray, int path,
+                                    float* mean, float* std_dev, float* table) {
+  Standardization s;
+  if (path == 0) {
+    s = gray ? StandardizeTable(GrayLeaves<SquareLeafScalar>{pixels, n / 3}, n)
+             : StandardizeTable(RgbLeaves<SquareLeafScalar>{pixels}, n);
+#ifdef DOCFEED_PIX2STRUCT_AVX2
+  } else if (path == 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    s = gray ? StandardizeGrayAvx2(pixels, n / 3) : StandardizeAvx2(pixels, n);
+  } else if (path == 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
+             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    s = gray ? StandardizeGrayAvx512(pixels, n / 3) : StandardizeAvx512(pixels, n);
+#endif
+  } else {
+    return false;
+  }
+  *mean = s.mean;
+  *std_dev = s.std;
+  std::memcpy(table, s.table.data(), sizeof(s.table));
+  return true;
+}
 
 Status ValidatePix2StructConfig(const Pix2StructConfig& config) {
   if (config.max_patches < 1 || config.max_patches > kMaxPatches) {

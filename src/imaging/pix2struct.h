@@ -49,6 +49,13 @@ Result<Pix2StructGrid> ComputePix2StructGrid(int64_t height, int64_t width,
 // Errors: InvalidArgument for a bad view or a size ComputePix2StructGrid refuses.
 Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, float* out);
 
+// For tests, which compare the paths bit for bit: the per-image standardization statistics of
+// `n` HWC values (`gray`: n / 3 gray bytes, each value thrice) through one path, 0 scalar, 1 AVX2,
+// 2 AVX-512, whatever the SIMD mode; the mean, the std and the 256-entry table of standardized
+// values. False when this build or CPU has no such path.
+bool Pix2StructStatisticsForTesting(const uint8_t* pixels, int64_t n, bool gray, int path,
+                                    float* mean, float* std_dev, float* table);
+
 }  // namespace docfeed::internal
 
 #endif  // DOCFEED_IMAGING_PIX2STRUCT_H_

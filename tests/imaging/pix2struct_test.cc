@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -14,6 +15,7 @@
 #include "kernels/simd_mode.h"
 
 namespace docfeed::internal {
+
 namespace {
 
 // google/pix2struct-base's settings on an A4 scan at 200 dpi: scale = sqrt(2048 * 16 / 2339 *
@@ -176,6 +178,132 @@ TEST(Pix2StructPatches, AGrayPageEqualsItsRgbExpansion) {
     EXPECT_EQ(std::memcmp(from_padded.data(), from_rgb.data(), values * sizeof(float)), 0)
         << width << "x" << height << " with padded rows";
   }
+}
+
+struct Statistics {
+  float mean = 0, std_dev = 0;
+  float table[256] = {};
+};
+
+bool StatisticsOf(const std::vector<uint8_t>& pixels, bool gray, int path, Statistics& s) {
+  const auto n = static_cast<int64_t>(pixels.size()) * (gray ? 3 : 1);
+  return Pix2StructStatisticsForTesting(pixels.data(), n, gray, path, &s.mean, &s.std_dev, s.table);
+}
+
+// numpy's FLOAT_pairwise_sum, written out again from its source over a float array (the library
+// lists the leaves and adds the tree level by level instead).
+float NumpyPairwiseSum(const float* a, int64_t n) {
+  if (n < 8) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) sum += a[i];
+    return sum;
+  }
+  if (n <= 128) {
+    float r[8];
+    for (int k = 0; k < 8; ++k) r[k] = a[k];
+    int64_t i = 8;
+    for (; i < n - (n % 8); i += 8) {
+      for (int k = 0; k < 8; ++k) r[k] += a[i + k];
+    }
+    float sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; ++i) sum += a[i];
+    return sum;
+  }
+  int64_t half = n / 2;
+  half -= half % 8;
+  return NumpyPairwiseSum(a, half) + NumpyPairwiseSum(a + half, n - half);
+}
+
+// Whether all of numpy's leaves for n values lie at one depth of its tree.
+bool LeavesAtOneDepth(int64_t n, int& depth) {
+  if (n <= 128) {
+    depth = 0;
+    return true;
+  }
+  int64_t half = n / 2;
+  half -= half % 8;
+  int left = 0, right = 0;
+  const bool even = LeavesAtOneDepth(half, left) && LeavesAtOneDepth(n - half, right);
+  depth = left + 1;
+  return even && left == right;
+}
+
+// The pages of the statistics tests: value counts that leave every remainder against the leaves
+// (128), their chunks (8), the vectors (32, 64) and the gray expansion (48, and its buffer of
+// 8192), some whose leaves lie at two depths; constant, uniform and skewed values.
+std::vector<std::pair<std::vector<uint8_t>, bool>> StatisticsPages() {
+  std::mt19937 rng(13);
+  std::vector<std::pair<std::vector<uint8_t>, bool>> pages;
+  for (const auto& [width, height] :
+       {std::pair{1, 1}, std::pair{7, 3}, std::pair{17, 33}, std::pair{43, 1}, std::pair{64, 2},
+        std::pair{171, 3}, std::pair{333, 41}, std::pair{1000, 1001}, std::pair{2731, 1},
+        std::pair{851, 849}, std::pair{10243, 1}}) {
+    for (const bool gray : {false, true}) {
+      const auto size = static_cast<size_t>(width * height * (gray ? 1 : 3));
+      for (int kind = 0; kind < 3; ++kind) {
+        std::vector<uint8_t> pixels(size, 201);
+        if (kind == 1) {
+          for (uint8_t& v : pixels) v = static_cast<uint8_t>(rng() % 256);
+        } else if (kind == 2) {
+          for (uint8_t& v : pixels)
+            v = static_cast<uint8_t>(std::min<uint32_t>(static_cast<uint32_t>(rng() % 300), 255));
+        }
+        pages.emplace_back(std::move(pixels), gray);
+      }
+    }
+  }
+  return pages;
+}
+
+// Each SIMD path of the statistics (mean, std and the standardized table) against the scalar
+// path, bit for bit, whatever DOCFEED_SIMD says.
+TEST(Pix2StructStatistics, SimdPathsMatchTheScalarPathBitForBit) {
+  for (const auto& [pixels, gray] : StatisticsPages()) {
+    Statistics scalar;
+    ASSERT_TRUE(StatisticsOf(pixels, gray, 0, scalar));
+    for (const int path : {1, 2}) {
+      Statistics simd;
+      if (!StatisticsOf(pixels, gray, path, simd)) continue;  // not on this CPU
+      EXPECT_EQ(std::memcmp(&simd, &scalar, sizeof(Statistics)), 0)
+          << "path " << path << ", " << pixels.size() << (gray ? " gray" : " rgb")
+          << " bytes, mean " << simd.mean << " vs " << scalar.mean << ", std " << simd.std_dev
+          << " vs " << scalar.std_dev;
+    }
+  }
+}
+
+// The scalar path's mean and std are numpy's: float32 pairwise sums of the HWC array's values
+// and of their squared deviations, each divided in float64 (np.mean, np.var), then sqrtf and the
+// processor's floor; also for value counts whose leaves lie at two depths of the tree, which the
+// library adds by recursion rather than level by level.
+TEST(Pix2StructStatistics, FollowNumpysPairwiseSums) {
+  int uneven = 0;
+  for (const auto& [pixels, gray] : StatisticsPages()) {
+    std::vector<float> values;
+    for (const uint8_t v : pixels) values.insert(values.end(), gray ? 3 : 1, static_cast<float>(v));
+    const auto n = static_cast<int64_t>(values.size());
+    const auto mean = static_cast<float>(static_cast<double>(NumpyPairwiseSum(values.data(), n)) /
+                                         static_cast<double>(n));
+    for (float& v : values) {
+      const float d = v - mean;
+      v = d * d;
+    }
+    const auto var = static_cast<float>(static_cast<double>(NumpyPairwiseSum(values.data(), n)) /
+                                        static_cast<double>(n));
+    float std_dev = std::sqrt(var);
+    const double floor = 1.0 / std::sqrt(static_cast<double>(n));
+    if (floor > static_cast<double>(std_dev)) std_dev = static_cast<float>(floor);
+    Statistics s;
+    ASSERT_TRUE(StatisticsOf(pixels, gray, 0, s));
+    EXPECT_EQ(s.mean, mean) << n << (gray ? " gray" : " rgb");
+    EXPECT_EQ(s.std_dev, std_dev) << n << (gray ? " gray" : " rgb");
+    for (int v = 0; v < 256; ++v) {
+      ASSERT_EQ(s.table[v], (static_cast<float>(v) - mean) / std_dev) << n << " value " << v;
+    }
+    int depth = 0;
+    uneven += LeavesAtOneDepth(n, depth) ? 0 : 1;
+  }
+  EXPECT_EQ(uneven, 18);  // 2731, 851 x 849 and 10243 pixels, gray and RGB, three kinds each
 }
 
 TEST(ValidatePix2StructConfig, NamesTheField) {
