@@ -10,8 +10,10 @@
 
 // Instead of gathers, each group of output samples loads one window of <= 64 source bytes,
 // widens it to 16 bits and picks each lane's tap pair with a two-register word permute
-// (vpermt2w). Lane j of a group is output pixel out_first + j / channels, channel j % channels;
-// i16 lanes 2j, 2j + 1 hold its taps 2p, 2p + 1 for pair p.
+// (vpermt2w). Lane j of a group is output sample (byte) out_bytes + j of the row, i.e. pixel
+// (out_bytes + j) / channels, channel (out_bytes + j) % channels; a group may start and end
+// inside a pixel, so that RGB groups fill all 16 lanes. i16 lanes 2j, 2j + 1 hold its taps 2p,
+// 2p + 1 for pair p.
 //
 // Exactness of the 16-bit multiplies: each weight is split as k = kh * 2^16 + kl with kh, kl in
 // int16 (kh = (k + 2^15) >> 16); vpmaddwd gives p_a * kh_a + p_b * kh_b exactly (pixels are
@@ -44,12 +46,13 @@ inline int16_t SplitWeight(int32_t k, int16_t* kl) {
 }
 
 struct PermuteGroup {
-  int32_t base_bytes;  // First window byte, relative to the row.
-  int32_t out_bytes;   // First output byte, relative to the row.
-  uint32_t out_mask;   // One bit per output byte of the group.
-  int32_t pairs;       // Tap pairs.
-  uint64_t load_mask;  // One bit per window byte that exists in the row.
-  size_t table;        // Index of the group's first vector in PermuteTables::vectors.
+  int32_t base_bytes;     // First window byte, relative to the row.
+  int32_t out_bytes;      // First output byte, relative to the row.
+  uint32_t out_mask;      // One bit per output byte of the group.
+  int32_t pairs;          // Tap pairs.
+  uint64_t load_mask;     // One bit per window byte that exists in the row.
+  uint64_t load_mask_hi;  // The same for bytes 64..127 of a 128-byte window (else 0).
+  size_t table;           // Index of the group's first vector in PermuteTables::vectors.
 };
 
 // Per pair: word indices, kh, kl (3 vectors of 32 x int16).
@@ -61,31 +64,45 @@ struct PermuteTables {
 constexpr int32_t kWindowBytes = 64;
 constexpr int32_t kGroupLanes = 16;
 
-// Greedy grouping: extend a group while its lanes fit one vector and its window fits 64 bytes.
-// Each group gets ceil(taps / taps_per_unit) units of `vectors_per_unit` table vectors (stored
-// in `pairs`). Returns false if a single output pixel's taps span more than the window.
+// Load mask of window bytes [from, from + 64) when the window has `span` bytes.
+inline uint64_t WindowMask(int32_t span, int32_t from) {
+  const int32_t n = std::clamp(span - from, 0, 64);
+  return n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+}
+
+// Greedy grouping over output samples: extend a group while it has at most 16 samples and the
+// source pixels they read span at most `window_bytes` (64, or 128 for vpermt2b). Greedy gives
+// the fewest groups, since any part of a group that fits also fits. Each group gets ceil(taps /
+// taps_per_unit) units of `vectors_per_unit` table vectors (stored in `pairs`). Returns false if
+// a single output pixel's taps span more than the window.
 bool PlanGroups(const CoeffTable& x, int32_t channels, std::vector<PermuteGroup>* groups,
-                size_t* vectors, int32_t taps_per_unit = 2, int32_t vectors_per_unit = 3) {
+                size_t* vectors, int32_t taps_per_unit = 2, int32_t vectors_per_unit = 3,
+                int32_t window_bytes = kWindowBytes) {
   *vectors = 0;
-  for (int32_t o = 0; o < x.out_size;) {
+  groups->clear();
+  const int32_t samples = x.out_size * channels;
+  for (int32_t s = 0; s < samples;) {
+    const int32_t o = s / channels;
     int32_t lo = x.first(o), hi = x.first(o) + x.taps(o), taps = x.taps(o), m = 1;
-    if ((hi - lo) * channels > kWindowBytes) return false;
-    while (o + m < x.out_size && (m + 1) * channels <= kGroupLanes) {
-      const int32_t nlo = std::min(lo, x.first(o + m));
-      const int32_t nhi = std::max(hi, x.first(o + m) + x.taps(o + m));
-      if ((nhi - nlo) * channels > kWindowBytes) break;
-      lo = nlo, hi = nhi, taps = std::max(taps, x.taps(o + m)), ++m;
+    if ((hi - lo) * channels > window_bytes) return false;
+    for (; m < kGroupLanes && s + m < samples; ++m) {
+      const int32_t n = (s + m) / channels;
+      if (n == (s + m - 1) / channels) continue;  // Same pixel as the previous lane.
+      const int32_t nlo = std::min(lo, x.first(n));
+      const int32_t nhi = std::max(hi, x.first(n) + x.taps(n));
+      if ((nhi - nlo) * channels > window_bytes) break;
+      lo = nlo, hi = nhi, taps = std::max(taps, x.taps(n));
     }
     const int32_t span = (hi - lo) * channels;
-    groups->push_back(
-        PermuteGroup{.base_bytes = lo * channels,
-                     .out_bytes = o * channels,
-                     .out_mask = static_cast<uint32_t>((uint64_t{1} << (m * channels)) - 1),
-                     .pairs = (taps + taps_per_unit - 1) / taps_per_unit,
-                     .load_mask = span >= 64 ? ~uint64_t{0} : (uint64_t{1} << span) - 1,
-                     .table = *vectors});
+    groups->push_back(PermuteGroup{.base_bytes = lo * channels,
+                                   .out_bytes = s,
+                                   .out_mask = static_cast<uint32_t>((uint64_t{1} << m) - 1),
+                                   .pairs = (taps + taps_per_unit - 1) / taps_per_unit,
+                                   .load_mask = WindowMask(span, 0),
+                                   .load_mask_hi = WindowMask(span, 64),
+                                   .table = *vectors});
     *vectors += static_cast<size_t>(groups->back().pairs) * static_cast<size_t>(vectors_per_unit);
-    o += m;
+    s += m;
   }
   return true;
 }
@@ -99,16 +116,16 @@ int32_t InterleavedWord(int32_t byte) {
 
 void FillPermuteGroup(const CoeffTable& x, int32_t channels, const PermuteGroup& g, int16_t* v) {
   const int32_t base_pixel = g.base_bytes / channels;
-  const int32_t first_out = g.out_bytes / channels;
   for (int32_t p = 0; p < g.pairs; ++p, v += 3 * 32) {
     for (int32_t j = 0; j < kGroupLanes; ++j) {
-      const int32_t o = first_out + j / channels;
       const bool lane_used = ((g.out_mask >> j) & 1) != 0;
+      const int32_t o = lane_used ? (g.out_bytes + j) / channels : 0;
+      const int32_t c = (g.out_bytes + j) % channels;
       for (int32_t s = 0; s < 2; ++s) {
         const int32_t t = 2 * p + s;
         const bool used = lane_used && t < x.taps(o);
         const int32_t k = used ? x.row(o)[t] : 0;
-        const int32_t byte = used ? (x.first(o) + t - base_pixel) * channels + j % channels : 0;
+        const int32_t byte = used ? (x.first(o) + t - base_pixel) * channels + c : 0;
         v[2 * j + s] = static_cast<int16_t>(InterleavedWord(byte));
         v[32 + 2 * j + s] = SplitWeight(k, &v[64 + 2 * j + s]);
       }
@@ -133,8 +150,9 @@ HWY_INLINE void StoreGroup(__m512i acc_hi, __m512i acc_lo, const PermuteGroup& g
 
 // One group on two rows a, b. Their windows are byte-interleaved (word = a | b << 8) so that one
 // permute serves both rows; unpacklo/hi work per 128-bit block, which the word indices undo.
-HWY_INLINE void PermuteGroupRows(const uint8_t* src_a, const uint8_t* src_b, const PermuteGroup& g,
-                                 const __m512i* v, uint8_t* out_a, uint8_t* out_b) {
+HWY_INLINE void PermuteGroupRows(const PermuteTables& /*t*/, const uint8_t* src_a,
+                                 const uint8_t* src_b, const PermuteGroup& g, const __m512i* v,
+                                 uint8_t* out_a, uint8_t* out_b) {
   const __m512i a = _mm512_maskz_loadu_epi8(g.load_mask, src_a + g.base_bytes);
   const __m512i b = _mm512_maskz_loadu_epi8(g.load_mask, src_b + g.base_bytes);
   const __m512i lo = _mm512_unpacklo_epi8(a, b);
@@ -170,7 +188,7 @@ void GroupsOverRowPairs(const Tables& t, const uint8_t* src, ptrdiff_t src_strid
       for (int32_t r = r0; r < r1; r += 2) {
         const bool pair = r + 1 < r1;
         const uint8_t* a = src + r * src_stride;
-        kGroupRows(a, pair ? a + src_stride : a, g, vectors + g.table, dst + r * dst_stride,
+        kGroupRows(t, a, pair ? a + src_stride : a, g, vectors + g.table, dst + r * dst_stride,
                    pair ? dst + (r + 1) * dst_stride : nullptr);
       }
     }
@@ -211,19 +229,23 @@ bool SplitWeightBytes(int32_t k, int8_t w[3]) {
   return true;
 }
 
-bool FillQuadGroup(const CoeffTable& x, int32_t channels, const PermuteGroup& g, int8_t* v) {
+// `high`: per quad, one bit per lane byte whose window byte is 64..127 (128-byte windows).
+bool FillQuadGroup(const CoeffTable& x, int32_t channels, const PermuteGroup& g, int8_t* v,
+                   uint64_t* high) {
   const int32_t base_pixel = g.base_bytes / channels;
-  const int32_t first_out = g.out_bytes / channels;
   for (int32_t q = 0; q < g.pairs; ++q, v += 4 * 64) {
+    high[q] = 0;
     for (int32_t j = 0; j < kGroupLanes; ++j) {
-      const int32_t o = first_out + j / channels;
       const bool lane_used = ((g.out_mask >> j) & 1) != 0;
+      const int32_t o = lane_used ? (g.out_bytes + j) / channels : 0;
+      const int32_t c = (g.out_bytes + j) % channels;
       for (int32_t s = 0; s < 4; ++s) {
         const int32_t t = 4 * q + s;
         const bool used = lane_used && t < x.taps(o);
         const int32_t k = used ? x.row(o)[t] : 0;
-        v[4 * j + s] =
-            static_cast<int8_t>(used ? (x.first(o) + t - base_pixel) * channels + j % channels : 0);
+        const int32_t byte = used ? (x.first(o) + t - base_pixel) * channels + c : 0;
+        v[4 * j + s] = static_cast<int8_t>(byte & 63);  // vpermb reads the low 6 bits.
+        if (byte >= 64) high[q] |= uint64_t{1} << (4 * j + s);
         int8_t w[3];
         if (!SplitWeightBytes(k, w)) return false;
         for (int32_t d = 0; d < 3; ++d) v[64 * (d + 1) + 4 * j + s] = w[d];
@@ -233,43 +255,99 @@ bool FillQuadGroup(const CoeffTable& x, int32_t channels, const PermuteGroup& g,
   return true;
 }
 
-// Same groups as PermuteTables; `vectors` holds 4 x 64 bytes per quad.
+// Groups as PermuteTables, over 64- or 128-byte windows; `vectors` holds 4 x 64 bytes per quad.
 struct QuadTables {
   std::vector<PermuteGroup> groups;
   hwy::AlignedFreeUniquePtr<int8_t[]> vectors;
+  std::vector<uint64_t> high;  // Per quad (vector / 4): FillQuadGroup's `high`.
+  bool wide = false;           // 128-byte windows, two registers.
 };
 
+// p0/p5 micro-ops (the 512-bit ports; vpdpbusd takes either, vpermb only p5) per row of a plan:
+// per quad three dot products and one vpermb (two for a 128-byte window), per group ~8 to
+// combine, clamp and narrow. vpermt2b would cost three (measured on Sapphire Rapids).
+int64_t QuadPlanCost(const std::vector<PermuteGroup>& groups, bool wide) {
+  int64_t cost = 0;
+  for (const PermuteGroup& g : groups) cost += g.pairs * (wide ? 5 : 4) + 8;
+  return cost;
+}
+
+// Where groups of 16 samples read more than 64 bytes (RGB downscales by ~2.5x and more, e.g.
+// LANCZOS 1536 -> 512: 2 pixels, 6 lanes in 64 bytes), 128-byte windows fill more lanes per
+// quad for a second vpermb (merged by a mask) and load per row. The cheaper plan wins.
 bool BuildQuadTables(const CoeffTable& x, int32_t channels, QuadTables* t) {
-  size_t vectors = 0;
-  if (!PlanGroups(x, channels, &t->groups, &vectors, 4, 4)) return false;
+  size_t vectors = 0, wide_vectors = 0;
+  const bool narrow_ok = PlanGroups(x, channels, &t->groups, &vectors, 4, 4);
+  std::vector<PermuteGroup> wide_groups;
+  if (!PlanGroups(x, channels, &wide_groups, &wide_vectors, 4, 4, 2 * kWindowBytes)) return false;
+  if (!narrow_ok || QuadPlanCost(wide_groups, true) < QuadPlanCost(t->groups, false)) {
+    t->groups = std::move(wide_groups);
+    t->wide = true;
+    vectors = wide_vectors;
+  }
   t->vectors = hwy::AllocateAligned<int8_t>(vectors * 64 + 64);
+  t->high.resize(vectors / 4);
   for (const PermuteGroup& g : t->groups) {
-    if (!FillQuadGroup(x, channels, g, t->vectors.get() + g.table * 64)) return false;
+    if (!FillQuadGroup(x, channels, g, t->vectors.get() + g.table * 64, &t->high[g.table / 4])) {
+      return false;
+    }
   }
   return true;
 }
 
-HWY_INLINE void StoreQuadGroup(__m512i s0, __m512i s1, __m512i s2, const PermuteGroup& g,
-                               uint8_t* out) {
+// (S2 << 16) + (S1 << 8) + S0 (S0 holds the bias), shifted; not yet clamped.
+HWY_INLINE __m512i CombineQuad(__m512i s0, __m512i s1, __m512i s2) {
   const __m512i sum =
       _mm512_add_epi32(_mm512_add_epi32(s0, _mm512_slli_epi32(s1, 8)), _mm512_slli_epi32(s2, 16));
-  const __m512i acc =
-      _mm512_max_epi32(_mm512_srai_epi32(sum, kPrecisionBits), _mm512_setzero_si512());
-  _mm_mask_storeu_epi8(out + g.out_bytes, g.out_mask, _mm512_cvtusepi32_epi8(acc));
+  return _mm512_srai_epi32(sum, kPrecisionBits);
 }
 
-// One group on two rows a, b (the tables are read once for both).
-HWY_INLINE void QuadGroupRows(const uint8_t* src_a, const uint8_t* src_b, const PermuteGroup& g,
-                              const __m512i* v, uint8_t* out_a, uint8_t* out_b) {
+// Clamps and stores one group's bytes for rows a and b (nullptr: a only). Two saturating packs
+// clamp both rows to 0..255 at once (acc >> 22 fits int16) and a vpermb puts row a's 16 bytes in
+// block 0 and row b's in block 1: four p5 micro-ops for two rows, where max + vpmovusdb take
+// three per row (the group's epilogue is a third of a BILINEAR row's micro-ops).
+HWY_INLINE void StoreQuadPair(__m512i acc_a, __m512i acc_b, const PermuteGroup& g, uint8_t* out_a,
+                              uint8_t* out_b) {
+  // packus_epi32 then packus_epi16 leave, in 128-bit block L, a[4L..4L+3] at bytes 0..3 and
+  // b[4L..4L+3] at bytes 4..7.
+  const __m512i words = _mm512_packus_epi32(acc_a, acc_b);
+  const __m512i bytes = _mm512_packus_epi16(words, words);
+  // Bytes 0..15: row a, 16..31: row b (the rest unused).
+  alignas(64) static constexpr uint8_t kOrder[64] = {0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34,
+                                                     35, 48, 49, 50, 51, 4,  5,  6,  7,  20, 21,
+                                                     22, 23, 36, 37, 38, 39, 52, 53, 54, 55};
+  const __m512i order = _mm512_load_si512(kOrder);
+  const __m512i rows = _mm512_permutexvar_epi8(order, bytes);
+  _mm_mask_storeu_epi8(out_a + g.out_bytes, g.out_mask, _mm512_castsi512_si128(rows));
+  if (out_b != nullptr) {
+    _mm_mask_storeu_epi8(out_b + g.out_bytes, g.out_mask, _mm512_extracti32x4_epi32(rows, 1));
+  }
+}
+
+// One group on two rows a, b (the tables are read once for both); kWide: 128-byte windows.
+template <bool kWide>
+HWY_INLINE void QuadGroupRows(const QuadTables& t, const uint8_t* src_a, const uint8_t* src_b,
+                              const PermuteGroup& g, const __m512i* v, uint8_t* out_a,
+                              uint8_t* out_b) {
+  const uint64_t* high = t.high.data() + g.table / 4;
   const __m512i a = _mm512_maskz_loadu_epi8(g.load_mask, src_a + g.base_bytes);
   const __m512i b = _mm512_maskz_loadu_epi8(g.load_mask, src_b + g.base_bytes);
+  __m512i a_hi = a, b_hi = b;
+  if constexpr (kWide) {
+    a_hi = _mm512_maskz_loadu_epi8(g.load_mask_hi, src_a + g.base_bytes + 64);
+    b_hi = _mm512_maskz_loadu_epi8(g.load_mask_hi, src_b + g.base_bytes + 64);
+  }
   const __m512i zero = _mm512_setzero_si512();
   __m512i a0 = _mm512_set1_epi32(kRoundingBias), a1 = zero, a2 = zero;
   __m512i b0 = a0, b1 = zero, b2 = zero;
   for (int32_t q = 0; q < g.pairs; ++q, v += 4) {
     const __m512i index = _mm512_load_si512(v);
-    const __m512i pa = _mm512_permutexvar_epi8(index, a);
-    const __m512i pb = _mm512_permutexvar_epi8(index, b);
+    __m512i pa = _mm512_permutexvar_epi8(index, a);
+    __m512i pb = _mm512_permutexvar_epi8(index, b);
+    if constexpr (kWide) {  // Two vpermb: vpermt2b is three micro-ops.
+      pa = _mm512_mask_permutexvar_epi8(pa, high[q], index, a_hi);
+      pb = _mm512_mask_permutexvar_epi8(pb, high[q], index, b_hi);
+    }
     const __m512i w0 = _mm512_load_si512(v + 1);
     a0 = DotBytes(a0, pa, w0);
     b0 = DotBytes(b0, pb, w0);
@@ -280,13 +358,16 @@ HWY_INLINE void QuadGroupRows(const uint8_t* src_a, const uint8_t* src_b, const 
     a2 = DotBytes(a2, pa, w2);
     b2 = DotBytes(b2, pb, w2);
   }
-  StoreQuadGroup(a0, a1, a2, g, out_a);
-  if (out_b != nullptr) StoreQuadGroup(b0, b1, b2, g, out_b);
+  StoreQuadPair(CombineQuad(a0, a1, a2), CombineQuad(b0, b1, b2), g, out_a, out_b);
 }
 
 void QuadRows(const QuadTables& t, const uint8_t* src, ptrdiff_t src_stride, int32_t rows,
               uint8_t* dst, ptrdiff_t dst_stride) {
-  GroupsOverRowPairs<QuadGroupRows>(t, src, src_stride, rows, dst, dst_stride);
+  if (t.wide) {
+    GroupsOverRowPairs<QuadGroupRows<true>>(t, src, src_stride, rows, dst, dst_stride);
+  } else {
+    GroupsOverRowPairs<QuadGroupRows<false>>(t, src, src_stride, rows, dst, dst_stride);
+  }
 }
 #endif  // HWY_TARGET == HWY_AVX3_DL
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -125,6 +126,47 @@ void BM_Pass_Horizontal_Donut(benchmark::State& state) {
   state.SetLabel(target.label());
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(page.size()));
 }
+// The horizontal passes of whole-page document presets on 2481-pixel RGB scan rows, as the
+// presets run them: a kernel prepared once (MakeHorizontalKernel) on rows that the decoder or
+// the band buffer just wrote, hence in cache; here 32 rows (~240 KB, in L2) over and over. On a
+// whole page in memory the pass is bound by DRAM bandwidth instead. Args: kPassTargets.
+void RunHorizontalPass(benchmark::State& state, ResampleFilter filter, int32_t out_w,
+                       int32_t in_w = 2481) {
+  constexpr int32_t kRows = 32;
+  const TargetScope target(state.range(0));
+  if (!target.ok()) return state.SkipWithError("target not supported");
+  const std::vector<uint8_t> page = DocumentPage(in_w, kRows * 8);
+  const uint8_t* rows = page.data() + static_cast<size_t>(in_w) * 3 * kRows * 4;  // Text lines.
+  std::vector<uint8_t> out(static_cast<size_t>(out_w) * kRows * 3);
+  CoeffTable x;
+  if (!ComputeCoeffs(in_w, 0, in_w, out_w, filter, &x).ok()) std::abort();
+  SetSimdModeOverride(state.range(0) == 0 ? SimdMode::kScalar : SimdMode::kAuto);
+  const std::unique_ptr<HorizontalKernel> kernel = MakeHorizontalKernel(x, 3, in_w);
+  ClearSimdModeOverride();
+  for (auto _ : state) {
+    kernel->Run(rows, in_w * 3, kRows, out.data(), out_w * 3);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(target.label());
+  state.SetItemsProcessed(state.iterations() * kRows);  // Rows.
+}
+// Idefics3 (longest edge 2048): LANCZOS 2481 -> 1448, ~12 taps.
+void BM_Pass_Horizontal_Idefics3(benchmark::State& s) {
+  RunHorizontalPass(s, ResampleFilter::kLanczos, 1448);
+}
+// Idefics3's global image: LANCZOS 1536 -> 512 (1536x2048 resized to 384x512), ~19 taps.
+void BM_Pass_Horizontal_Idefics3Global(benchmark::State& s) {
+  RunHorizontalPass(s, ResampleFilter::kLanczos, 512, 1536);
+}
+// Qwen2-VL (max_pixels 1003520): BICUBIC 2481 -> 840, ~13 taps.
+void BM_Pass_Horizontal_Qwen2VL(benchmark::State& s) {
+  RunHorizontalPass(s, ResampleFilter::kBicubic, 840);
+}
+// Donut's shortest-edge step on this scan: BILINEAR 2481 -> 1200, ~5 taps.
+void BM_Pass_Horizontal_Donut2481(benchmark::State& s) {
+  RunHorizontalPass(s, ResampleFilter::kBilinear, 1200);
+}
+
 void BM_Pass_Vertical_Donut(benchmark::State& state) {
   const bool scalar = state.range(0) == 0;
   const TargetScope target(state.range(0));
@@ -155,6 +197,10 @@ DOCFEED_RESIZE_BENCH(BM_Resize_Bicubic_A4_150dpi);
 DOCFEED_RESIZE_BENCH(BM_Resize_Lanczos_A4_150dpi);
 DOCFEED_RESIZE_BENCH(BM_Resize_BicubicThumbnail_Donut);
 BENCHMARK(BM_Pass_Horizontal_Donut)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Pass_Horizontal_Idefics3)->DenseRange(0, 4)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Pass_Horizontal_Idefics3Global)->DenseRange(0, 4)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Pass_Horizontal_Qwen2VL)->DenseRange(0, 4)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Pass_Horizontal_Donut2481)->DenseRange(0, 4)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Pass_Vertical_Donut)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
 
 }  // namespace

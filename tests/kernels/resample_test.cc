@@ -171,6 +171,39 @@ TEST_P(ResamplePerTarget, HorizontalWideWindowsMatchReference) {
   }
 }
 
+// AVX3_DL's quad kernel around its limits: groups of 16 samples that start and end inside a
+// pixel (RGB), windows of 64 bytes and of 128 (two registers, picked when they take fewer
+// micro-ops: ratios from ~2.5x for RGB), single pixels too wide for either (gathers), an odd
+// last row (no row pair), every filter and channel count, up- and downscales, fractional boxes.
+TEST_P(ResamplePerTarget, HorizontalQuadWindowsMatchReference) {
+  std::mt19937 rng(2024);
+  for (const int32_t channels : {1, 2, 3, 4}) {
+    for (const int32_t in_w : {97, 601, 1536}) {
+      for (const double ratio : {0.7, 1.3, 2.2, 2.9, 3.0, 4.5, 6.0, 9.0, 17.0}) {
+        for (const ResampleFilter filter : kFilters) {
+          const auto out_w =
+              static_cast<int32_t>(std::max(1.0, in_w / ratio + static_cast<double>(rng() % 3)));
+          float in0 = 0, in1 = static_cast<float>(in_w);
+          if (rng() % 4 == 0) in0 = 0.37f, in1 = static_cast<float>(in_w) - 1.6f;
+          CoeffTable x;
+          ASSERT_TRUE(ComputeCoeffs(in_w, in0, in1, out_w, filter, &x).ok());
+          const auto rows = static_cast<int32_t>(1 + rng() % 5);
+          const Rows src = RandomRows(rng, in_w * channels, rows, rng() % 5 == 0);
+          const ptrdiff_t out_stride = out_w * channels + static_cast<ptrdiff_t>(rng() % 3);
+          std::vector<uint8_t> want(static_cast<size_t>(out_stride * rows), 0x5A);
+          std::vector<uint8_t> got(want.size(), 0x5A);
+          ResampleHorizontalReference(src.data, src.stride, in_w, rows, channels, x, want.data(),
+                                      out_stride);
+          ResampleHorizontalSimd(src.data, src.stride, in_w, rows, channels, x, got.data(),
+                                 out_stride);
+          ASSERT_EQ(want, got) << in_w << " -> " << out_w << " c" << channels << " filter "
+                               << static_cast<int>(filter) << " rows " << rows;
+        }
+      }
+    }
+  }
+}
+
 std::string TargetParamName(const ::testing::TestParamInfo<int64_t>& info) {
   return hwy::TargetName(info.param);
 }
