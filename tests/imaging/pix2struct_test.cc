@@ -77,6 +77,21 @@ TEST(Pix2StructPatches, LaysOutIdsThenZeroRows) {
   }
 }
 
+// Pix2StructPatches of `page` with the SIMD paths and with the scalar mode forced: the same
+// bytes.
+void ExpectSimdEqualsScalar(const ImageView& page, const Pix2StructConfig& config) {
+  const size_t values = static_cast<size_t>(config.max_patches * Pix2StructRowValues(config));
+  std::vector<float> simd(values), scalar(values);
+  ASSERT_TRUE(Pix2StructPatches(page, config, simd.data()).ok());
+  SetSimdModeOverride(SimdMode::kScalar);
+  const Status s = Pix2StructPatches(page, config, scalar.data());
+  ClearSimdModeOverride();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(std::memcmp(simd.data(), scalar.data(), values * sizeof(float)), 0)
+      << page.width << "x" << page.height << "x" << page.channels << " patches "
+      << config.patch_height << "x" << config.patch_width << " max " << config.max_patches;
+}
+
 // The AVX2 passes (statistics, both resize passes, the patch rows' interleave) and the scalar
 // ones do the same float arithmetic in the same order: the outputs are equal bit for bit, on
 // pages whose leaves end at every remainder mod 8, that shrink and grow, and are gray (one
@@ -96,16 +111,8 @@ TEST(Pix2StructPatches, SimdAndScalarPathsAreBitIdentical) {
     Pix2StructConfig config;
     config.max_patches = k.max_patches;
     config.patch_width = k.patch_width;
-    const size_t values = static_cast<size_t>(config.max_patches * Pix2StructRowValues(config));
-    const ImageView page{pixels.data(), k.width, k.height, k.channels, k.width * k.channels};
-    std::vector<float> simd(values), scalar(values);
-    ASSERT_TRUE(Pix2StructPatches(page, config, simd.data()).ok());
-    SetSimdModeOverride(SimdMode::kScalar);
-    const Status s = Pix2StructPatches(page, config, scalar.data());
-    ClearSimdModeOverride();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    EXPECT_EQ(std::memcmp(simd.data(), scalar.data(), values * sizeof(float)), 0)
-        << k.width << "x" << k.height << "x" << k.channels << " patch width " << k.patch_width;
+    ExpectSimdEqualsScalar({pixels.data(), k.width, k.height, k.channels, k.width * k.channels},
+                           config);
   }
 }
 
@@ -131,17 +138,8 @@ TEST(Pix2StructPatches, SimdColumnGroupsMatchTheScalarPathAtTheEdges) {
     config.max_patches = k.max_patches;
     config.patch_height = k.patch_height;
     config.patch_width = k.patch_width;
-    const size_t values = static_cast<size_t>(config.max_patches * Pix2StructRowValues(config));
-    const ImageView page{pixels.data(), k.width, k.height, k.channels, k.width * k.channels};
-    std::vector<float> simd(values), scalar(values);
-    ASSERT_TRUE(Pix2StructPatches(page, config, simd.data()).ok());
-    SetSimdModeOverride(SimdMode::kScalar);
-    const Status s = Pix2StructPatches(page, config, scalar.data());
-    ClearSimdModeOverride();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    EXPECT_EQ(std::memcmp(simd.data(), scalar.data(), values * sizeof(float)), 0)
-        << k.width << "x" << k.height << "x" << k.channels << " patches " << k.patch_height << "x"
-        << k.patch_width << " max " << k.max_patches;
+    ExpectSimdEqualsScalar({pixels.data(), k.width, k.height, k.channels, k.width * k.channels},
+                           config);
   }
 }
 
