@@ -18,7 +18,8 @@ out="${root}/build/fuzz"
 mkdir -p "${out}"
 source "${root}/tests/fuzz/fuzz_lib.sh"
 
-sources=("${root}"/src/codec/*.cc "${root}"/src/codec/internal/*.cc "${root}/src/base/status.cc")
+sources=("${root}"/src/codec/*.cc "${root}"/src/codec/internal/*.cc
+         "${root}"/src/base/{status,recycled_bytes}.cc)
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
        -I"${root}/include" -I"${root}/src")
 libs=(-ljpeg -lspng -ldeflate -lwebpdemux -lwebp -lgif -ltiff -lz)  # -lz: the PNG structure check's crc32; -ldeflate: PNG decode

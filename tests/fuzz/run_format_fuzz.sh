@@ -17,7 +17,8 @@ out="${DOCFEED_FUZZ_DIR:-${root}/build/fuzz}"
 mkdir -p "${out}"
 source "${root}/tests/fuzz/fuzz_lib.sh"
 
-common=("${root}"/src/base/{status,base64,hash,file,mem_env}.cc "${root}/src/base/posix/env_posix.cc"
+common=("${root}"/src/base/{status,base64,hash,file,mem_env,recycled_bytes}.cc
+        "${root}/src/base/posix/env_posix.cc"
         "${root}"/src/format/{manifest,index,value,arrow_column,arrow_cell}.cc
         "${root}"/src/format/arrow/*.cc "${root}"/src/format/parquet/*.cc
         "${root}"/src/codec/*.cc
