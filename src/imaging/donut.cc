@@ -81,12 +81,6 @@ Image DropAlpha(const Image& image) {
   return out;
 }
 
-Image NewImage(int32_t width, int32_t height, int32_t channels) {
-  Image image{.width = width, .height = height, .channels = channels, .pixels = {}};
-  image.pixels.resize(image.stride_bytes() * static_cast<size_t>(height));
-  return image;
-}
-
 Status CheckPillowBomb(int32_t width, int32_t height) {
   if (static_cast<uint64_t>(width) * static_cast<uint64_t>(height) >
       DecodeLimits::kPillowBombPixels) {
@@ -275,7 +269,7 @@ namespace {
 // opaque (L -> LA, RGB -> RGBA).
 Image WithColourKeyAlpha(const Image& image, const std::array<uint16_t, 3>& key) {
   const int32_t channels = image.channels;
-  Image out = NewImage(image.width, image.height, channels + 1);
+  Image out = ImageToOverwrite(image.width, image.height, channels + 1);  // all written
   const size_t n = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
   const uint8_t* src = image.pixels.data();
   uint8_t* dst = out.pixels.data();
@@ -333,7 +327,7 @@ DonutResampling ResamplingOf(const DonutConfig& config) {
 
 Image RotateClockwise(const Image& image) {
   const int32_t c = image.channels;
-  Image out = NewImage(image.height, image.width, c);
+  Image out = ImageToOverwrite(image.height, image.width, c);  // every pixel written below
   const size_t src_stride = image.stride_bytes();
   const size_t dst_stride = out.stride_bytes();
   // out[r][x] = in[H - 1 - x][r]: walk the source row by row, writing one destination column.
