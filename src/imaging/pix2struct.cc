@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -208,11 +209,33 @@ struct GrayLeaves : OneLeafAtATime<GrayLeaves<SquareLeaf>> {
 
 // The standardization of one page: its mean and std as numpy computes them, and the standardized
 // value of each uint8 value, table[v] = (float32(v) - mean) / std (two float roundings).
+//
+// A vector divide costs several times a multiply (FillRowsAvx2 divides every value of the page),
+// so each value may instead be divided through the reciprocal with one correction step,
+// q = d * inverse, q' = fma(fma(-q, std, d), inverse, q), which rounds as the division does for
+// most divisors (Markstein, "IA-64 and Elementary Functions", 2000, ch. 8) but is not proven to
+// for all. Only 256 dividends ever occur, so the step is tried on each of them against the true
+// division when the table is made: `by_inverse` is set only when all 256 agree bit for bit.
 struct Standardization {
   std::array<float, 256> table;
   float mean = 0.0f;
   float std = 1.0f;
+  float inverse = 1.0f;     // float32(1 / std)
+  bool by_inverse = false;  // the correction step gives table[v] for every v
 };
+
+// Whether the reciprocal step gives `s.table` for every byte value (Standardization).
+bool InverseStepIsExact(const Standardization& s) {
+  for (int v = 0; v < 256; ++v) {
+    const float d = static_cast<float>(v) - s.mean;
+    const float q = d * s.inverse;
+    const float step = std::fma(std::fma(-q, s.std, d), s.inverse, q);
+    if (std::bit_cast<uint32_t>(step) != std::bit_cast<uint32_t>(s.table[static_cast<size_t>(v)])) {
+      return false;
+    }
+  }
+  return true;
+}
 
 // The leaf sums of the HWC array itself (`p`, n values), for StandardizeTable.
 template <typename SquareLeaf>
@@ -264,6 +287,8 @@ template <typename Leaves>
   for (int v = 0; v < 256; ++v) {
     s.table[static_cast<size_t>(v)] = (static_cast<float>(v) - mean) / std_dev;
   }
+  s.inverse = 1.0f / std_dev;
+  s.by_inverse = InverseStepIsExact(s);
   return s;
 }
 
@@ -460,16 +485,17 @@ struct VerticalRowScalar {
 };
 
 // The vertical pass, output row after output row as their source rows become available: the
-// rows of the horizontal pass (or of the table) at planes + (c * ring + y % ring) * out_w.
-template <typename VerticalRow>
+// rows of the horizontal pass (or of the table) at planes + (c * ring + y % ring) * out_w. Each
+// output row's channels go to sink.Row(y, c), then sink.Done(y).
+template <typename VerticalRow, typename Sink>
 class VerticalPass {
  public:
-  VerticalPass(int64_t in_h, int64_t out_h, int channels, int64_t out_w, float* out)
+  VerticalPass(int64_t in_h, int64_t out_h, int channels, int64_t out_w, Sink& sink)
       : ax_(AntialiasWeights(in_h, out_h)),
         out_h_(out_h),
         channels_(channels),
         out_w_(out_w),
-        out_(out),
+        sink_(sink),
         rows_(static_cast<size_t>(std::max<int64_t>(ax_.taps, 1))) {}
 
   // The ring rows, a multiple of kLanes, that cover any output row's sources from the block that
@@ -487,9 +513,10 @@ class VerticalPass {
         for (int64_t j = 0; j < std::max<int64_t>(count, 1); ++j) {
           rows_[static_cast<size_t>(j)] = planes + (c * ring + (first + j) % ring) * out_w_;
         }
-        VerticalRow()(out_ + (c * out_h_ + next_) * out_w_, rows_.data(),
-                      ax_.weights.data() + next_ * ax_.taps, count, out_w_);
+        VerticalRow()(sink_.Row(next_, c), rows_.data(), ax_.weights.data() + next_ * ax_.taps,
+                      count, out_w_);
       }
+      sink_.Done(next_);
     }
   }
 
@@ -498,68 +525,10 @@ class VerticalPass {
   int64_t out_h_;
   int channels_;
   int64_t out_w_;
-  float* out_;
+  Sink& sink_;
   std::vector<const float*> rows_;  // one output row's source rows
   int64_t next_ = 0;                // the next output row to make
 };
-
-// ATen resizes the width first (the contiguous dimension), then the height, skipping a
-// dimension whose size does not change. Planes are channel-major, as the CHW tensor. Returns
-// the resized planes (in `wide` or `resized`). With `gray`, `rgb` is a contiguous gray page (one
-// byte a pixel): its three channels are equal, so are their resized planes, and the first is
-// computed and copied twice. When both dimensions change, the height is resized as soon as the
-// width's rows it needs are made, which then need only a ring of the last rows (a few hundred
-// KB, in cache) rather than whole planes (25 MB for an A4 scan at 300 dpi, written out to memory
-// and read back); the same arithmetic on the same values.
-template <typename FillRows, typename Columns, typename VerticalRow>
-[[gnu::always_inline]] inline const float* ResizeBody(const uint8_t* rgb, int64_t in_h,
-                                                      int64_t in_w, const Standardization& st,
-                                                      bool gray, int64_t out_h, int64_t out_w,
-                                                      std::vector<float>& wide,
-                                                      std::vector<float>& resized) {
-  const int channels = gray ? 1 : 3;
-  const auto table_planes = [&] {  // the width unchanged: the standardized page as CHW planes
-    wide.resize(static_cast<size_t>(3 * in_h * out_w));
-    for (int64_t c = 0; c < channels; ++c) {
-      float* plane = wide.data() + c * in_h * out_w;
-      const int64_t step = gray ? 1 : 3;
-      for (int64_t i = 0; i < in_h * in_w; ++i) plane[i] = st.table[rgb[step * i + c]];
-    }
-  };
-  float* out = wide.data();
-  int64_t plane = in_h * out_w;
-  if (out_h == in_h) {
-    if (out_w == in_w) {
-      table_planes();
-    } else {
-      wide.resize(static_cast<size_t>(3 * in_h * out_w));
-      HorizontalPass<FillRows, Columns>(rgb, in_h, in_w, st, gray, AntialiasWeights(in_w, out_w),
-                                        out_w, wide.data(), in_h, [](int64_t) {});
-    }
-    out = wide.data();
-  } else {
-    resized.resize(static_cast<size_t>(3 * out_h * out_w));
-    VerticalPass<VerticalRow> vertical(in_h, out_h, channels, out_w, resized.data());
-    if (out_w == in_w) {
-      table_planes();
-      vertical.Rows(wide.data(), in_h, in_h);
-    } else {
-      const int64_t ring = std::min(vertical.RingRows(), in_h);
-      wide.resize(static_cast<size_t>(3 * ring * out_w));
-      float* const planes = wide.data();
-      HorizontalPass<FillRows, Columns>(rgb, in_h, in_w, st, gray, AntialiasWeights(in_w, out_w),
-                                        out_w, planes, ring,
-                                        [&](int64_t ready) { vertical.Rows(planes, ring, ready); });
-    }
-    out = resized.data();
-    plane = out_h * out_w;
-  }
-  if (gray) {
-    std::copy_n(out, plane, out + plane);
-    std::copy_n(out, plane, out + 2 * plane);
-  }
-  return out;
-}
 
 // Patch rows: out[3 * x + c] = channel plane c's value x, for the n values of a run.
 struct InterleaveScalar {
@@ -573,7 +542,8 @@ struct InterleaveScalar {
 };
 
 // Row r * cols + c of flattened_patches: [r + 1, c + 1, then (y, x, channel) of the patch], from
-// the resized CHW planes (out_w wide, `plane` apart); returns the end of the last row written.
+// the resized CHW planes (out_w wide, `plane` apart: 0 for a gray page's one plane standing for
+// three); returns the end of the last row written.
 template <typename Interleave>
 float* PatchRows(const float* resized, int64_t out_w, int64_t plane, const Pix2StructGrid& grid,
                  int64_t ph, int64_t pw, float* o) {
@@ -591,13 +561,112 @@ float* PatchRows(const float* resized, int64_t out_w, int64_t plane, const Pix2S
   return o;
 }
 
+// The vertical pass's sink that writes each resized row straight into flattened_patches: its
+// channels are made in a buffer of three rows (in L1) and interleaved into the patch rows they
+// belong to, so the resized CHW planes (6 MB at 2048 patches) are never stored and read back.
+// Row y of the resized image is row y % ph of the patches in patch row y / ph; the ids are
+// written with a patch's first row.
+template <typename Interleave>
+class PatchSink {
+ public:
+  PatchSink(const Pix2StructGrid& grid, int64_t ph, int64_t pw, int channels, float* out)
+      : grid_(grid), ph_(ph), pw_(pw), out_w_(grid.cols * pw), channels_(channels), out_(out) {
+    thread_local std::vector<float> rows;  // kept, as the other scratch
+    rows.resize(static_cast<size_t>(3 * out_w_));
+    rows_ = rows.data();
+  }
+
+  float* Row(int64_t /*y*/, int64_t c) { return rows_ + c * out_w_; }
+
+  void Done(int64_t y) {
+    const Interleave interleave;
+    const int64_t r = y / ph_, in_patch = y % ph_;
+    const int64_t row_values = 2 + 3 * ph_ * pw_;
+    const int64_t plane = channels_ == 3 ? out_w_ : 0;
+    float* o = out_ + r * grid_.cols * row_values;
+    for (int64_t col = 0; col < grid_.cols; ++col, o += row_values) {
+      if (in_patch == 0) {
+        o[0] = static_cast<float>(r + 1);
+        o[1] = static_cast<float>(col + 1);
+      }
+      const float* src = rows_ + col * pw_;
+      interleave(src, src + plane, src + 2 * plane, pw_, o + 2 + in_patch * 3 * pw_);
+    }
+  }
+
+  // The end of the last patch row.
+  float* End() const { return out_ + int64_t{grid_.rows} * grid_.cols * (2 + 3 * ph_ * pw_); }
+
+ private:
+  Pix2StructGrid grid_;
+  int64_t ph_, pw_, out_w_;
+  int channels_;
+  float* out_;
+  float* rows_;
+};
+
+// ATen resizes the width first (the contiguous dimension), then the height, skipping a
+// dimension whose size does not change; the patches are then cut from the CHW result. With
+// `gray`, `rgb` is a contiguous gray page (one byte a pixel): its three channels are equal, so
+// are their resized planes, and the first is computed and stands for all three. When the height
+// changes, it is resized as soon as the width's rows it needs are made, which then need only a
+// ring of the last rows (a few hundred KB, in cache) rather than whole planes (25 MB for an A4
+// scan at 300 dpi, written out to memory and read back), and each resized row goes straight into
+// the patches (PatchSink); the same arithmetic on the same values. Returns the end of the last
+// patch row written to `out`.
+template <typename FillRows, typename Columns, typename VerticalRow, typename Interleave>
+[[gnu::always_inline]] inline float* ResizeBody(const uint8_t* rgb, int64_t in_h, int64_t in_w,
+                                                const Standardization& st, bool gray,
+                                                const Pix2StructGrid& grid, int64_t ph, int64_t pw,
+                                                float* out) {
+  const int channels = gray ? 1 : 3;
+  const int64_t out_h = grid.rows * ph, out_w = grid.cols * pw;
+  // Per-thread scratch, kept between pages: a loader worker then allocates (and page-faults)
+  // only when a page needs more than any before it on that thread. It holds 3 x H x out_w floats
+  // of the largest page whose height stays (a ring of rows otherwise).
+  thread_local std::vector<float> wide;
+  const auto table_planes = [&] {  // the width unchanged: the standardized page as CHW planes
+    wide.resize(static_cast<size_t>(3 * in_h * out_w));
+    for (int64_t c = 0; c < channels; ++c) {
+      float* plane = wide.data() + c * in_h * out_w;
+      const int64_t step = gray ? 1 : 3;
+      for (int64_t i = 0; i < in_h * in_w; ++i) plane[i] = st.table[rgb[step * i + c]];
+    }
+  };
+  if (out_h == in_h) {
+    if (out_w == in_w) {
+      table_planes();
+    } else {
+      wide.resize(static_cast<size_t>(3 * in_h * out_w));
+      HorizontalPass<FillRows, Columns>(rgb, in_h, in_w, st, gray, AntialiasWeights(in_w, out_w),
+                                        out_w, wide.data(), in_h, [](int64_t) {});
+    }
+    return PatchRows<Interleave>(wide.data(), out_w, gray ? 0 : in_h * out_w, grid, ph, pw, out);
+  }
+  PatchSink<Interleave> sink(grid, ph, pw, channels, out);
+  VerticalPass<VerticalRow, PatchSink<Interleave>> vertical(in_h, out_h, channels, out_w, sink);
+  if (out_w == in_w) {
+    table_planes();
+    vertical.Rows(wide.data(), in_h, in_h);
+  } else {
+    const int64_t ring = std::min(vertical.RingRows(), in_h);
+    wide.resize(static_cast<size_t>(3 * ring * out_w));
+    float* const planes = wide.data();
+    HorizontalPass<FillRows, Columns>(rgb, in_h, in_w, st, gray, AntialiasWeights(in_w, out_w),
+                                      out_w, planes, ring,
+                                      [&](int64_t ready) { vertical.Rows(planes, ring, ready); });
+  }
+  return sink.End();
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define DOCFEED_PIX2STRUCT_AVX2 1
 // FillRowsScalar with AVX2, for eight rows at a time: each row's channel c of eight pixels
-// (24 bytes) picked out with two byte shuffles, standardized as the table's entries are
-// ((float32(v) - mean) / std: the same subtraction and division, rounded the same), the 8 x 8
-// block of rows by columns transposed in registers, and stored as eight columns. The pixels of a
-// row past the last whole eight, and blocks of fewer than eight rows, go through the table.
+// (24 bytes) picked out with two byte shuffles, standardized through the reciprocal step that
+// gives the table's entries bit for bit (Standardization::by_inverse: the table's subtraction,
+// then a multiply and two fused multiply-adds in place of the division), the 8 x 8 block of rows
+// by columns transposed in registers, and stored as eight columns. The pixels of a row past the
+// last whole eight, and blocks of fewer than eight rows, go through the table.
 struct FillRowsAvx2 {
   // The 8 x 8 transpose: row i of `m` (columns 0..7) becomes column i.
   [[gnu::target("avx2,fma")]] static void Transpose8(__m256 m[8]) {
@@ -634,8 +703,13 @@ struct FillRowsAvx2 {
                                               int64_t lanes, const Standardization& st,
                                               int64_t /*x0*/, bool gray,
                                               float* const blocks[3]) const {
-    if (lanes < kLanes) return FillRowsScalar()(rgb, in_w, y0, lanes, st, 0, gray, blocks);
+    // (A page whose reciprocal step is not exact, which no divisor tried so far gave, goes
+    // through the table.)
+    if (lanes < kLanes || !st.by_inverse) {
+      return FillRowsScalar()(rgb, in_w, y0, lanes, st, 0, gray, blocks);
+    }
     const __m256 mean = _mm256_set1_ps(st.mean), std_dev = _mm256_set1_ps(st.std);
+    const __m256 inverse = _mm256_set1_ps(st.inverse);
     const int64_t whole = in_w - in_w % kLanes;
     for (int c = 0; c < (gray ? 1 : 3); ++c) {
       const __m128i lo_shuffle = _mm_load_si128(reinterpret_cast<const __m128i*>(kLo[c]));
@@ -653,8 +727,9 @@ struct FillRowsAvx2 {
             const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 16));
             v = _mm_or_si128(_mm_shuffle_epi8(lo, lo_shuffle), _mm_shuffle_epi8(hi, hi_shuffle));
           }
-          m[r] = _mm256_div_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)), mean),
-                               std_dev);
+          const __m256 d = _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)), mean);
+          const __m256 q = _mm256_mul_ps(d, inverse);
+          m[r] = _mm256_fmadd_ps(_mm256_fnmadd_ps(q, std_dev, d), inverse, q);
         }
         Transpose8(m);
 #pragma GCC unroll 8
@@ -834,13 +909,53 @@ struct VerticalRowAvx2 {
   }
 };
 
-[[gnu::target("avx2,fma")]] const float* ResizeAvx2(const uint8_t* rgb, int64_t in_h, int64_t in_w,
-                                                    const Standardization& st, bool gray,
-                                                    int64_t out_h, int64_t out_w,
-                                                    std::vector<float>& wide,
-                                                    std::vector<float>& resized) {
-  return ResizeBody<FillRowsAvx2, ColumnsAvx2, VerticalRowAvx2>(rgb, in_h, in_w, st, gray, out_h,
-                                                                out_w, wide, resized);
+// InterleaveScalar eight values at a time: each output vector of eight gathers its lanes from
+// the three runs with one permute each and two blends. Copies only: the same bits.
+struct InterleaveAvx2 {
+  [[gnu::target("avx2,fma")]] void operator()(const float* r, const float* g, const float* b,
+                                              int64_t n, float* out) const {
+    // Output lane j of vector k is value (8k + j) / 3 of channel (8k + j) % 3.
+    const __m256i pr0 = _mm256_setr_epi32(0, 0, 0, 1, 0, 0, 2, 0);
+    const __m256i pg0 = _mm256_setr_epi32(0, 0, 0, 0, 1, 0, 0, 2);
+    const __m256i pb0 = _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 0, 0);
+    const __m256i pr1 = _mm256_setr_epi32(0, 3, 0, 0, 4, 0, 0, 5);
+    const __m256i pg1 = _mm256_setr_epi32(0, 0, 3, 0, 0, 4, 0, 0);
+    const __m256i pb1 = _mm256_setr_epi32(2, 0, 0, 3, 0, 0, 4, 0);
+    const __m256i pr2 = _mm256_setr_epi32(0, 0, 6, 0, 0, 7, 0, 0);
+    const __m256i pg2 = _mm256_setr_epi32(5, 0, 0, 6, 0, 0, 7, 0);
+    const __m256i pb2 = _mm256_setr_epi32(0, 5, 0, 0, 6, 0, 0, 7);
+    int64_t x = 0;
+    for (; x + 8 <= n; x += 8, out += 24) {
+      const __m256 vr = _mm256_loadu_ps(r + x);
+      const __m256 vg = _mm256_loadu_ps(g + x);
+      const __m256 vb = _mm256_loadu_ps(b + x);
+      // Blend masks: bit j set takes lane j from the second operand.
+      const __m256 o0 =
+          _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(vr, pr0),
+                                          _mm256_permutevar8x32_ps(vg, pg0), 0b10010010),
+                          _mm256_permutevar8x32_ps(vb, pb0), 0b00100100);
+      const __m256 o1 =
+          _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(vr, pr1),
+                                          _mm256_permutevar8x32_ps(vg, pg1), 0b00100100),
+                          _mm256_permutevar8x32_ps(vb, pb1), 0b01001001);
+      const __m256 o2 =
+          _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(vr, pr2),
+                                          _mm256_permutevar8x32_ps(vg, pg2), 0b01001001),
+                          _mm256_permutevar8x32_ps(vb, pb2), 0b10010010);
+      _mm256_storeu_ps(out, o0);
+      _mm256_storeu_ps(out + 8, o1);
+      _mm256_storeu_ps(out + 16, o2);
+    }
+    InterleaveScalar()(r + x, g + x, b + x, n - x, out);
+  }
+};
+
+[[gnu::target("avx2,fma")]] float* ResizeAvx2(const uint8_t* rgb, int64_t in_h, int64_t in_w,
+                                              const Standardization& st, bool gray,
+                                              const Pix2StructGrid& grid, int64_t ph, int64_t pw,
+                                              float* out) {
+  return ResizeBody<FillRowsAvx2, ColumnsAvx2, VerticalRowAvx2, InterleaveAvx2>(
+      rgb, in_h, in_w, st, gray, grid, ph, pw, out);
 }
 
 // SquareLeafScalar with AVX2: the eight running sums are the eight lanes of one vector; each
@@ -1068,47 +1183,6 @@ struct GrayGroups {
 #pragma GCC diagnostic pop
 #undef DOCFEED_AVX512_TARGET
 
-// InterleaveScalar eight values at a time: each output vector of eight gathers its lanes from
-// the three runs with one permute each and two blends. Copies only: the same bits.
-struct InterleaveAvx2 {
-  [[gnu::target("avx2,fma")]] void operator()(const float* r, const float* g, const float* b,
-                                              int64_t n, float* out) const {
-    // Output lane j of vector k is value (8k + j) / 3 of channel (8k + j) % 3.
-    const __m256i pr0 = _mm256_setr_epi32(0, 0, 0, 1, 0, 0, 2, 0);
-    const __m256i pg0 = _mm256_setr_epi32(0, 0, 0, 0, 1, 0, 0, 2);
-    const __m256i pb0 = _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 0, 0);
-    const __m256i pr1 = _mm256_setr_epi32(0, 3, 0, 0, 4, 0, 0, 5);
-    const __m256i pg1 = _mm256_setr_epi32(0, 0, 3, 0, 0, 4, 0, 0);
-    const __m256i pb1 = _mm256_setr_epi32(2, 0, 0, 3, 0, 0, 4, 0);
-    const __m256i pr2 = _mm256_setr_epi32(0, 0, 6, 0, 0, 7, 0, 0);
-    const __m256i pg2 = _mm256_setr_epi32(5, 0, 0, 6, 0, 0, 7, 0);
-    const __m256i pb2 = _mm256_setr_epi32(0, 5, 0, 0, 6, 0, 0, 7);
-    int64_t x = 0;
-    for (; x + 8 <= n; x += 8, out += 24) {
-      const __m256 vr = _mm256_loadu_ps(r + x);
-      const __m256 vg = _mm256_loadu_ps(g + x);
-      const __m256 vb = _mm256_loadu_ps(b + x);
-      // Blend masks: bit j set takes lane j from the second operand.
-      const __m256 o0 =
-          _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(vr, pr0),
-                                          _mm256_permutevar8x32_ps(vg, pg0), 0b10010010),
-                          _mm256_permutevar8x32_ps(vb, pb0), 0b00100100);
-      const __m256 o1 =
-          _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(vr, pr1),
-                                          _mm256_permutevar8x32_ps(vg, pg1), 0b00100100),
-                          _mm256_permutevar8x32_ps(vb, pb1), 0b01001001);
-      const __m256 o2 =
-          _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(vr, pr2),
-                                          _mm256_permutevar8x32_ps(vg, pg2), 0b01001001),
-                          _mm256_permutevar8x32_ps(vb, pb2), 0b10010010);
-      _mm256_storeu_ps(out, o0);
-      _mm256_storeu_ps(out + 8, o1);
-      _mm256_storeu_ps(out + 16, o2);
-    }
-    InterleaveScalar()(r + x, g + x, b + x, n - x, out);
-  }
-};
-
 bool UseAvx2() {
   static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return supported && CurrentSimdMode() != SimdMode::kScalar;
@@ -1123,22 +1197,14 @@ bool UseAvx512() {
 }
 #endif
 
-const float* Resize(const uint8_t* rgb, int64_t in_h, int64_t in_w, const Standardization& st,
-                    bool gray, int64_t out_h, int64_t out_w, std::vector<float>& wide,
-                    std::vector<float>& resized) {
+// The resized page's patch rows into `out`; returns the end of the last one.
+float* ResizeToPatches(const uint8_t* rgb, int64_t in_h, int64_t in_w, const Standardization& st,
+                       bool gray, const Pix2StructGrid& grid, int64_t ph, int64_t pw, float* out) {
 #ifdef DOCFEED_PIX2STRUCT_AVX2
-  if (UseAvx2()) return ResizeAvx2(rgb, in_h, in_w, st, gray, out_h, out_w, wide, resized);
+  if (UseAvx2()) return ResizeAvx2(rgb, in_h, in_w, st, gray, grid, ph, pw, out);
 #endif
-  return ResizeBody<FillRowsScalar, ColumnsScalar, VerticalRowScalar>(rgb, in_h, in_w, st, gray,
-                                                                      out_h, out_w, wide, resized);
-}
-
-float* WritePatchRows(const float* resized, int64_t out_w, int64_t plane,
-                      const Pix2StructGrid& grid, int64_t ph, int64_t pw, float* out) {
-#ifdef DOCFEED_PIX2STRUCT_AVX2
-  if (UseAvx2()) return PatchRows<InterleaveAvx2>(resized, out_w, plane, grid, ph, pw, out);
-#endif
-  return PatchRows<InterleaveScalar>(resized, out_w, plane, grid, ph, pw, out);
+  return ResizeBody<FillRowsScalar, ColumnsScalar, VerticalRowScalar, InterleaveScalar>(
+      rgb, in_h, in_w, st, gray, grid, ph, pw, out);
 }
 
 // With `gray`, `pixels` is a contiguous gray page of n / 3 values, standardized as the HWC array
@@ -1239,7 +1305,6 @@ Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, 
                            ComputePix2StructGrid(page.height, page.width, config));
   const int64_t in_h = page.height, in_w = page.width;
   const int64_t ph = config.patch_height, pw = config.patch_width;
-  const int64_t out_h = grid.rows * ph, out_w = grid.cols * pw;
 
   // An RGB page as the processor's contiguous HWC array; a gray page as contiguous gray bytes,
   // which stand for that array (each value thrice) without being expanded into it.
@@ -1248,17 +1313,9 @@ Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, 
   const uint8_t* pixels = Contiguous(page, storage);
   const Standardization standardized = Standardize(pixels, 3 * in_h * in_w, gray);
 
-  // Per-thread scratch, kept between pages: a loader worker then allocates (and page-faults)
-  // only when a page needs more than any before it on that thread. It holds 3 x H x out_w and
-  // 3 x out_h x out_w floats of the largest page (about 50 MB for a 4961 x 7016 scan).
-  thread_local std::vector<float> wide, resized_storage;
-  const float* resized =
-      Resize(pixels, in_h, in_w, standardized, gray, out_h, out_w, wide, resized_storage);
-
   // The patches' rows, then zero rows.
+  float* o = ResizeToPatches(pixels, in_h, in_w, standardized, gray, grid, ph, pw, out);
   const int64_t row_values = Pix2StructRowValues(config);
-  const int64_t plane = out_h * out_w;
-  float* o = WritePatchRows(resized, out_w, plane, grid, ph, pw, out);
   const int64_t used = int64_t{grid.rows} * grid.cols;
   std::fill(o, o + (config.max_patches - used) * row_values, 0.0f);
   return Status::Ok();

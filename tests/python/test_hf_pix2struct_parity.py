@@ -37,6 +37,12 @@ GENERATED = [
     ("tall-41x700", 41, 700, "RGB", 256),
     ("landscape-523x371", 523, 371, "RGB", 256),
     ("large-2200x1500", 2200, 1500, "RGB", 64),  # (sroie/459.jpg is a 4961 x 7016 scan)
+    # Grids whose side equals the page's: that axis is not resampled (ATen skips it).
+    ("same-size-48x32", 48, 32, "RGB", 6),          # 2 x 3 patches: no resize at all
+    ("same-height-50x32", 50, 32, "RGB", 7),        # 2 x 3: the width alone
+    ("same-width-48x90", 48, 90, "RGB", 17),        # 5 x 3: the height alone
+    ("gray-same-height-50x32", 50, 32, "L", 7),
+    ("gray-same-width-48x90", 48, 90, "L", 17),
 ]
 
 
