@@ -119,22 +119,6 @@ Status CheckDecodable(const jpeg_decompress_struct& cinfo) {
                           "CMYK/YCCK)");
 }
 
-// In sequential Huffman-coded JPEG every 8x8 block costs at least 2 bits (a DC code and an EOB
-// code, ITU-T T.81 F.1.2), so input shorter than blocks / 4 bytes cannot hold the image: refuse
-// it before allocating. Progressive (EOB runs) and arithmetic coding have no such floor.
-Status CheckDataCanHoldImage(const jpeg_decompress_struct& cinfo, size_t size_bytes) {
-  if (cinfo.progressive_mode || cinfo.arith_code) return Status::Ok();
-  uint64_t blocks = 0;
-  for (int i = 0; i < cinfo.num_components; ++i) {
-    blocks += uint64_t{cinfo.comp_info[i].width_in_blocks} * cinfo.comp_info[i].height_in_blocks;
-  }
-  if (uint64_t{size_bytes} * 4 < blocks) {
-    return CorruptionError("JPEG image file is truncated: " + std::to_string(size_bytes) +
-                           " bytes cannot hold " + std::to_string(blocks) + " blocks");
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<ImageInfo> ProbeJpeg(std::span<const uint8_t> bytes) {
@@ -163,7 +147,7 @@ Result<ImageInfo> OpenForDecode(JpegDecompressor& decoder, std::span<const uint8
   DOCFEED_RETURN_IF_ERROR(CheckDecodable(*decoder.cinfo()));
   DOCFEED_RETURN_IF_ERROR(
       CheckGeometry(static_cast<uint64_t>(info.width), static_cast<uint64_t>(info.height), limits));
-  DOCFEED_RETURN_IF_ERROR(CheckDataCanHoldImage(*decoder.cinfo(), bytes.size()));
+  DOCFEED_RETURN_IF_ERROR(CheckJpegDataCanHoldImage(*decoder.cinfo(), bytes.size()));
   return info;
 }
 

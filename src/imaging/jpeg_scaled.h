@@ -53,11 +53,11 @@ Status DecodeJpegScaledInto(std::span<const uint8_t> bytes, int32_t scale_denom,
 // The "resized" stage straight from the bytes: DecodeForDonut(bytes, config, mode) followed by
 // DonutResizeScaled, identical bytes, written into `out` (whose pixel buffer is reused when it is
 // large enough). JPEGs (baseline or progressive, L or RGB) that need no rotation and whose
-// thumbnail needs no reduce() step are decoded band by band (16 rows), and each band goes
-// through both resizes while it is in cache (MakeResizeStream): the full-size image is never
-// stored. Everything else, and any error, takes the DecodeForDonut + DonutResizeScaled path,
-// so the errors are theirs. `report` (may be null) receives the warnings the decode tolerated
-// (codec.h DecodeReport), as DecodeForDonut's.
+// thumbnail needs no reduce() step are decoded band by band (jpeg_stream.h
+// JpegBandDecoder), and each band goes through both resizes while it is in cache
+// (MakeResizeStream): the full-size image is never stored. Everything else, and any error, takes
+// the DecodeForDonut + DonutResizeScaled path, so the errors are theirs. `report` (may be null)
+// receives the warnings the decode tolerated (codec.h DecodeReport), as DecodeForDonut's.
 // REQUIRES: out != nullptr.
 Status DecodeAndResizeForDonut(std::span<const uint8_t> bytes, const DonutConfig& config,
                                DonutDecodeMode mode, Image* out, const DecodeLimits& limits = {},

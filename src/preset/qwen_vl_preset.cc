@@ -2,10 +2,12 @@
 // Qwen2VLImageProcessorPil of 5.x): docs/qwen-vl-preprocessing.md has the processor's steps;
 // imaging/qwen_vl.h implements them. This file only sequences them.
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "base/clock.h"
+#include "imaging/jpeg_stream.h"
 #include "imaging/qwen_vl.h"
 #include "imaging/recycled_image.h"
 #include "preset/preset.h"
@@ -66,27 +68,32 @@ class QwenVLPreset final : public Preset {
   std::vector<float> Float32Table() const override { return FlatFloat32Table(table_); }
 
   // Decode, EXIF orientation (as `datasets` applies it), the generation's RGB conversion
-  // (gray stays one channel), then smart_resize and Pillow's BICUBIC resize.
+  // (gray stays one channel), then smart_resize and Pillow's BICUBIC resize. A JPEG that needs no
+  // turning goes through the streamed decode + resize (StreamJpeg), which never holds the
+  // full-size page; the bytes are the same either way.
   Status Prepare(std::span<const uint8_t> bytes, const PrepareRequest& request, Image* out,
                  PrepareTimes* times) const override {
+    Clock::time_point start = Clock::now();
+    const Result<bool> streamed = StreamJpeg(bytes, request, out);
+    if (streamed.ok() && *streamed) {
+      // Decode and resize are interleaved band by band: one stage, as Donut's streamed path.
+      if (times != nullptr) times->decode_resize += NanosSince(start);
+      return Status::Ok();
+    }
+    // A stream that gave up partway spent its time decoding.
+    if (times != nullptr) times->decode += NanosSince(start);
     DOCFEED_ASSIGN_OR_RETURN(Image input,
                              DecodeToRgb(bytes, request, ConversionOf(config_), times));
-    const Clock::time_point start = Clock::now();
+    start = Clock::now();
     DOCFEED_ASSIGN_OR_RETURN(const QwenGeometry g,
                              QwenSmartResize(input.height, input.width, config_));
     if (g.height == input.height && g.width == input.width) {
       RecyclePixels(*out);
       *out = std::move(input);  // PIL's resize to the same size is a copy
     } else {
-      out->width = g.width;
-      out->height = g.height;
-      out->channels = input.channels;
-      out->pixels.resize(out->stride_bytes() * static_cast<size_t>(g.height));
-      const ResampleArithmetic arithmetic = config_.backend == DonutBackend::kTorchvision
-                                                ? ResampleArithmetic::kTorchUint8
-                                                : ResampleArithmetic::kPillow;
+      ResizeInto(g, input.channels, out);
       DOCFEED_RETURN_IF_ERROR(Resize(ViewOf(input), MutableViewOf(*out), ResampleFilter::kBicubic,
-                                     nullptr, 0, arithmetic));
+                                     nullptr, 0, Arithmetic()));
       RecyclePixels(input);
     }
     if (times != nullptr) times->resize += NanosSince(start);
@@ -148,6 +155,51 @@ class QwenVLPreset final : public Preset {
   }
 
  private:
+  ResampleArithmetic Arithmetic() const {
+    return config_.backend == DonutBackend::kTorchvision ? ResampleArithmetic::kTorchUint8
+                                                         : ResampleArithmetic::kPillow;
+  }
+
+  // `out` as the g.width x g.height page, its buffer reused when large enough.
+  static void ResizeInto(const QwenGeometry& g, int32_t channels, Image* out) {
+    out->width = g.width;
+    out->height = g.height;
+    out->channels = channels;
+    out->pixels.resize(out->stride_bytes() * static_cast<size_t>(g.height));
+  }
+
+  // Prepare for a JPEG that DecodeImage gives as L or RGB and that needs no turning
+  // (orientation <= 1, where OrientPage does nothing): the bands of JpegBandDecoder go straight
+  // into the BICUBIC resize stream (MakeResizeStream, which is byte-identical to Resize and a row
+  // copy where smart_resize keeps the size). The colour conversion is left out because it is the
+  // identity here: for L and RGB, ToDonutInput of 4.x returns the image as it is, and 5.x's
+  // composites only alpha or a PNG/GIF colour key, which a JPEG has neither of
+  // (DonutTransparencyKey is empty for it). Returns false (or an error) where Prepare should take
+  // the whole-page path, which then gives its own result or error: anything not streamed, any
+  // decode error, a size smart_resize refuses. On true, request.report holds DecodeImage's
+  // warnings.
+  Result<bool> StreamJpeg(std::span<const uint8_t> bytes, const PrepareRequest& request,
+                          Image* out) const {
+    if (request.orientation > 1) return false;
+    JpegBandDecoder decoder;
+    DOCFEED_ASSIGN_OR_RETURN(const bool open, decoder.Open(bytes, request.limits));
+    if (!open) return false;
+    DOCFEED_ASSIGN_OR_RETURN(const QwenGeometry g,
+                             QwenSmartResize(decoder.height(), decoder.width(), config_));
+    DOCFEED_ASSIGN_OR_RETURN(const bool full_size, decoder.SetScale(1));
+    if (!full_size) return false;
+    ResizeInto(g, decoder.channels(), out);
+    const StreamOutput rows{out->pixels.data(), static_cast<ptrdiff_t>(out->stride_bytes()),
+                            nullptr};
+    DOCFEED_ASSIGN_OR_RETURN(
+        const std::unique_ptr<RowSink> resize,
+        MakeResizeStream(decoder.width(), decoder.height(), decoder.channels(), g.width, g.height,
+                         ResampleFilter::kBicubic, nullptr, 0, rows, Arithmetic()));
+    if (resize == nullptr) return false;
+    DOCFEED_RETURN_IF_ERROR(decoder.DecodeInto(*resize, request.report));
+    return true;
+  }
+
   const std::string name_;
   const QwenVLConfig config_;
   const NormalizeTable table_;

@@ -405,6 +405,21 @@ TEST(DecodeAndResizeForDonut, ErrorsAreThoseOfTheWholeImagePath) {
   ASSERT_FALSE(got.ok());
   ASSERT_FALSE(want.ok());
   EXPECT_EQ(got.ToString(), want.status().ToString());
+  // Scan data cut to 1000 bytes and closed with EOI, which libjpeg would decode to gray: the
+  // stream declines it and DecodeImage refuses it.
+  std::vector<uint8_t> short_scan = ReadSample("sroie/027.jpg");
+  size_t sos = 2;
+  while (sos + 4 < short_scan.size() && !(short_scan[sos] == 0xFF && short_scan[sos + 1] == 0xDA)) {
+    ++sos;
+  }
+  ASSERT_LT(sos + 4, short_scan.size());
+  short_scan.resize(sos + 2 + (size_t{short_scan[sos + 2]} << 8 | short_scan[sos + 3]) + 1000);
+  short_scan.insert(short_scan.end(), {0xFF, 0xD9});
+  const Status short_got =
+      DecodeAndResizeForDonut(short_scan, config, DonutDecodeMode::kExact, &out);
+  const Result<Image> short_want = DecodeThenResize(short_scan, config, DonutDecodeMode::kExact);
+  ASSERT_FALSE(short_want.ok());
+  EXPECT_EQ(short_got.ToString(), short_want.status().ToString());
   std::vector<uint8_t> garbage(100, 0xFF);
   garbage[0] = 0xFF, garbage[1] = 0xD8, garbage[2] = 0xFF;
   EXPECT_FALSE(DecodeAndResizeForDonut(garbage, config, DonutDecodeMode::kExact, &out).ok());

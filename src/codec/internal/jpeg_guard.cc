@@ -126,4 +126,17 @@ Status JpegCompressor::Run(JpegStep step, void* args) {
   return JpegFailure(err_);
 }
 
+Status CheckJpegDataCanHoldImage(const jpeg_decompress_struct& cinfo, size_t size_bytes) {
+  if (cinfo.progressive_mode || cinfo.arith_code) return Status::Ok();
+  uint64_t blocks = 0;
+  for (int i = 0; i < cinfo.num_components; ++i) {
+    blocks += uint64_t{cinfo.comp_info[i].width_in_blocks} * cinfo.comp_info[i].height_in_blocks;
+  }
+  if (uint64_t{size_bytes} * 4 < blocks) {
+    return CorruptionError("JPEG image file is truncated: " + std::to_string(size_bytes) +
+                           " bytes cannot hold " + std::to_string(blocks) + " blocks");
+  }
+  return Status::Ok();
+}
+
 }  // namespace docfeed::internal

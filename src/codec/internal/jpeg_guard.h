@@ -57,6 +57,13 @@ jpeg_error_mgr* InstallJpegErrorManager(JpegErrorManager* err);
 // is reported as "image file is truncated").
 Status JpegFailure(const JpegErrorManager& err);
 
+// In sequential Huffman-coded JPEG every 8x8 block costs at least 2 bits (a DC code and an EOB
+// code, ITU-T T.81 F.1.2), so input shorter than blocks / 4 bytes cannot hold the image: libjpeg
+// would decode it to gray after an early EOI. Corruption ("image file is truncated") for such
+// input, refused before anything is allocated; progressive (EOB runs) and arithmetic coding have
+// no such floor. REQUIRES: `cinfo` has read the header.
+Status CheckJpegDataCanHoldImage(const jpeg_decompress_struct& cinfo, size_t size_bytes);
+
 // Owns a jpeg_decompress_struct. Not movable (libjpeg keeps pointers into it).
 class JpegDecompressor {
  public:
