@@ -1180,8 +1180,310 @@ struct GrayGroups {
                                                                              int64_t pixels) {
   return StandardizeTable(GrayGroups{gray, pixels}, 3 * pixels);
 }
+
+// The resize of a page that is enlarged or mildly reduced, with AVX-512, row by row in the
+// page's own HWC order. Enlarging, each output column has two or three terms, and the AVX2 passes
+// spent more on moving values (the standardized rows transposed into blocks, the columns
+// transposed back, the planes interleaved into the patches) than on the arithmetic; here nothing
+// is transposed or interleaved. Each row is standardized into a row of floats in HWC order (value
+// (x, c) at k * x + c, k = 3, or 1 for a gray page); output value (x, c) of the horizontal pass,
+// at k * x + c of its row, is the sum over j < count[x] of source value k * (first[x] + j) + c
+// times weight j of column x. Sixteen neighbouring output values (a group) take their terms j
+// from one window of 32 source values (two loads), each lane picking its own by a permute: lane
+// l's is value index[l] of the window that starts at base + k * j, the same index for every j.
+// Each lane does the scalar path's arithmetic on its own terms: the first a rounded product, the
+// others fused (Unfused(count) is 0 for count <= 4); a lane with fewer terms than its neighbours
+// is left out of their later multiply-adds by a mask rather than given a zero weight (fma(t, 0,
+// -0) is +0, not -0). Plan therefore accepts a page only when every column has 1 to 4 terms and
+// every group's first terms lie within 32 values (its terms j then do too, k * j further on),
+// which holds up to a reduction by about 1.7; other pages go through the AVX2 passes. The
+// vertical pass is VerticalRowAvx2's arithmetic on the HWC rows (all the values of a row share
+// its taps), and a patch's row is then 3 * pw contiguous values of a resized row.
+class HwcColumnsAvx512 {
+ public:
+  static constexpr int64_t kGroup = 16;   // output values a group
+  static constexpr int64_t kWindow = 32;  // source values its terms are picked from
+
+  // Plans the pass over rows of `channels` (1 or 3) values a pixel; false when the page is not
+  // covered (above).
+  bool Plan(const AaAxis& ax, int64_t out_w, int channels) {
+    groups_.clear();
+    index_.clear();
+    weights_.clear();
+    channels_ = channels;
+    for (int64_t x = 0; x < out_w; ++x) {
+      const int64_t count = ax.count[static_cast<size_t>(x)];
+      if (count < 1 || count > 4) return false;
+    }
+    const int64_t k = channels, values = k * out_w;
+    for (int64_t g0 = 0; g0 < values; g0 += kGroup) {
+      const int64_t lanes = std::min(kGroup, values - g0);
+      const auto column = [&](int64_t l) { return static_cast<size_t>((g0 + l) / k); };
+      const auto source = [&](int64_t l, int64_t j) {  // lane l's term j in the source row
+        return k * (ax.first[column(l)] + j) + (g0 + l) % k;
+      };
+      int64_t low = source(0, 0), high = 0, taps = 1;
+      for (int64_t l = 0; l < lanes; ++l) {
+        low = std::min(low, source(l, 0));
+        high = std::max(high, source(l, 0));
+        taps = std::max(taps, ax.count[column(l)]);
+      }
+      if (high - low >= kWindow) return false;
+      Group g{low, static_cast<int32_t>(taps), {}};
+      for (int64_t l = 0; l < kGroup; ++l) {
+        index_.push_back(l < lanes ? static_cast<int32_t>(source(l, 0) - low) : 0);
+      }
+      for (int64_t j = 0; j < taps; ++j) {
+        for (int64_t l = 0; l < kGroup; ++l) {
+          const bool term = l < lanes && j < ax.count[column(l)];
+          weights_.push_back(
+              term ? ax.weights[column(l) * static_cast<size_t>(ax.taps) + static_cast<size_t>(j)]
+                   : 0.0f);
+          if (term) g.terms[j] = static_cast<uint16_t>(g.terms[j] | (1u << l));
+        }
+      }
+      groups_.push_back(g);
+    }
+    return true;
+  }
+
+  // The output rows dst[0 .. rows - 1] of the source rows src[r] (standardized HWC rows with
+  // kWindow values of slack after their end, which only lanes left out read), group by group:
+  // a group's indices and weights are loaded once for the rows.
+  [[gnu::target(DOCFEED_AVX512_TARGET)]] void operator()(const float* const* src, int64_t rows,
+                                                         float* const* dst) const {
+    // (Members read into locals: the stores through dst could alias them for all the compiler
+    // knows, and reloading them per row from a thread_local object cost a call's worth.)
+    const int32_t* index = index_.data();
+    const float* w = weights_.data();
+    const int64_t k = channels_;
+    int64_t at = 0;
+    for (const Group& g : groups_) {
+      switch (g.taps) {
+        case 1:
+          Rows<1>(g, index, w, k, src, rows, at, dst);
+          break;
+        case 2:
+          Rows<2>(g, index, w, k, src, rows, at, dst);
+          break;
+        case 3:
+          Rows<3>(g, index, w, k, src, rows, at, dst);
+          break;
+        default:
+          Rows<4>(g, index, w, k, src, rows, at, dst);
+          break;
+      }
+      index += kGroup;
+      w += kGroup * g.taps;
+      at += kGroup;
+    }
+  }
+
+ private:
+  struct Group {
+    int64_t base;       // the first window's first value in the source row
+    int32_t taps;       // the most terms of its lanes, 1..4
+    uint16_t terms[4];  // [j]: the lanes with a term j ([0]: those inside the row)
+  };
+
+  template <int taps>
+  [[gnu::target(DOCFEED_AVX512_TARGET), gnu::always_inline]] static inline void Rows(
+      const Group& g, const int32_t* index, const float* w, int64_t k, const float* const* src,
+      int64_t rows, int64_t at, float* const* dst) {
+    const int64_t base = g.base;
+    __mmask16 terms[taps];
+#pragma GCC unroll 4
+    for (int j = 0; j < taps; ++j) terms[j] = g.terms[j];
+    const __m512i idx = _mm512_loadu_si512(index);
+    __m512 wt[taps];
+#pragma GCC unroll 4
+    for (int j = 0; j < taps; ++j) wt[j] = _mm512_loadu_ps(w + j * kGroup);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* s = src[r] + base;
+      __m512 acc = _mm512_mul_ps(
+          _mm512_permutex2var_ps(_mm512_loadu_ps(s), idx, _mm512_loadu_ps(s + 16)), wt[0]);
+#pragma GCC unroll 4
+      for (int j = 1; j < taps; ++j) {
+        const float* t = s + j * k;  // the window of the terms j
+        acc = _mm512_mask3_fmadd_ps(
+            _mm512_permutex2var_ps(_mm512_loadu_ps(t), idx, _mm512_loadu_ps(t + 16)), wt[j], acc,
+            terms[j]);
+      }
+      _mm512_mask_storeu_ps(dst[r] + at, terms[0], acc);
+    }
+  }
+
+  std::vector<Group> groups_;
+  std::vector<int32_t> index_;  // per group, lane l: its first term's place in the window
+  std::vector<float> weights_;  // per group, term j of lane l at [j * kGroup + l]
+  int channels_ = 3;
+};
+
+// n bytes of a row into floats, standardized as FillRowsAvx2 does (the reciprocal step when it
+// gives the table's values, else the table).
+[[gnu::target(DOCFEED_AVX512_TARGET)]] void StandardizeRowAvx512(const uint8_t* p, int64_t n,
+                                                                 const Standardization& st,
+                                                                 float* out) {
+  if (!st.by_inverse) {
+    for (int64_t i = 0; i < n; ++i) out[i] = st.table[p[i]];
+    return;
+  }
+  const __m512 mean = _mm512_set1_ps(st.mean), std_dev = _mm512_set1_ps(st.std);
+  const __m512 inverse = _mm512_set1_ps(st.inverse);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m =
+        n - i >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 d = _mm512_sub_ps(
+        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, p + i))), mean);
+    const __m512 q = _mm512_mul_ps(d, inverse);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_fmadd_ps(_mm512_fnmadd_ps(q, std_dev, d), inverse, q));
+  }
+}
+
+// VerticalRowAvx2 with 16 lanes, for the HWC rows: the same chains per value, the row's last
+// values through masked loads and stores.
+struct VerticalRowAvx512 {
+  // Values x .. x + 16 * chains - 1 (with `tail`, the lanes of the one vector to load and store).
+  template <int64_t chains>
+  [[gnu::target(DOCFEED_AVX512_TARGET), gnu::always_inline]] static inline void Block(
+      float* dst, const float* const* rows, const float* w, int64_t count, int64_t x,
+      __mmask16 tail = 0xFFFF) {
+    const int64_t unfused = Unfused(count);
+    __m512 acc[chains];
+#pragma GCC unroll 4
+    for (int64_t k = 0; k < chains; ++k) {
+      acc[k] =
+          _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, rows[0] + x + k * 16), _mm512_set1_ps(w[0]));
+    }
+    int64_t j = 1;
+    for (; j <= unfused; ++j) {
+      const float* v = rows[j] + x;
+      const __m512 wj = _mm512_set1_ps(w[j]);
+#pragma GCC unroll 4
+      for (int64_t k = 0; k < chains; ++k) {
+        acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, v + k * 16), wj));
+      }
+    }
+    for (; j < count; ++j) {
+      const float* v = rows[j] + x;
+      const __m512 wj = _mm512_set1_ps(w[j]);
+#pragma GCC unroll 4
+      for (int64_t k = 0; k < chains; ++k) {
+        acc[k] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, v + k * 16), wj, acc[k]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int64_t k = 0; k < chains; ++k) _mm512_mask_storeu_ps(dst + x + k * 16, tail, acc[k]);
+  }
+
+  [[gnu::target(DOCFEED_AVX512_TARGET)]] void operator()(float* dst, const float* const* rows,
+                                                         const float* w, int64_t count,
+                                                         int64_t width) const {
+    int64_t x = 0;
+    for (; x + 64 <= width; x += 64) Block<4>(dst, rows, w, count, x);
+    for (; x + 16 <= width; x += 16) Block<1>(dst, rows, w, count, x);
+    if (x < width) {
+      Block<1>(dst, rows, w, count, x, static_cast<__mmask16>((1u << (width - x)) - 1));
+    }
+  }
+};
+
+// The vertical pass's sink for HWC rows: row y % ph of the patches in patch row y / ph takes
+// 3 * pw contiguous values of the resized row (RGB: copied as they are; gray: each of pw values
+// thrice, InterleaveAvx2 of the one row).
+class HwcPatchSink {
+ public:
+  HwcPatchSink(const Pix2StructGrid& grid, int64_t ph, int64_t pw, int channels, float* out)
+      : grid_(grid), ph_(ph), pw_(pw), channels_(channels), out_(out) {
+    thread_local std::vector<float> row;  // kept, as the other scratch
+    row.resize(static_cast<size_t>(channels * grid.cols * pw));
+    row_ = row.data();
+  }
+
+  float* Row(int64_t /*y*/, int64_t /*c*/) { return row_; }
+
+  [[gnu::target(DOCFEED_AVX512_TARGET)]] void Done(int64_t y) {
+    const int64_t r = y / ph_, in_patch = y % ph_;
+    const int64_t row_values = 2 + 3 * ph_ * pw_, n = 3 * pw_;
+    float* o = out_ + r * grid_.cols * row_values;
+    for (int64_t col = 0; col < grid_.cols; ++col, o += row_values) {
+      if (in_patch == 0) {
+        o[0] = static_cast<float>(r + 1);
+        o[1] = static_cast<float>(col + 1);
+      }
+      float* dst = o + 2 + in_patch * n;
+      if (channels_ == 1) {
+        const float* src = row_ + col * pw_;
+        InterleaveAvx2()(src, src, src, pw_, dst);
+        continue;
+      }
+      const float* src = row_ + col * n;
+      int64_t i = 0;
+      for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
+      if (i < n) {
+        const auto m = static_cast<__mmask16>((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(dst + i, m, _mm512_maskz_loadu_ps(m, src + i));
+      }
+    }
+  }
+
+  float* End() const { return out_ + int64_t{grid_.rows} * grid_.cols * (2 + 3 * ph_ * pw_); }
+
+ private:
+  Pix2StructGrid grid_;
+  int64_t ph_, pw_;
+  int channels_;
+  float* out_;
+  float* row_;
+};
+
+// ResizeBody's result for a page whose width and height both change and that `columns` covers
+// (planned for its width): eight rows standardized, their horizontal pass into a ring of HWC
+// rows, then the output rows they complete (VerticalPass, one "channel" of k * out_w values).
+[[gnu::target(DOCFEED_AVX512_TARGET)]] float* ResizeHwcAvx512(const uint8_t* pixels, int64_t in_h,
+                                                              int64_t in_w,
+                                                              const Standardization& st, bool gray,
+                                                              const HwcColumnsAvx512& columns,
+                                                              const Pix2StructGrid& grid,
+                                                              int64_t ph, int64_t pw, float* out) {
+  const int channels = gray ? 1 : 3;
+  const int64_t out_h = grid.rows * ph, values = channels * grid.cols * pw;
+  const int64_t in_values = channels * in_w;
+  HwcPatchSink sink(grid, ph, pw, channels, out);
+  VerticalPass<VerticalRowAvx512, HwcPatchSink> vertical(in_h, out_h, 1, values, sink);
+  const int64_t ring = std::min(vertical.RingRows(), in_h);
+  // Kept per thread, as the other scratch; each source row with the window's slack after it.
+  thread_local std::vector<float> ring_rows, source;
+  ring_rows.resize(static_cast<size_t>(ring * values));
+  const int64_t stride = in_values + HwcColumnsAvx512::kWindow;
+  source.resize(static_cast<size_t>(kLanes * stride));
+  const float* src[kLanes];
+  float* dst[kLanes];
+  for (int64_t y0 = 0; y0 < in_h; y0 += kLanes) {
+    const int64_t rows = std::min(kLanes, in_h - y0);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = source.data() + r * stride;
+      StandardizeRowAvx512(pixels + (y0 + r) * in_values, in_values, st, row);
+      src[r] = row;
+      dst[r] = ring_rows.data() + (y0 + r) % ring * values;
+    }
+    columns(src, rows, dst);
+    vertical.Rows(ring_rows.data(), ring, y0 + rows);
+  }
+  return sink.End();
+}
 #pragma GCC diagnostic pop
 #undef DOCFEED_AVX512_TARGET
+
+// Whether the HWC path covers the page (planning `columns` for it): both sides change (ATen
+// skips an axis that does not, and a skipped axis is not a pass of weight 1) and Plan accepts
+// the width's columns.
+bool PlanHwc(int64_t in_h, int64_t in_w, bool gray, const Pix2StructGrid& grid, int64_t ph,
+             int64_t pw, HwcColumnsAvx512& columns) {
+  const int64_t out_h = grid.rows * ph, out_w = grid.cols * pw;
+  return out_h != in_h && out_w != in_w &&
+         columns.Plan(AntialiasWeights(in_w, out_w), out_w, gray ? 1 : 3);
+}
 
 bool UseAvx2() {
   static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -1201,6 +1503,12 @@ bool UseAvx512() {
 float* ResizeToPatches(const uint8_t* rgb, int64_t in_h, int64_t in_w, const Standardization& st,
                        bool gray, const Pix2StructGrid& grid, int64_t ph, int64_t pw, float* out) {
 #ifdef DOCFEED_PIX2STRUCT_AVX2
+  if (UseAvx512()) {
+    thread_local HwcColumnsAvx512 columns;  // kept, as the other scratch
+    if (PlanHwc(in_h, in_w, gray, grid, ph, pw, columns)) {
+      return ResizeHwcAvx512(rgb, in_h, in_w, st, gray, columns, grid, ph, pw, out);
+    }
+  }
   if (UseAvx2()) return ResizeAvx2(rgb, in_h, in_w, st, gray, grid, ph, pw, out);
 #endif
   return ResizeBody<FillRowsScalar, ColumnsScalar, VerticalRowScalar, InterleaveScalar>(
@@ -1243,6 +1551,18 @@ bool Pix2StructStatisticsForTesting(const uint8_t* pixels, int64_t n, bool gray,
   *std_dev = s.std;
   std::memcpy(table, s.table.data(), sizeof(s.table));
   return true;
+}
+
+bool Pix2StructHwcPathForTesting(int64_t height, int64_t width, bool gray,
+                                 const Pix2StructConfig& config) {
+#ifdef DOCFEED_PIX2STRUCT_AVX2
+  Result<Pix2StructGrid> grid = ComputePix2StructGrid(height, width, config);
+  HwcColumnsAvx512 columns;
+  return grid.ok() &&
+         PlanHwc(height, width, gray, *grid, config.patch_height, config.patch_width, columns);
+#else
+  return false;
+#endif
 }
 
 Status ValidatePix2StructConfig(const Pix2StructConfig& config) {

@@ -56,6 +56,11 @@ Status Pix2StructPatches(const ImageView& page, const Pix2StructConfig& config, 
 bool Pix2StructStatisticsForTesting(const uint8_t* pixels, int64_t n, bool gray, int path,
                                     float* mean, float* std_dev, float* table);
 
+// For tests: whether a height x width page (`gray`: one channel) takes the AVX-512 HWC resize
+// on a CPU that has it (the page's plan only; the CPU is not asked).
+bool Pix2StructHwcPathForTesting(int64_t height, int64_t width, bool gray,
+                                 const Pix2StructConfig& config);
+
 }  // namespace docfeed::internal
 
 #endif  // DOCFEED_IMAGING_PIX2STRUCT_H_

@@ -15,7 +15,6 @@
 #include "kernels/simd_mode.h"
 
 namespace docfeed::internal {
-
 namespace {
 
 // google/pix2struct-base's settings on an A4 scan at 200 dpi: scale = sqrt(2048 * 16 / 2339 *
@@ -141,6 +140,46 @@ TEST(Pix2StructPatches, SimdColumnGroupsMatchTheScalarPathAtTheEdges) {
     ExpectSimdEqualsScalar({pixels.data(), k.width, k.height, k.channels, k.width * k.channels},
                            config);
   }
+}
+
+// The AVX-512 HWC resize (pages enlarged or mildly reduced): each group of 16 output values
+// picks its terms from windows of 32 source values, lanes with fewer terms masked out. Pages
+// that reach it (checked, so that a narrower plan cannot silently skip them): enlarged and
+// reduced by up to about 1.5 (two to four terms, mixed within groups), output rows whose length
+// leaves every remainder against 16 (patch widths 16, 13, 7, 5, 3, 1), groups whose windows
+// reach the row's first and last values, one pixel wide or high, gray (one value a pixel); each
+// against the scalar path, bit for bit.
+TEST(Pix2StructPatches, HwcPathMatchesTheScalarPathAtTheEdges) {
+  std::mt19937 rng(17);
+  struct Case {
+    int32_t width, height, channels, max_patches, patch_height, patch_width;
+  };
+  for (const Case& k :
+       {Case{789, 557, 3, 2048, 16, 16}, Case{864, 1296, 3, 2048, 16, 16},
+        Case{1000, 700, 3, 2048, 16, 16}, Case{97, 13, 3, 2048, 16, 16},
+        Case{301, 211, 3, 512, 5, 13}, Case{77, 45, 3, 300, 7, 7}, Case{123, 77, 3, 2048, 3, 5},
+        Case{640, 481, 3, 4096, 16, 3}, Case{33, 1, 3, 64, 16, 16}, Case{1, 45, 3, 64, 16, 16},
+        Case{2, 3, 3, 4096, 16, 16}, Case{60, 40, 3, 1000, 2, 1}, Case{641, 479, 1, 2048, 16, 16},
+        Case{1201, 903, 1, 2048, 16, 16}, Case{805, 655, 1, 2048, 9, 11},
+        Case{1, 333, 1, 64, 16, 16}, Case{1000, 1, 1, 64, 16, 16}}) {
+    std::vector<uint8_t> pixels(static_cast<size_t>(k.width * k.height * k.channels));
+    for (uint8_t& v : pixels)
+      v = static_cast<uint8_t>(std::min<uint32_t>(static_cast<uint32_t>(rng() % 300), 255));
+    Pix2StructConfig config;
+    config.max_patches = k.max_patches;
+    config.patch_height = k.patch_height;
+    config.patch_width = k.patch_width;
+    EXPECT_TRUE(Pix2StructHwcPathForTesting(k.height, k.width, k.channels == 1, config))
+        << k.width << "x" << k.height << "x" << k.channels << " max " << k.max_patches;
+    ExpectSimdEqualsScalar({pixels.data(), k.width, k.height, k.channels, k.width * k.channels},
+                           config);
+  }
+  // Pages it leaves to the other passes: reduced by more (columns of five terms and more), a
+  // side that stays (ATen skips it).
+  Pix2StructConfig config;
+  EXPECT_FALSE(Pix2StructHwcPathForTesting(3508, 2481, false, config));
+  config.max_patches = 64;
+  EXPECT_FALSE(Pix2StructHwcPathForTesting(16, 300, false, config));
 }
 
 // A gray page is its value thrice (the processor's RGB array): computing one channel and copying
