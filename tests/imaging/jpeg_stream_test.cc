@@ -11,17 +11,11 @@
 #include <utility>
 #include <vector>
 
-#include "base/file.h"
 #include "imaging/jpeg_scaled.h"
+#include "testing/test_data.h"
 
 namespace docfeed::internal {
 namespace {
-
-std::vector<uint8_t> ReadData(const std::string& name) {
-  Result<std::vector<uint8_t>> bytes = ReadFile(std::string(DOCFEED_TEST_DATA_DIR) + "/" + name);
-  EXPECT_TRUE(bytes.ok()) << name << ": " << bytes.status().ToString();
-  return bytes.ok() ? std::move(*bytes) : std::vector<uint8_t>{};
-}
 
 // Collects the rows into an image and records the largest band.
 class Collect final : public RowSink {
@@ -45,7 +39,7 @@ TEST(JpegBandDecoder, RowsAreDecodeImagesAndDecodeJpegScaleds) {
        {"images/gen/subsampling444.jpg", "images/gen/subsampling422.jpg",
         "images/gen/progressive.jpg", "images/gen/progressive_gray.jpg", "images/sroie_000.jpg",
         "images/modes/warn_huffman.jpg", "sample-docs/sroie/027.jpg"}) {
-    const std::vector<uint8_t> bytes = ReadData(name);
+    const std::vector<uint8_t> bytes = testing::ReadTestData(name);
     for (int32_t k : {1, 2, 8}) {
       SCOPED_TRACE(std::string(name) + " 1/" + std::to_string(k));
       Image want;
@@ -88,11 +82,13 @@ TEST(JpegBandDecoder, DeclinesWhatDecodeImageDoesNotGiveAsLOrRgb) {
        {"images/modes/cmyk_adobe.jpg", "images/modes/ycck.jpg", "images/gen/precision12.jpg",
         "sample-docs/invoices/simple-invoice.png"}) {
     SCOPED_TRACE(name);
+    const std::vector<uint8_t> bytes = testing::ReadTestData(name);  // outlives the decoder
     JpegBandDecoder decoder;
-    const Result<bool> open = decoder.Open(ReadData(name), {});
+    const Result<bool> open = decoder.Open(bytes, {});
     EXPECT_TRUE(!open.ok() || !*open);
   }
-  const std::vector<uint8_t> page = ReadData("sample-docs/sroie/027.jpg");  // 1654 x 2339
+  const std::vector<uint8_t> page =
+      testing::ReadTestData("sample-docs/sroie/027.jpg");  // 1654 x 2339
   DecodeLimits limits;
   limits.max_pixels = 1654 * 2339 - 1;
   JpegBandDecoder small_limit;
@@ -110,7 +106,7 @@ TEST(JpegBandDecoder, DeclinesWhatDecodeImageDoesNotGiveAsLOrRgb) {
 // the decoder declines it too (libjpeg would fill the rest with gray), DCT-scaled it goes on as
 // DecodeJpegScaled does.
 TEST(JpegBandDecoder, DeclinesDataTooShortForTheImageAtFullScale) {
-  std::vector<uint8_t> bytes = ReadData("sample-docs/sroie/027.jpg");
+  std::vector<uint8_t> bytes = testing::ReadTestData("sample-docs/sroie/027.jpg");
   size_t sos = 2;
   while (sos + 4 < bytes.size() && !(bytes[sos] == 0xFF && bytes[sos + 1] == 0xDA)) ++sos;
   ASSERT_LT(sos + 4, bytes.size());

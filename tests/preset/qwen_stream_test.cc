@@ -12,20 +12,14 @@
 #include <utility>
 #include <vector>
 
-#include "base/file.h"
 #include "codec/codec.h"
 #include "imaging/qwen_vl.h"
 #include "kernels/resize.h"
 #include "preset/preset.h"
+#include "testing/test_data.h"
 
 namespace docfeed::internal {
 namespace {
-
-std::vector<uint8_t> ReadData(const std::string& name) {
-  Result<std::vector<uint8_t>> bytes = ReadFile(std::string(DOCFEED_TEST_DATA_DIR) + "/" + name);
-  EXPECT_TRUE(bytes.ok()) << name << ": " << bytes.status().ToString();
-  return bytes.ok() ? std::move(*bytes) : std::vector<uint8_t>{};
-}
 
 QwenVLConfig Config(int32_t hf_version, DonutBackend backend, int64_t max_pixels) {
   QwenVLConfig config;
@@ -164,7 +158,7 @@ TEST(QwenStream, TestDataJpegsEqualTheWholePagePath) {
                             "sample-docs/sroie/027.jpg",       "images/modes/warn_huffman.jpg",
                             "images/modes/warn_extraneous.jpg"};
   for (const char* name : streamed) {
-    const std::vector<uint8_t> bytes = ReadData(name);
+    const std::vector<uint8_t> bytes = testing::ReadTestData(name);
     for (const QwenVLConfig& config : kConfigs) {
       SCOPED_TRACE(std::string(name) + ", " + Describe(config));
       ExpectSameAsWholePage(bytes, config, 1, true);
@@ -176,16 +170,18 @@ TEST(QwenStream, TurnedCmykAndDamagedPagesTakeTheWholePagePath) {
   const QwenVLConfig config = Config(5, DonutBackend::kPil, 1003520);
   for (int32_t orientation : {2, 3, 6, 8}) {
     SCOPED_TRACE(orientation);
-    ExpectSameAsWholePage(ReadData("images/gen/orientation6.jpg"), config, orientation, false);
-    ExpectSameAsWholePage(ReadData("images/sroie_000.jpg"), config, orientation, false);
+    ExpectSameAsWholePage(testing::ReadTestData("images/gen/orientation6.jpg"), config, orientation,
+                          false);
+    ExpectSameAsWholePage(testing::ReadTestData("images/sroie_000.jpg"), config, orientation,
+                          false);
   }
-  ExpectSameAsWholePage(ReadData("images/modes/cmyk_adobe.jpg"), config, 1, false);
-  ExpectSameAsWholePage(ReadData("images/modes/ycck.jpg"), config, 1, false);
-  ExpectSameAsWholePage(ReadData("images/gen/precision12.jpg"), config, 1, false);
-  ExpectSameAsWholePage(ReadData("images/modes/truncated.jpg"), config, 1, false);
+  ExpectSameAsWholePage(testing::ReadTestData("images/modes/cmyk_adobe.jpg"), config, 1, false);
+  ExpectSameAsWholePage(testing::ReadTestData("images/modes/ycck.jpg"), config, 1, false);
+  ExpectSameAsWholePage(testing::ReadTestData("images/gen/precision12.jpg"), config, 1, false);
+  ExpectSameAsWholePage(testing::ReadTestData("images/modes/truncated.jpg"), config, 1, false);
   // Scan data cut to 1000 bytes and closed with EOI: libjpeg would fill the page with gray, but
   // DecodeImage refuses data that cannot hold the image, and so must the stream.
-  std::vector<uint8_t> bytes = ReadData("sample-docs/sroie/027.jpg");
+  std::vector<uint8_t> bytes = testing::ReadTestData("sample-docs/sroie/027.jpg");
   size_t sos = 2;
   while (sos + 4 < bytes.size() && !(bytes[sos] == 0xFF && bytes[sos + 1] == 0xDA)) ++sos;
   ASSERT_LT(sos + 4, bytes.size());
@@ -193,7 +189,8 @@ TEST(QwenStream, TurnedCmykAndDamagedPagesTakeTheWholePagePath) {
   bytes.insert(bytes.end(), {0xFF, 0xD9});
   ExpectSameAsWholePage(bytes, config, 1, false);
   // A PNG is never streamed.
-  ExpectSameAsWholePage(ReadData("sample-docs/invoices/simple-invoice.png"), config, 1, false);
+  ExpectSameAsWholePage(testing::ReadTestData("sample-docs/invoices/simple-invoice.png"), config, 1,
+                        false);
 }
 
 }  // namespace
