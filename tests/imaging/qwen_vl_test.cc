@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "kernels/simd_mode.h"
@@ -105,8 +106,9 @@ TEST(QwenPatchify, LaysOutPatchesInMergeOrderWithRepeatedFrames) {
   EXPECT_EQ(i, out.size());
 }
 
-// float32 from RGB pages takes a banded SIMD writer (compile-time patch size 14, or any size);
-// gray pages and DOCFEED_SIMD=scalar the table loop. Every path must give each element the
+// float32 takes the AVX-512 writer (patch sizes 8..16, where the CPU has it), else from RGB pages
+// a banded SIMD writer (compile-time patch size 14, or any size); DOCFEED_SIMD=scalar the table
+// loop. Every path must give each element the
 // table entry of its pixel, in merge order, every frame the same, whatever the row stride.
 TEST(QwenPatchify, Float32IsTheTableEntryOfEachPixelOnEveryPath) {
   struct Case {
@@ -163,6 +165,55 @@ TEST(QwenPatchify, Float32IsTheTableEntryOfEachPixelOnEveryPath) {
                            << (mode == SimdMode::kAuto ? "auto" : "scalar");
     }
     ClearSimdModeOverride();
+  }
+}
+
+// The SIMD writers (AVX-512 for 8 <= patch_size <= 16 where the CPU has it, else the banded one
+// for float32 RGB) against the plain table loop (DOCFEED_SIMD=scalar), byte for byte, for every
+// dtype with tables, gray and RGB pages 1..5 merged patches wide, padded rows, and nothing
+// written past the output (each frame's last row is stored differently from the others).
+TEST(QwenPatchify, SimdWritersMatchTheTableLoop) {
+  struct Setting {
+    int32_t patch, merge, frames;
+  };
+  const Setting settings[] = {{14, 2, 2}, {14, 1, 1}, {16, 1, 2}, {9, 2, 3}, {8, 3, 2}, {15, 2, 1}};
+  for (const Setting& s : settings) {
+    QwenVLConfig config;
+    config.patch_size = s.patch;
+    config.merge_size = s.merge;
+    config.temporal_patch_size = s.frames;
+    Result<NormalizeTable> table = MakeQwenVLTable(config);
+    ASSERT_TRUE(table.ok());
+    const int32_t merged = s.patch * s.merge;
+    for (int32_t blocks = 1; blocks <= 5; ++blocks) {
+      for (int32_t channels : {1, 3}) {
+        const int32_t width = merged * blocks, height = merged * (blocks % 2 + 1);
+        const ptrdiff_t stride = ptrdiff_t{width} * channels + blocks % 3;
+        std::vector<uint8_t> pixels(static_cast<size_t>(stride) * height);
+        uint32_t state = static_cast<uint32_t>(blocks * 977 + s.patch);
+        for (uint8_t& v : pixels)
+          v = static_cast<uint8_t>((state = state * 1103515245u + 12345u) >> 24);
+        const ImageView page{pixels.data(), width, height, channels, stride};
+        const size_t values =
+            static_cast<size_t>(QwenPatchCount(height, width, config) * QwenPatchDim(config));
+        for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBfloat16}) {
+          const size_t size = DTypeSize(dtype);
+          std::vector<std::vector<uint8_t>> outs;
+          for (SimdMode mode : {SimdMode::kScalar, SimdMode::kAuto}) {
+            SetSimdModeOverride(mode);
+            // 64 guard bytes past the output, which must keep their value.
+            std::vector<uint8_t> out((values + 64) * size, 0xa5);
+            ASSERT_TRUE(QwenPatchify(page, config, *table, dtype, out.data()).ok());
+            for (size_t i = values * size; i < out.size(); ++i) ASSERT_EQ(out[i], 0xa5) << i;
+            outs.push_back(std::move(out));
+          }
+          ClearSimdModeOverride();
+          EXPECT_TRUE(outs[0] == outs[1])
+              << "patch " << s.patch << " merge " << s.merge << " frames " << s.frames << " "
+              << width << "x" << height << " channels " << channels << " dtype size " << size;
+        }
+      }
+    }
   }
 }
 
