@@ -17,6 +17,7 @@
 
 #include "base/file.h"
 #include "imaging/jpeg_scaled.h"
+#include "testing/test_data.h"
 
 namespace docfeed::internal {
 namespace {
@@ -407,14 +408,9 @@ TEST(DecodeAndResizeForDonut, ErrorsAreThoseOfTheWholeImagePath) {
   EXPECT_EQ(got.ToString(), want.status().ToString());
   // Scan data cut to 1000 bytes and closed with EOI, which libjpeg would decode to gray: the
   // stream declines it and DecodeImage refuses it.
-  std::vector<uint8_t> short_scan = ReadSample("sroie/027.jpg");
-  size_t sos = 2;
-  while (sos + 4 < short_scan.size() && !(short_scan[sos] == 0xFF && short_scan[sos + 1] == 0xDA)) {
-    ++sos;
-  }
-  ASSERT_LT(sos + 4, short_scan.size());
-  short_scan.resize(sos + 2 + (size_t{short_scan[sos + 2]} << 8 | short_scan[sos + 3]) + 1000);
-  short_scan.insert(short_scan.end(), {0xFF, 0xD9});
+  const std::vector<uint8_t> short_scan =
+      testing::JpegWithScanCutShort(ReadSample("sroie/027.jpg"), 1000);
+  ASSERT_FALSE(short_scan.empty());
   const Status short_got =
       DecodeAndResizeForDonut(short_scan, config, DonutDecodeMode::kExact, &out);
   const Result<Image> short_want = DecodeThenResize(short_scan, config, DonutDecodeMode::kExact);

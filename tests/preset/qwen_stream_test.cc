@@ -181,12 +181,9 @@ TEST(QwenStream, TurnedCmykAndDamagedPagesTakeTheWholePagePath) {
   ExpectSameAsWholePage(testing::ReadTestData("images/modes/truncated.jpg"), config, 1, false);
   // Scan data cut to 1000 bytes and closed with EOI: libjpeg would fill the page with gray, but
   // DecodeImage refuses data that cannot hold the image, and so must the stream.
-  std::vector<uint8_t> bytes = testing::ReadTestData("sample-docs/sroie/027.jpg");
-  size_t sos = 2;
-  while (sos + 4 < bytes.size() && !(bytes[sos] == 0xFF && bytes[sos + 1] == 0xDA)) ++sos;
-  ASSERT_LT(sos + 4, bytes.size());
-  bytes.resize(sos + 2 + (size_t{bytes[sos + 2]} << 8 | bytes[sos + 3]) + 1000);
-  bytes.insert(bytes.end(), {0xFF, 0xD9});
+  const std::vector<uint8_t> bytes =
+      testing::JpegWithScanCutShort(testing::ReadTestData("sample-docs/sroie/027.jpg"), 1000);
+  ASSERT_FALSE(bytes.empty());
   ExpectSameAsWholePage(bytes, config, 1, false);
   // A PNG is never streamed.
   ExpectSameAsWholePage(testing::ReadTestData("sample-docs/invoices/simple-invoice.png"), config, 1,
