@@ -561,11 +561,29 @@ float* PatchRows(const float* resized, int64_t out_w, int64_t plane, const Pix2S
   return o;
 }
 
+// Row y of the resized image is row y % ph of the patches in patch row y / ph: where patch `col`
+// of that row takes its 3 * pw values of it (`out`: flattened_patches). Its ids go in with its
+// first row.
+[[gnu::always_inline]] inline float* PatchRun(float* out, const Pix2StructGrid& grid, int64_t ph,
+                                              int64_t pw, int64_t y, int64_t col) {
+  const int64_t r = y / ph, in_patch = y % ph;
+  float* o = out + (r * grid.cols + col) * (2 + 3 * ph * pw);
+  if (in_patch == 0) {
+    o[0] = static_cast<float>(r + 1);
+    o[1] = static_cast<float>(col + 1);
+  }
+  return o + 2 + in_patch * 3 * pw;
+}
+
+// The end of the patch rows of `grid` in `out`.
+inline float* PatchesEnd(float* out, const Pix2StructGrid& grid, int64_t ph, int64_t pw) {
+  return out + int64_t{grid.rows} * grid.cols * (2 + 3 * ph * pw);
+}
+
 // The vertical pass's sink that writes each resized row straight into flattened_patches: its
 // channels are made in a buffer of three rows (in L1) and interleaved into the patch rows they
-// belong to, so the resized CHW planes (6 MB at 2048 patches) are never stored and read back.
-// Row y of the resized image is row y % ph of the patches in patch row y / ph; the ids are
-// written with a patch's first row.
+// belong to (PatchRun), so the resized CHW planes (6 MB at 2048 patches) are never stored and
+// read back.
 template <typename Interleave>
 class PatchSink {
  public:
@@ -580,22 +598,15 @@ class PatchSink {
 
   void Done(int64_t y) {
     const Interleave interleave;
-    const int64_t r = y / ph_, in_patch = y % ph_;
-    const int64_t row_values = 2 + 3 * ph_ * pw_;
     const int64_t plane = channels_ == 3 ? out_w_ : 0;
-    float* o = out_ + r * grid_.cols * row_values;
-    for (int64_t col = 0; col < grid_.cols; ++col, o += row_values) {
-      if (in_patch == 0) {
-        o[0] = static_cast<float>(r + 1);
-        o[1] = static_cast<float>(col + 1);
-      }
+    for (int64_t col = 0; col < grid_.cols; ++col) {
       const float* src = rows_ + col * pw_;
-      interleave(src, src + plane, src + 2 * plane, pw_, o + 2 + in_patch * 3 * pw_);
+      interleave(src, src + plane, src + 2 * plane, pw_, PatchRun(out_, grid_, ph_, pw_, y, col));
     }
   }
 
   // The end of the last patch row.
-  float* End() const { return out_ + int64_t{grid_.rows} * grid_.cols * (2 + 3 * ph_ * pw_); }
+  float* End() const { return PatchesEnd(out_, grid_, ph_, pw_); }
 
  private:
   Pix2StructGrid grid_;
@@ -1555,15 +1566,9 @@ class HwcPatchSink {
   float* Row(int64_t /*y*/, int64_t /*c*/) { return row_; }
 
   [[gnu::target(DOCFEED_AVX512_TARGET)]] void Done(int64_t y) {
-    const int64_t r = y / ph_, in_patch = y % ph_;
-    const int64_t row_values = 2 + 3 * ph_ * pw_, n = 3 * pw_;
-    float* o = out_ + r * grid_.cols * row_values;
-    for (int64_t col = 0; col < grid_.cols; ++col, o += row_values) {
-      if (in_patch == 0) {
-        o[0] = static_cast<float>(r + 1);
-        o[1] = static_cast<float>(col + 1);
-      }
-      float* dst = o + 2 + in_patch * n;
+    const int64_t n = 3 * pw_;
+    for (int64_t col = 0; col < grid_.cols; ++col) {
+      float* dst = PatchRun(out_, grid_, ph_, pw_, y, col);
       if (channels_ == 1) {
         const float* src = row_ + col * pw_;
         InterleaveAvx2()(src, src, src, pw_, dst);
@@ -1579,7 +1584,7 @@ class HwcPatchSink {
     }
   }
 
-  float* End() const { return out_ + int64_t{grid_.rows} * grid_.cols * (2 + 3 * ph_ * pw_); }
+  float* End() const { return PatchesEnd(out_, grid_, ph_, pw_); }
 
  private:
   Pix2StructGrid grid_;
@@ -1637,18 +1642,9 @@ bool PlanHwc(int64_t in_h, int64_t in_w, bool gray, const Pix2StructGrid& grid, 
          columns.Plan(AntialiasWeights(in_w, out_w), out_w, gray ? 1 : 3);
 }
 
-bool UseAvx2() {
-  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return supported && CurrentSimdMode() != SimdMode::kScalar;
-}
+bool UseAvx2() { return CpuHasAvx2Fma() && CurrentSimdMode() != SimdMode::kScalar; }
 
-bool UseAvx512() {
-  static const bool supported =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return supported && CurrentSimdMode() != SimdMode::kScalar;
-}
+bool UseAvx512() { return CpuHasAvx512Vbmi() && CurrentSimdMode() != SimdMode::kScalar; }
 #endif
 
 // The resized page's patch rows into `out`; returns the end of the last one.
@@ -1690,11 +1686,9 @@ bool Pix2StructStatisticsForTesting(const uint8_t* pixels, int64_t n, bool gray,
     s = gray ? StandardizeTable(GrayLeaves<SquareLeafScalar>{pixels, n / 3}, n)
              : StandardizeTable(RgbLeaves<SquareLeafScalar>{pixels}, n);
 #ifdef DOCFEED_PIX2STRUCT_AVX2
-  } else if (path == 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+  } else if (path == 1 && CpuHasAvx2Fma()) {
     s = gray ? StandardizeGrayAvx2(pixels, n / 3) : StandardizeAvx2(pixels, n);
-  } else if (path == 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
-             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+  } else if (path == 2 && CpuHasAvx512Vbmi()) {
     s = gray ? StandardizeGrayAvx512(pixels, n / 3) : StandardizeAvx512(pixels, n);
 #endif
   } else {

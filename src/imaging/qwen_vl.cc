@@ -115,13 +115,6 @@ void WritePatchesFloat32Banded(const ImageView& page, const QwenVLConfig& config
 #if defined(__x86_64__) && defined(__GNUC__)
 #define DOCFEED_QWEN_AVX512 "avx512f,avx512bw,avx512vl,avx512vbmi"
 
-bool UseAvx512() {
-  static const bool supported =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi");
-  return supported;
-}
-
 // 16 lanes of 32-bit table entries to dst: as they are for float32, their low halves (the
 // float16 / bfloat16 bits) for 16-bit T.
 template <typename T>
@@ -223,7 +216,7 @@ bool WritePatchesFast(const ImageView& page, const QwenVLConfig& config,
                       const void* const tables[3], T* out) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (CurrentSimdMode() != SimdMode::kAuto || config.patch_size < 8 || config.patch_size > 16 ||
-      !UseAvx512()) {
+      !CpuHasAvx512Vbmi()) {
     return false;
   }
   const bool p14 = config.patch_size == 14;

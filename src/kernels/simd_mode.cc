@@ -32,4 +32,24 @@ void SetSimdModeOverride(SimdMode mode) {
 
 void ClearSimdModeOverride() { g_override.store(-1, std::memory_order_relaxed); }
 
+bool CpuHasAvx2Fma() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return supported;
+#else
+  return false;
+#endif
+}
+
+bool CpuHasAvx512Vbmi() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool supported =
+      CpuHasAvx2Fma() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi");
+  return supported;
+#else
+  return false;
+#endif
+}
+
 }  // namespace docfeed::internal

@@ -22,6 +22,13 @@ SimdMode CurrentSimdMode();
 void SetSimdModeOverride(SimdMode mode);
 void ClearSimdModeOverride();
 
+// What this CPU and its OS support, for the hand-written x86-64 paths outside Highway's dispatch
+// (src/imaging: Pix2Struct's passes, Qwen2-VL's patch writer), whatever the mode; false on other
+// architectures. Read once.
+bool CpuHasAvx2Fma();
+// AVX-512 F, BW, VL and VBMI (every such CPU also has AVX2 and FMA, which this includes).
+bool CpuHasAvx512Vbmi();
+
 }  // namespace docfeed::internal
 
 #endif  // DOCFEED_KERNELS_SIMD_MODE_H_
